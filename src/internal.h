@@ -1,0 +1,237 @@
+/*
+ * internal.h - what algorithm files, the RCL runtime, the interposer and the
+ * profiler share.  Not installed.
+ *
+ * Layers (ARCHITECTURE.md section 5):
+ *   platform  (src/platform/)  atomics, pause, cache line, topology, futex,
+ *                              cycle clock, pinning.  The only place with
+ *                              inline assembly and raw OS calls.
+ *   waiting   (src/core/wait.c) an algorithm says WHERE a thread waits (a
+ *                              32-bit word), the policy decides HOW.
+ *   threads   (src/core/thread.c) per-thread records, created on first use,
+ *                              released at thread exit; per-hold nodes.
+ *   registry  (src/core/api.c + generated build/gen/registry.c) one ops table
+ *                              per algorithm file src/locks/<name>.c.
+ */
+#ifndef LIBLOCK_INTERNAL_H
+#define LIBLOCK_INTERNAL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+#include "liblock.h"
+
+#define LL_CACHELINE 64          /* compile-time line size (x86-64); see ll_cacheline() */
+#define LL_ALIGNED _Alignas(LL_CACHELINE)
+#define LL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define LL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define LL_EXPORT __attribute__((visibility("default")))
+
+#define LL_LOCK_MAGIC 0x4c4c4f4bu   /* "LLOK" */
+#define LL_ATTR_MAGIC 0x4c4c4154u
+#define LL_COND_MAGIC 0x4c4c434eu
+#define LL_CONDATTR_MAGIC 0x4c4c4341u
+
+#define LL_POLICY_BIT(p) (1u << (p))
+
+/* ======================================================================
+ * platform (src/platform/platform.c)
+ * ====================================================================== */
+static inline void ll_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ __volatile__("pause" ::: "memory");
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#else
+    atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+static inline uint64_t ll_cycles(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    uint32_t lo, hi;
+    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+#else
+    extern uint64_t ll_now_ns(void);
+    return ll_now_ns();
+#endif
+}
+
+uint64_t ll_now_ns(void);                 /* CLOCK_MONOTONIC in ns */
+double ll_cycles_per_ns(void);            /* TSC calibrated against clock_gettime, cached */
+uint64_t ll_ns_to_cycles(uint64_t ns);
+int ll_ncpus(void);                       /* online CPUs */
+int ll_cacheline(void);                   /* coherence line size from sysfs/sysconf, 64 if unknown */
+int ll_cpu_node(int cpu);                 /* NUMA node of a CPU (LIBLOCK_NUMA_MAP overrides), 0 if unknown */
+int ll_cpu_package(int cpu);              /* physical package, 0 if unknown */
+int ll_cpu_core(int cpu);                 /* core id, cpu if unknown */
+const char *ll_topology_source(void);     /* "hwloc", "sysfs" or "none" */
+int ll_current_cpu(void);                 /* sched_getcpu(), or -1 */
+int ll_pin_self(int cpu);                 /* 0 or errno */
+int ll_pin_thread(pthread_t t, int cpu);  /* 0 or errno */
+void *ll_alloc_aligned(size_t size);      /* zeroed, cache-line aligned, NULL on ENOMEM */
+void *ll_alloc_on_node(size_t size, int node); /* like ll_alloc_aligned, on a NUMA node when possible */
+void ll_free_on_node(void *p, size_t size);
+int ll_futex_wait(_Atomic uint32_t *addr, uint32_t val, const struct timespec *rel); /* 0, EAGAIN, ETIMEDOUT, EINTR */
+int ll_futex_wake(_Atomic uint32_t *addr, int n);
+void ll_yield(void);
+/* Environment helpers for LIBLOCK_* variables. */
+long ll_env_long(const char *name, long dflt, long min, long max);
+double ll_env_double(const char *name, double dflt, double min, double max);
+/* One-line warning to stderr, printed at most once per key. */
+void ll_warn_once(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ======================================================================
+ * waiting policies (src/core/wait.c)
+ *
+ * Protocol for a waiting word w (a uint32_t the algorithm owns):
+ *   - a waiter calls ll_wait_while(w, v, policy): it returns once
+ *     (*w & ~LL_PARKED) != v, with acquire ordering, and returns that value;
+ *   - the thread that ends the wait calls ll_wake(w, newval, policy), which
+ *     stores newval with release ordering and wakes a parked waiter.
+ * Bit 31 (LL_PARKED) is reserved for the policy: algorithm values must fit
+ * in 31 bits.  Under spin-then-park the waiter, after spinning, CASes
+ * v -> v|LL_PARKED and sleeps in futex_wait(w, v|LL_PARKED); the waker swaps
+ * in newval (clearing the bit) and calls futex_wake only when the old value
+ * had the bit.  No wake-up is lost: either the waiter's CAS fails because the
+ * value already changed, or the kernel's futex_wait sees the swapped value
+ * and returns, or the waiter is asleep and is woken.  Spurious wake-ups are
+ * absorbed by the re-check loop.
+ * ====================================================================== */
+#define LL_PARKED 0x80000000u
+
+uint32_t ll_wait_while(_Atomic uint32_t *w, uint32_t v, int policy);
+/* Same, giving up at the absolute CLOCK_MONOTONIC deadline (ns): returns 0
+ * with *out set to the new value, or ETIMEDOUT.  After ETIMEDOUT the word may
+ * still carry LL_PARKED (clearing it could strand another parked waiter on
+ * the same word); the next ll_wake clears it, and an algorithm that CASes
+ * the word itself must accept v|LL_PARKED as "still v". */
+int ll_wait_while_until(_Atomic uint32_t *w, uint32_t v, int policy, uint64_t deadline_ns, uint32_t *out);
+void ll_wake(_Atomic uint32_t *w, uint32_t newval, int policy);
+/* One step of a policy's waiting loop for conditions that are not a single
+ * word (e.g. "ticket == now_serving"): spin policies pause, yield yields.
+ * Spin-then-park is not meaningful here; callers that need it use a word. */
+static inline void ll_wait_step(int policy)
+{
+    if (policy == LIBLOCK_WAIT_YIELD)
+        ll_yield();
+    else
+        ll_pause();
+}
+uint64_t ll_spin_budget_cycles(void); /* spin phase of spin-then-park (LIBLOCK_SPIN_NS) */
+
+/* ======================================================================
+ * per-thread state (src/core/thread.c)
+ * ====================================================================== */
+#define LL_NODE_BYTES 128  /* per-hold node area available to an algorithm */
+
+/* One record per lock a thread holds or is acquiring.  Stable in memory
+ * while in use (queue locks link other threads to it); recycled per thread. */
+typedef struct ll_hold {
+    LL_ALIGNED unsigned char node[LL_NODE_BYTES]; /* algorithm's node, zeroed on first use only */
+    liblock_t *lock;
+    struct ll_hold *next_free;
+} ll_hold_t;
+
+typedef struct ll_thread {
+    unsigned id;                /* small id, reused after the thread exits */
+    pid_t tid;
+    ll_hold_t **held;           /* stack of holds, innermost last */
+    unsigned nheld, capheld;
+    ll_hold_t *free_holds;
+    void *clh_spare;            /* CLH: the node this thread owns between acquisitions */
+    struct ll_exit_hook *hooks; /* run at thread exit */
+    uint64_t rng;               /* xorshift state, seeded per thread */
+} ll_thread_t;
+
+struct ll_exit_hook {
+    void (*fn)(ll_thread_t *self, void *arg);
+    void *arg;
+    struct ll_exit_hook *next;
+};
+
+extern __thread ll_thread_t *ll_self_tls;
+ll_thread_t *ll_self_slow(void);          /* creates the record; NULL on ENOMEM */
+static inline ll_thread_t *ll_self(void)
+{
+    ll_thread_t *t = ll_self_tls;
+    return LL_LIKELY(t != NULL) ? t : ll_self_slow();
+}
+/* Register fn(self,arg) to run when the calling thread exits (hook memory is
+ * owned by the caller and must stay valid).  Hooks run newest first. */
+void ll_thread_on_exit(ll_thread_t *self, struct ll_exit_hook *hook);
+unsigned ll_thread_max_id(void);          /* 1 + highest id in use (scan bound) */
+LL_EXPORT long liblock_debug_live_threads(void); /* for leak tests */
+
+ll_hold_t *ll_hold_push(ll_thread_t *self, liblock_t *lock); /* NULL on ENOMEM */
+ll_hold_t *ll_hold_find(ll_thread_t *self, const liblock_t *lock);
+void ll_hold_pop(ll_thread_t *self, ll_hold_t *h); /* removes h wherever it is in the stack */
+
+static inline uint64_t ll_rand(ll_thread_t *self)
+{
+    uint64_t x = self->rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    self->rng = x;
+    return x;
+}
+
+/* ======================================================================
+ * algorithm ops (one table per file in src/locks/)
+ *
+ * A file src/locks/foo-bar.c defines `const struct ll_ops ll_ops_foo_bar`
+ * (dashes become underscores); the build generates the registry from the
+ * file names, so adding an algorithm is adding one file.
+ *
+ * The API layer (src/core/api.c) validates arguments, allocates the state
+ * (state_size bytes, cache-line aligned, zeroed), keeps the per-thread hold
+ * stack (EDEADLK / EPERM detection) and hands the algorithm a node of
+ * LL_NODE_BYTES that stays put from lock() to unlock().
+ * ====================================================================== */
+struct ll_ops {
+    const char *name;
+    const char *description;
+    const char *source;
+    unsigned props;            /* LIBLOCK_PROP_* */
+    unsigned policies;         /* LL_POLICY_BIT(LIBLOCK_WAIT_*) mask */
+    int default_policy;
+    size_t state_size;         /* bytes of lock state */
+    size_t node_size;          /* bytes of per-hold node used (<= LL_NODE_BYTES) */
+
+    int (*init)(liblock_t *l, const liblock_attr_t *attr); /* state already zeroed */
+    int (*destroy)(liblock_t *l);                  /* EBUSY if held/waited; must not free l->_state */
+    int (*lock)(liblock_t *l, void *node);
+    int (*trylock)(liblock_t *l, void *node);      /* 0 or EBUSY */
+    int (*unlock)(liblock_t *l, void *node);
+    /* Optional: NULL means lock/cs/unlock through the API layer. */
+    void *(*execute)(liblock_t *l, void *(*cs)(void *), void *arg);
+    /* Optional hooks for condition variables: release the lock around the
+     * wait and take it back.  NULL means the API's unlock/lock. */
+    int (*cond_release)(liblock_t *l);
+    int (*cond_reacquire)(liblock_t *l);
+    /* Optional: per-thread set-up (liblock_thread_register). */
+    int (*thread_register)(liblock_t *l);
+};
+
+#define LL_STATE(l, type) ((type *)(l)->_state)
+#define LL_OPS(l) ((const struct ll_ops *)(l)->_ops)
+
+const struct ll_ops *ll_find_ops(const char *name);
+extern const struct ll_ops *const ll_registry[]; /* generated, NULL-terminated */
+
+/* The API-level lock/unlock (hold stack + ops), for code inside the library
+ * that needs to take a liblock (conditions, interposer). */
+int ll_api_lock(liblock_t *l);
+int ll_api_unlock(liblock_t *l);
+
+#endif /* LIBLOCK_INTERNAL_H */

@@ -1,0 +1,76 @@
+/*
+ * posix - the glibc mutex behind the liblock API.
+ *
+ * Source: seed 000 section 3.1 (the blocking lock): try to set the lock word,
+ * otherwise sleep in the kernel (futex) until the holder wakes a waiter.
+ *
+ * Invariants and orderings are glibc's: pthread_mutex_lock has acquire and
+ * pthread_mutex_unlock release semantics (POSIX 4.12 memory
+ * synchronisation).  Policies: "park" maps to PTHREAD_MUTEX_NORMAL (block at
+ * once), "spin-then-park" to glibc's PTHREAD_MUTEX_ADAPTIVE_NP (a bounded
+ * spin before sleeping).  Not FIFO: a releasing thread may take the lock
+ * back before a woken waiter runs (barging), which is why it holds up at
+ * very high contention and why it can starve.
+ */
+#include "../internal.h"
+
+struct posix_lock {
+    pthread_mutex_t m;
+};
+
+static int posix_init(liblock_t *l, const liblock_attr_t *attr)
+{
+    (void)attr;
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK ? PTHREAD_MUTEX_ADAPTIVE_NP
+                                                                          : PTHREAD_MUTEX_NORMAL);
+    int r = pthread_mutex_init(&LL_STATE(l, struct posix_lock)->m, &ma);
+    pthread_mutexattr_destroy(&ma);
+    return r;
+}
+
+static int posix_destroy(liblock_t *l)
+{
+    pthread_mutex_t *m = &LL_STATE(l, struct posix_lock)->m;
+    /* glibc's destroy does not look at the lock word; try it first so a held
+     * lock gives EBUSY and stays intact. */
+    if (pthread_mutex_trylock(m) != 0)
+        return EBUSY;
+    pthread_mutex_unlock(m);
+    return pthread_mutex_destroy(m);
+}
+
+static int posix_lock(liblock_t *l, void *node)
+{
+    (void)node;
+    return pthread_mutex_lock(&LL_STATE(l, struct posix_lock)->m);
+}
+
+static int posix_trylock(liblock_t *l, void *node)
+{
+    (void)node;
+    return pthread_mutex_trylock(&LL_STATE(l, struct posix_lock)->m);
+}
+
+static int posix_unlock(liblock_t *l, void *node)
+{
+    (void)node;
+    return pthread_mutex_unlock(&LL_STATE(l, struct posix_lock)->m);
+}
+
+const struct ll_ops ll_ops_posix = {
+    .name = "posix",
+    .description = "glibc pthread mutex (futex-based blocking lock)",
+    .source = "seed 000 section 3.1 (blocking lock); glibc",
+    .props = LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_PARK) | LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
+    .default_policy = LIBLOCK_WAIT_PARK,
+    .state_size = sizeof(struct posix_lock),
+    .node_size = 0,
+    .init = posix_init,
+    .destroy = posix_destroy,
+    .lock = posix_lock,
+    .trylock = posix_trylock,
+    .unlock = posix_unlock,
+};

@@ -1,0 +1,104 @@
+/*
+ * harness.h - tiny test harness shared by tests/test_*.c.
+ *
+ * Every test program arms a watchdog (LIBLOCK_TEST_TIMEOUT seconds, default
+ * given by the program) so a deadlock fails the test with a message instead
+ * of hanging CI; tests/run.sh adds an outer `timeout` as a second bound.
+ * CHECK records a failure and goes on; the program exits 1 if any failed.
+ * No test asserts anything about speed.
+ */
+#ifndef LIBLOCK_TEST_HARNESS_H
+#define LIBLOCK_TEST_HARNESS_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <pthread.h>
+#include "liblock.h"
+
+static int th_failures;
+static int th_checks;
+static const char *th_context = "";
+
+#define CHECK(cond, ...)                                                                    \
+    do {                                                                                    \
+        th_checks++;                                                                        \
+        if (!(cond)) {                                                                      \
+            th_failures++;                                                                  \
+            fprintf(stderr, "FAIL %s:%d [%s] %s: ", __FILE__, __LINE__, th_context, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                                   \
+            fputc('\n', stderr);                                                            \
+        }                                                                                   \
+    } while (0)
+
+#define CHECK_EQ(a, b) CHECK((long long)(a) == (long long)(b), "%s = %lld, expected %lld", #a, (long long)(a), (long long)(b))
+
+static void th_on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "FAIL: test watchdog expired (deadlock or livelock?)\n";
+    ssize_t r = write(2, msg, sizeof msg - 1);
+    (void)r;
+    _exit(3);
+}
+
+static inline void th_watchdog(unsigned seconds)
+{
+    const char *s = getenv("LIBLOCK_TEST_TIMEOUT");
+    if (s && atoi(s) > 0)
+        seconds = (unsigned)atoi(s);
+    signal(SIGALRM, th_on_alarm);
+    alarm(seconds);
+}
+
+/* "tsan" scale: ThreadSanitizer builds run fewer iterations. */
+static inline int th_scale_small(void)
+{
+    const char *s = getenv("LIBLOCK_TEST_SCALE");
+    return s && (strcmp(s, "tsan") == 0 || strcmp(s, "small") == 0);
+}
+
+static inline uint64_t th_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Algorithm filter: argv names (or LIBLOCK_TEST_ALGOS="a b c"); none = all. */
+static inline int th_selected(int argc, char **argv, const char *name)
+{
+    int any = 0;
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-')
+            continue;
+        any = 1;
+        if (strcmp(argv[i], name) == 0)
+            return 1;
+    }
+    const char *env = getenv("LIBLOCK_TEST_ALGOS");
+    if (!any && env && *env) {
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%s", env);
+        for (char *save, *tok = strtok_r(buf, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save))
+            if (strcmp(tok, name) == 0)
+                return 1;
+        return 0;
+    }
+    return !any;
+}
+
+static inline int th_report(const char *prog)
+{
+    printf("%s: %d checks, %d failed\n", prog, th_checks, th_failures);
+    return th_failures ? 1 : 0;
+}
+
+#endif

@@ -1,0 +1,149 @@
+/*
+ * test_stress - mutual exclusion under stress, for every registered
+ * algorithm and every waiting policy it supports, with 1, 2, 4, 16 and 64
+ * threads on however many cores there are, through lock/unlock and through
+ * execute.
+ *
+ * The critical section checks and sets an "occupied" flag and increments a
+ * plain (non-atomic) counter; afterwards the counter must equal the number of
+ * critical sections the threads report and the flag must never have been
+ * seen set.  Each configuration runs for a fixed count or until a short
+ * deadline, whichever comes first (oversubscribed FIFO spin locks hand over
+ * slowly on 2 cores); the deadline only bounds the run, it asserts nothing.
+ *
+ * Usage: test_stress [ALGORITHM...]   (default: all)
+ */
+#include "harness.h"
+
+static const int thread_counts[] = {1, 2, 4, 16, 64};
+
+struct shared {
+    liblock_t lock;
+    volatile int occupied;
+    volatile long counter;
+    volatile int violations;
+    volatile int stop;
+    long per_thread_max;
+    int use_execute;
+};
+
+struct worker {
+    pthread_t th;
+    struct shared *sh;
+    long done;
+    int err;
+};
+
+static void *critical(void *arg)
+{
+    struct shared *sh = arg;
+    if (sh->occupied)
+        sh->violations++;
+    sh->occupied = 1;
+    long c = sh->counter;
+    for (volatile int i = 0; i < 4; i++)
+        ;
+    sh->counter = c + 1;
+    sh->occupied = 0;
+    return (void *)0x5a;
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct shared *sh = w->sh;
+    for (long i = 0; i < sh->per_thread_max && !__atomic_load_n(&sh->stop, __ATOMIC_RELAXED); i++) {
+        if (sh->use_execute) {
+            errno = 0;
+            void *r = liblock_execute(&sh->lock, critical, sh);
+            if (r != (void *)0x5a) {
+                w->err = errno ? errno : -1;
+                break;
+            }
+        } else {
+            int e = liblock_lock(&sh->lock);
+            if (e) {
+                w->err = e;
+                break;
+            }
+            critical(sh);
+            e = liblock_unlock(&sh->lock);
+            if (e) {
+                w->err = e;
+                break;
+            }
+        }
+        w->done++;
+    }
+    return NULL;
+}
+
+static void run_config(const char *algo, int policy, int nthreads, int use_execute)
+{
+    static struct shared sh;
+    memset(&sh, 0, sizeof sh);
+    liblock_attr_t attr;
+    liblock_attr_init(&attr);
+    liblock_attr_setwait(&attr, policy);
+    int r = liblock_init(&sh.lock, algo, &attr);
+    CHECK(r == 0, "init %s/%s failed: %s", algo, liblock_wait_name(policy), strerror(r));
+    if (r)
+        return;
+    int small = th_scale_small();
+    sh.per_thread_max = (small ? 2000 : 20000) / nthreads + 100;
+    sh.use_execute = use_execute;
+    struct worker *ws = calloc((size_t)nthreads, sizeof *ws);
+    for (int i = 0; i < nthreads; i++) {
+        ws[i].sh = &sh;
+        pthread_create(&ws[i].th, NULL, worker_main, &ws[i]);
+    }
+    uint64_t deadline = th_now_ns() + (small ? 150 : 60) * 1000000ull;
+    while (th_now_ns() < deadline) {
+        int all_done = 1;
+        for (int i = 0; i < nthreads; i++)
+            if (__atomic_load_n(&ws[i].done, __ATOMIC_RELAXED) < sh.per_thread_max && !ws[i].err)
+                all_done = 0;
+        if (all_done)
+            break;
+        usleep(2000);
+    }
+    __atomic_store_n(&sh.stop, 1, __ATOMIC_RELAXED);
+    long total = 0;
+    for (int i = 0; i < nthreads; i++) {
+        pthread_join(ws[i].th, NULL);
+        total += ws[i].done;
+        CHECK(ws[i].err == 0, "%s/%s %d threads %s: thread %d got error %d (%s)", algo, liblock_wait_name(policy),
+              nthreads, use_execute ? "execute" : "lock", i, ws[i].err, strerror(ws[i].err));
+    }
+    CHECK(sh.counter == total, "%s/%s %d threads %s: counter %ld != %ld critical sections", algo,
+          liblock_wait_name(policy), nthreads, use_execute ? "execute" : "lock", sh.counter, total);
+    CHECK(sh.violations == 0, "%s/%s %d threads %s: %d exclusion violations", algo, liblock_wait_name(policy),
+          nthreads, use_execute ? "execute" : "lock", sh.violations);
+    CHECK(total > 0, "%s/%s %d threads: no progress", algo, liblock_wait_name(policy), nthreads);
+    r = liblock_destroy(&sh.lock);
+    CHECK(r == 0, "destroy %s after stress: %s", algo, strerror(r));
+    free(ws);
+}
+
+int main(int argc, char **argv)
+{
+    th_watchdog(th_scale_small() ? 900 : 400);
+    for (const char *const *a = liblock_algorithms(); *a; a++) {
+        if (!th_selected(argc, argv, *a))
+            continue;
+        liblock_algorithm_info_t info;
+        liblock_algorithm_info(*a, &info);
+        uint64_t t0 = th_now_ns();
+        for (int p = 1; p < LIBLOCK_WAIT__COUNT; p++) {
+            if (!(info.policies & (1u << p)))
+                continue;
+            th_context = *a;
+            for (size_t t = 0; t < sizeof thread_counts / sizeof *thread_counts; t++)
+                for (int ex = 0; ex < 2; ex++)
+                    run_config(*a, p, thread_counts[t], ex);
+        }
+        printf("  %-16s ok so far (%d failures), %.1f s\n", *a, th_failures, (th_now_ns() - t0) / 1e9);
+        fflush(stdout);
+    }
+    return th_report("test_stress");
+}
