@@ -138,8 +138,8 @@ install: $(LIB_SO) $(LIB_A) $(INTERPOSE_SO) $(PROFILE_SO) $(TOOL_BINS) $(BENCH_B
 	install -m 755 $(LIB_SO) $(INTERPOSE_SO) $(PROFILE_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
 	$(if $(strip $(TOOL_BINS) $(BENCH_BINS)),install -m 755 $(TOOL_BINS) $(BENCH_BINS) $(DESTDIR)$(PREFIX)/libexec/liblock/)
-	cp -r tools/liblock_cli $(DESTDIR)$(PREFIX)/share/liblock/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' tools/liblock.in > $(DESTDIR)$(PREFIX)/bin/liblock
+	rm -rf $(DESTDIR)$(PREFIX)/share/liblock/liblock_cli && cp -r tools/liblock_cli $(DESTDIR)$(PREFIX)/share/liblock/
+	sed -e 's|^INSTALL_PREFIX = None.*|INSTALL_PREFIX = "$(PREFIX)"|' tools/liblock > $(DESTDIR)$(PREFIX)/bin/liblock
 	chmod 755 $(DESTDIR)$(PREFIX)/bin/liblock
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBS@|$(LIBS)|g' liblock.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/liblock.pc
 

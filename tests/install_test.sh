@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# make install into a temporary prefix, then build and run a tiny program
+# against the installed copy with pkg-config, and run the installed command.
+set -eu
+cd "$(dirname "$0")/.."
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+make -s install PREFIX="$prefix" >/dev/null
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+cat > "$prefix/tiny.c" <<'C'
+#include <liblock.h>
+#include <stdio.h>
+static long counter;
+static void *cs(void *a) { counter += (long)a; return (void *)counter; }
+int main(void)
+{
+    liblock_t l;
+    if (liblock_init(&l, "mcs", NULL)) return 1;
+    for (long i = 1; i <= 10; i++) liblock_execute(&l, cs, (void *)i);
+    if (liblock_lock(&l) || liblock_unlock(&l) || liblock_destroy(&l)) return 2;
+    printf("%ld\n", counter);
+    return counter == 55 ? 0 : 3;
+}
+C
+cc "$prefix/tiny.c" -o "$prefix/tiny" $(pkg-config --cflags --libs liblock)
+out=$("$prefix/tiny")
+[ "$out" = 55 ] || { echo "install_test: tiny program printed '$out'"; exit 1; }
+"$prefix/bin/liblock" list | grep -q '^mcs ' || { echo "install_test: installed 'liblock list' does not list mcs"; exit 1; }
+echo "install_test: ok (pkg-config build against $prefix, installed liblock list)"

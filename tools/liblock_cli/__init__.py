@@ -1,0 +1,53 @@
+"""The `liblock` command: dispatch to one module per subcommand."""
+import argparse
+import importlib
+import os
+import pkgutil
+import sys
+
+
+class Env:
+    """Where liblock's libraries and helper programs are."""
+
+    def __init__(self, tools_dir, prefix):
+        if prefix:
+            self.libdir = os.path.join(prefix, "lib")
+            self.bindir = os.path.join(prefix, "libexec", "liblock")
+            self.root = None
+        else:
+            self.root = os.path.dirname(tools_dir)
+            build = os.environ.get("LIBLOCK_BUILD", os.path.join(self.root, "build"))
+            self.libdir = os.path.join(build, "lib")
+            self.bindir = os.path.join(build, "bin")
+        self.results = os.environ.get("LIBLOCK_RESULTS", os.path.join(self.root or os.getcwd(), "results"))
+
+    def lib(self, name):
+        return os.path.join(self.libdir, name)
+
+    def program(self, name):
+        path = os.path.join(self.bindir, name)
+        if not os.path.exists(path):
+            raise SystemExit(f"liblock: {path} is missing (run `make` first)")
+        return path
+
+
+def subcommands():
+    pkgdir = os.path.dirname(__file__)
+    names = sorted(m.name for m in pkgutil.iter_modules([pkgdir]) if not m.name.startswith("_"))
+    return [(n.replace("_", "-"), n) for n in names]
+
+
+def main(tools_dir, prefix):
+    parser = argparse.ArgumentParser(prog="liblock", description="liblock: lock algorithms, RCL, tools")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    mods = {}
+    for cli_name, mod_name in subcommands():
+        mod = importlib.import_module(f"liblock_cli.{mod_name}")
+        p = sub.add_parser(cli_name, help=getattr(mod, "HELP", ""), description=getattr(mod, "HELP", ""))
+        mod.add_arguments(p)
+        mods[cli_name] = mod
+    args = parser.parse_args()
+    if not args.command:
+        parser.print_help()
+        return 2
+    return mods[args.command].run(args, Env(tools_dir, prefix)) or 0
