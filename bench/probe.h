@@ -1,0 +1,108 @@
+/*
+ * probe.h - the cross-CPU ping-pong probe every benchmark records.
+ *
+ * On these virtual machines the round trip of a cache line between the two
+ * CPUs switches between regimes (~65 ns, ~330 ns, rarely ~30 ns) for seconds
+ * to minutes (ARCHITECTURE.md section 7).  A benchmark takes a probe just
+ * before and just after each run and reports both with its result, so that
+ * results are compared only within one regime.
+ *
+ * The probe: two threads pinned to CPUs a and b bounce one cache-line-sized
+ * word (a writes odd values, b answers with the next even value); the result
+ * is the median over `reps` batches of the mean ns per round trip.
+ */
+#ifndef LIBLOCK_BENCH_PROBE_H
+#define LIBLOCK_BENCH_PROBE_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+struct probe_line {
+    _Alignas(64) volatile uint64_t word;
+    char pad[56];
+};
+
+struct probe_arg {
+    struct probe_line *line;
+    int cpu;
+    long rounds;
+};
+
+static inline uint64_t probe_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void probe_pin(int cpu)
+{
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    CPU_SET(cpu, &s);
+    pthread_setaffinity_np(pthread_self(), sizeof s, &s);
+}
+
+static void *probe_responder(void *p)
+{
+    struct probe_arg *a = p;
+    probe_pin(a->cpu);
+    for (long i = 0; i < a->rounds; i++) {
+        uint64_t want = 2 * (uint64_t)i + 1;
+        while (__atomic_load_n(&a->line->word, __ATOMIC_ACQUIRE) != want)
+            __builtin_ia32_pause();
+        __atomic_store_n(&a->line->word, want + 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+static int probe_cmp(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Median ns per round trip between CPUs a and b (reps batches of `batch`
+ * round trips).  Returns -1 when the machine has only one CPU. */
+static inline double probe_roundtrip_ns(int cpu_a, int cpu_b, int reps, long batch)
+{
+    if (cpu_a == cpu_b)
+        return -1;
+    double res[64];
+    if (reps > 64)
+        reps = 64;
+    for (int r = 0; r < reps; r++) {
+        struct probe_line *line = aligned_alloc(64, sizeof *line);
+        line->word = 0;
+        struct probe_arg arg = {line, cpu_b, batch};
+        pthread_t th;
+        pthread_create(&th, NULL, probe_responder, &arg);
+        cpu_set_t old;
+        pthread_getaffinity_np(pthread_self(), sizeof old, &old);
+        probe_pin(cpu_a);
+        /* warm-up: first exchange also waits for the responder to start */
+        uint64_t t0 = 0;
+        for (long i = 0; i < batch; i++) {
+            if (i == 1)
+                t0 = probe_now_ns();
+            __atomic_store_n(&line->word, 2 * (uint64_t)i + 1, __ATOMIC_RELEASE);
+            while (__atomic_load_n(&line->word, __ATOMIC_ACQUIRE) != 2 * (uint64_t)i + 2)
+                __builtin_ia32_pause();
+        }
+        uint64_t t1 = probe_now_ns();
+        pthread_join(th, NULL);
+        pthread_setaffinity_np(pthread_self(), sizeof old, &old);
+        res[r] = (double)(t1 - t0) / (double)(batch - 1);
+        free(line);
+    }
+    qsort(res, (size_t)reps, sizeof *res, probe_cmp);
+    return res[reps / 2];
+}
+
+/* The default probe: CPUs 0 and 1, 5 batches of 20,000 round trips (~10 ms). */
+static inline double probe_default(void) { return probe_roundtrip_ns(0, 1, 5, 20000); }
+
+#endif
