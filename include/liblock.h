@@ -114,7 +114,40 @@ int liblock_cond_destroy(liblock_cond_t *cond);
 
 /* ---- RCL servers ------------------------------------------------------- */
 liblock_server_t *liblock_server_start(int cpu); /* NULL + errno on failure */
-int liblock_server_stop(liblock_server_t *server);
+int liblock_server_stop(liblock_server_t *server); /* EBUSY while RCL locks are bound to it */
+/* The default server (started on first use, on the first CPU listed in
+ * LIBLOCK_SERVERS, else the last CPU); NULL + errno on failure. */
+liblock_server_t *liblock_server_default(void);
+/* The server an RCL lock is bound to; NULL + EINVAL for other locks. */
+liblock_server_t *liblock_server_of(const liblock_t *lock);
+
+/* Per-server statistics (seed 000 section 5.3.5.1); see docs/rcl.md. */
+typedef struct liblock_server_stats {
+    int cpu;                  /* the server's CPU                                   */
+    int degraded;             /* 1 = running without SCHED_FIFO (degraded mode)      */
+    int running;              /* 0 once stopped                                     */
+    unsigned pool_size;       /* servicing threads in the pool now (free + busy)     */
+    unsigned prepared;        /* parked servicing threads ready for reuse            */
+    unsigned threads_total;   /* servicing threads ever created                      */
+    unsigned clients;         /* client ids in use now (all servers share the ids)   */
+    unsigned client_watermark;/* 1 + highest client id in use (the scan bound)       */
+    unsigned slots;           /* capacity of the request array                       */
+    uint64_t cs_executed;     /* delegated critical sections run by servicing threads */
+    uint64_t lock_ops;        /* lock/trylock/unlock requests served                 */
+    uint64_t passes;          /* scans of the request array                          */
+    uint64_t active_passes;   /* scans that ran at least one critical section        */
+    uint64_t slow_path_passes;/* scans that ended in the slow path (pool > 1)        */
+    uint64_t skipped_held;    /* requests skipped because their lock was held        */
+    uint64_t manager_wakeups; /* management thread time-outs                         */
+    uint64_t alive_misses;    /* wake-ups that found is_alive unset                  */
+    uint64_t elections;       /* forced elections (priority lower/raise rounds)      */
+    uint64_t backup_runs;     /* times the backup thread provided a servicing thread */
+    uint64_t threads_created, threads_woken, threads_parked, idle_parks;
+    double use_rate;          /* CSs per active pass / clients                       */
+    double false_serialisation_rate; /* distinct locks per active pass / clients    */
+    double slow_path_rate;    /* slow_path_passes / passes                           */
+} liblock_server_stats_t;
+int liblock_server_stats(liblock_server_t *server, liblock_server_stats_t *stats);
 
 /* ---- the catalogue ------------------------------------------------------ */
 const char *const *liblock_algorithms(void); /* NULL-terminated */

@@ -1,0 +1,42 @@
+/*
+ * rcl - Remote Core Locking (Lozi et al.; seed 000 chapter 4.1, seed 003):
+ * critical sections run on a dedicated server CPU, requested through one
+ * cache line per client.
+ *
+ * This file is the registry adapter only.  The runtime (servers, request
+ * arrays, servicing-thread pools, management and backup threads, client
+ * ids) is src/rcl/, whose header comments (server.c, client.c) give the
+ * invariants and the memory-ordering argument.
+ *
+ * Mapping: a lock is bound at init to the server given by
+ * liblock_attr_setserver(), else to a default server (LIBLOCK_SERVERS, else
+ * the last CPU), started on first use.
+ * execute(): a delegated CS (one round trip); lock/trylock/unlock: requests
+ * that the server executes (one round trip each), mutually exclusive with
+ * delegated CSs; condition variables work both inside delegated CSs and
+ * around liblock_lock sections.
+ * Policies (client waiting): spin (default) and yield.
+ */
+#include "../rcl/rcl.h"
+
+static int rcl_destroy_op(liblock_t *l) { return rcl_lock_destroy(l); }
+
+const struct ll_ops ll_ops_rcl = {
+    .name = "rcl",
+    .description = "Remote Core Locking: critical sections delegated to a server CPU",
+    .source = "seed 000 chapter 4.1, Algorithms 9-11 (Lozi's thesis); seed 003 (CFSE 2011 paper)",
+    .props = LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD),
+    .default_policy = LIBLOCK_WAIT_SPIN,
+    .state_size = sizeof(struct rcl_lock),
+    .node_size = 0,
+    .init = rcl_lock_init,
+    .destroy = rcl_destroy_op,
+    .lock = rcl_lock_lock,
+    .trylock = rcl_lock_trylock,
+    .unlock = rcl_lock_unlock,
+    .execute = rcl_execute,
+    .cond_release = rcl_cond_release,
+    .cond_reacquire = rcl_cond_reacquire,
+    .thread_register = rcl_thread_register,
+};

@@ -1,0 +1,417 @@
+/*
+ * client.c - the client side of Remote Core Locking: client ids, the
+ * request path of liblock_execute (Algorithm 9 of seed 000 section 4.1),
+ * lock/trylock/unlock on an RCL lock, and the condition-variable hooks.
+ *
+ * Client ids.  One id per thread that talks to an RCL server, shared by all
+ * servers (slot i of every server's array belongs to the thread with id i).
+ * Allocated on the thread's first request, lowest free id first, released
+ * by a thread-exit hook, so ids stay dense and the servers' scans (bounded
+ * by the watermark = 1 + highest id in use) stay short: the property the
+ * thesis gets from adaptive long-lived renaming, obtained here with a
+ * bitmap under a mutex (taken once per thread lifetime, not per request).
+ * The capacity is the number of slots per server (LIBLOCK_RCL_SLOTS,
+ * default 4096 = 256 KB of 64-byte slots).  When every id is taken, the
+ * request fails with EAGAIN before touching any slot (a one-line message is
+ * printed once); liblock_thread_register() reports the same up front.
+ *
+ * Remote path (ordinary threads, and servicing threads calling a lock of
+ * ANOTHER server): write lock and ctx, then fn with a release store, then
+ * poll fn until the server clears it (acquire), and read ret.  The poll is
+ * the lock's waiting policy: spin (pause) or yield; every 64 polls the
+ * client checks whether the server parked itself for idleness and wakes it
+ * (server.c, "Idle parking").  A servicing thread always yields while it
+ * waits for another server, so its own server's other threads can run.
+ *
+ * Local path (a servicing thread calling a lock of its OWN server:
+ * nesting): local CAS on is_locked, sched_yield() while it is held so that
+ * the holder (another servicing thread) can finish, run inline, release.
+ * Only threads bound to the server CPU take this path, which is what makes
+ * the local CAS correct (server.c, invariant I1).
+ *
+ * liblock_lock/trylock/unlock from an ordinary thread are requests the
+ * server executes (RCL_OP_LOCK sets is_locked for the caller and stays
+ * pending while the lock is held; RCL_OP_TRYLOCK answers 0 or EBUSY at
+ * once; RCL_OP_UNLOCK clears is_locked).  Clients never write is_locked, so
+ * the server's local atomics stay correct, and delegated CSs, lock/unlock
+ * sections and nested sections exclude each other through that one word.
+ * Cost: one request round trip for lock and one for unlock.
+ *
+ * Condition variables (src/core/cond.c calls cond_release/cond_reacquire
+ * around the POSIX wait):
+ *   - the caller holds the lock through liblock_lock (API hold stack):
+ *     release = the API unlock, reacquire = the API lock (remote requests,
+ *     or the local path on a servicing thread);
+ *   - the caller is a servicing thread running a CS of this lock (delegated
+ *     or nested): release = is_locked = 0 (local), so other CSs of the lock
+ *     can run on other servicing threads while this one sleeps; reacquire =
+ *     local CAS + yield.  The thread stays "busy" (not free) meanwhile, so
+ *     the backup/manager provide another servicing thread.
+ *   - anything else: EPERM.
+ */
+#include "rcl.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+__thread struct rcl_tls rcl_tls __attribute__((tls_model("initial-exec")));
+
+/* ---- client ids ----------------------------------------------------------- */
+static pthread_once_t ids_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t ids_mutex = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t *ids_bits;
+static unsigned ids_cap;
+static _Atomic unsigned ids_watermark, ids_inuse;
+static _Atomic unsigned cpus_gen = 1;
+static int affinity_on = 1;
+
+static void ids_init(void)
+{
+    ids_cap = (unsigned)ll_env_long("LIBLOCK_RCL_SLOTS", 4096, 1, 1L << 20);
+    ids_bits = calloc((ids_cap + 63) / 64, sizeof *ids_bits);
+    if (!ids_bits)
+        ids_cap = 0;
+    affinity_on = ll_env_long("LIBLOCK_RCL_AFFINITY", 1, 0, 1) != 0;
+}
+
+unsigned rcl_slot_capacity(void)
+{
+    pthread_once(&ids_once, ids_init);
+    return ids_cap ? ids_cap : 1;
+}
+
+unsigned rcl_client_watermark(void) { return atomic_load_explicit(&ids_watermark, memory_order_acquire); }
+unsigned rcl_clients_in_use(void) { return atomic_load_explicit(&ids_inuse, memory_order_relaxed); }
+
+static int id_alloc(void)
+{
+    pthread_once(&ids_once, ids_init);
+    int id = -1;
+    pthread_mutex_lock(&ids_mutex);
+    for (unsigned w = 0; w < (ids_cap + 63) / 64; w++) {
+        uint64_t free_bits = ~ids_bits[w];
+        if (w == (ids_cap - 1) / 64 && ids_cap % 64)
+            free_bits &= (1ull << (ids_cap % 64)) - 1;
+        if (free_bits) {
+            unsigned b = (unsigned)__builtin_ctzll(free_bits);
+            ids_bits[w] |= 1ull << b;
+            id = (int)(w * 64 + b);
+            break;
+        }
+    }
+    if (id >= 0) {
+        if ((unsigned)id + 1 > atomic_load_explicit(&ids_watermark, memory_order_relaxed))
+            atomic_store_explicit(&ids_watermark, (unsigned)id + 1, memory_order_release);
+        atomic_fetch_add_explicit(&ids_inuse, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&ids_mutex);
+    return id;
+}
+
+static void id_free(int id)
+{
+    pthread_mutex_lock(&ids_mutex);
+    ids_bits[id / 64] &= ~(1ull << (id % 64));
+    unsigned wm = atomic_load_explicit(&ids_watermark, memory_order_relaxed);
+    while (wm > 0 && !(ids_bits[(wm - 1) / 64] & (1ull << ((wm - 1) % 64))))
+        wm--;
+    atomic_store_explicit(&ids_watermark, wm, memory_order_release);
+    atomic_fetch_sub_explicit(&ids_inuse, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&ids_mutex);
+}
+
+static void client_exit(ll_thread_t *self, void *arg)
+{
+    (void)self;
+    (void)arg;
+    /* The thread waited for each of its requests, so no slot of it is
+     * pending: the id can go to another thread. */
+    if (rcl_tls.id > 0) {
+        id_free(rcl_tls.id - 1);
+        rcl_tls.id = 0;
+    }
+}
+
+void rcl_server_cpus_changed(void) { atomic_fetch_add_explicit(&cpus_gen, 1, memory_order_acq_rel); }
+
+/* Keep an application thread off the server CPUs (under SCHED_FIFO a
+ * thread there would get only the RT-throttling remainder): narrow its
+ * affinity to its allowed CPUs minus the server CPUs, if any remain. */
+static void fit_affinity(struct rcl_tls *t)
+{
+    unsigned gen = atomic_load_explicit(&cpus_gen, memory_order_acquire);
+    t->affinity_gen = gen;
+    if (!affinity_on || t->my_server)
+        return;
+    cpu_set_t cur, want;
+    if (pthread_getaffinity_np(pthread_self(), sizeof cur, &cur) != 0)
+        return;
+    CPU_ZERO(&want);
+    int removed = 0, left = 0, n = ll_ncpus();
+    for (int c = 0; c < n && c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, &cur))
+            continue;
+        if (rcl_cpu_is_server(c)) {
+            removed++;
+        } else {
+            CPU_SET(c, &want);
+            left++;
+        }
+    }
+    if (!removed)
+        return;
+    if (!left) {
+        ll_warn_once("rcl_affinity", "liblock: rcl: a client thread may run only on RCL server CPUs; it will "
+                                     "compete with the server (see docs/rcl.md)");
+        return;
+    }
+    pthread_setaffinity_np(pthread_self(), sizeof want, &want);
+}
+
+/* Slow part of getting this thread's slot index: allocate the id, register
+ * the exit hook, fit the affinity.  Returns the index or -1 (EAGAIN/ENOMEM). */
+static int client_slow(struct rcl_tls *t)
+{
+    if (t->id == 0) {
+        ll_thread_t *self = ll_self();
+        if (!self) {
+            errno = ENOMEM;
+            return -1;
+        }
+        int id = id_alloc();
+        if (id < 0) {
+            ll_warn_once("rcl_slots", "liblock: rcl: all %u client slots are in use; the request fails with EAGAIN "
+                                      "(raise LIBLOCK_RCL_SLOTS)",
+                         ids_cap);
+            errno = EAGAIN;
+            return -1;
+        }
+        t->id = id + 1;
+        t->hook.fn = client_exit;
+        t->hook.arg = NULL;
+        ll_thread_on_exit(self, &t->hook);
+    }
+    if (t->affinity_gen != atomic_load_explicit(&cpus_gen, memory_order_acquire))
+        fit_affinity(t);
+    return t->id - 1;
+}
+
+int rcl_client_id(void)
+{
+    struct rcl_tls *t = &rcl_tls;
+    if (LL_LIKELY(t->id > 0 && t->affinity_gen == atomic_load_explicit(&cpus_gen, memory_order_relaxed)))
+        return t->id - 1;
+    return client_slow(t);
+}
+
+/* ---- requests ---------------------------------------------------------------- */
+static inline void wait_reply(struct rcl_server *s, struct rcl_slot *r, int policy)
+{
+    unsigned n = 0;
+    while (atomic_load_explicit(&r->fn, memory_order_acquire) != NULL) {
+        if (policy == LIBLOCK_WAIT_YIELD)
+            ll_yield();
+        else
+            ll_pause();
+        if (LL_UNLIKELY((++n & 63) == 0) && atomic_load_explicit(&s->idle, memory_order_relaxed))
+            rcl_wake_idle(s);
+    }
+}
+
+/* Post a request and wait for it; returns the slot (for ret), or NULL with
+ * errno = EAGAIN when no client id is available. */
+static inline struct rcl_slot *post(struct rcl_server *s, struct rcl_lock *lk, rcl_fn fn, void *ctx, int policy)
+{
+    int id = rcl_client_id();
+    if (LL_UNLIKELY(id < 0))
+        return NULL;
+    struct rcl_slot *r = &s->slots[id];
+    r->lock = lk;
+    r->ctx = ctx;
+    atomic_store_explicit(&r->fn, fn, memory_order_release);
+    if (LL_UNLIKELY(rcl_tls.my_server != NULL))
+        policy = LIBLOCK_WAIT_YIELD;
+    wait_reply(s, r, policy);
+    return r;
+}
+
+static int held_locally(struct rcl_tls *t, struct rcl_lock *lk)
+{
+    for (int i = 0; i < t->nheld; i++)
+        if (t->held[i] == lk)
+            return 1;
+    return 0;
+}
+
+static void local_acquire(struct rcl_server *s, struct rcl_lock *lk)
+{
+    while (!rcl_cas(s, &lk->is_locked, 0, 1))
+        sched_yield(); /* the holder is another thread of this CPU: let it run */
+}
+
+void *rcl_execute(liblock_t *l, void *(*cs)(void *), void *arg)
+{
+    struct rcl_server *s = l->_aux;
+    struct rcl_lock *lk = l->_state;
+    struct rcl_tls *t = &rcl_tls;
+    if (LL_UNLIKELY(t->my_server == s)) {
+        /* nested CS of a lock of our own server (Algorithm 9, local path) */
+        ll_thread_t *self = ll_self_tls;
+        if (held_locally(t, lk) || (self && ll_hold_find(self, l))) {
+            errno = EDEADLK;
+            return NULL;
+        }
+        if (t->nheld >= RCL_MAX_HELD) {
+            errno = EAGAIN;
+            return NULL;
+        }
+        local_acquire(s, lk);
+        t->held[t->nheld++] = lk;
+        void *ret = cs(arg);
+        t->nheld--;
+        atomic_store_explicit(&lk->is_locked, 0, memory_order_release);
+        return ret;
+    }
+    if (LL_UNLIKELY(t->napi_held > 0)) {
+        ll_thread_t *self = ll_self_tls;
+        if (self && ll_hold_find(self, l)) {
+            errno = EDEADLK; /* the caller holds it through liblock_lock */
+            return NULL;
+        }
+    }
+    struct rcl_slot *r = post(s, lk, cs, arg, l->_wait);
+    if (LL_UNLIKELY(!r))
+        return NULL;
+    return r->ret;
+}
+
+int rcl_lock_lock(liblock_t *l, void *node)
+{
+    (void)node;
+    struct rcl_server *s = l->_aux;
+    struct rcl_lock *lk = l->_state;
+    struct rcl_tls *t = &rcl_tls;
+    if (t->my_server == s) {
+        if (held_locally(t, lk))
+            return EDEADLK;
+        local_acquire(s, lk);
+        return 0;
+    }
+    if (!post(s, lk, RCL_OP_LOCK, NULL, l->_wait))
+        return errno;
+    t->napi_held++;
+    return 0;
+}
+
+int rcl_lock_trylock(liblock_t *l, void *node)
+{
+    (void)node;
+    struct rcl_server *s = l->_aux;
+    struct rcl_lock *lk = l->_state;
+    struct rcl_tls *t = &rcl_tls;
+    if (t->my_server == s)
+        return rcl_cas(s, &lk->is_locked, 0, 1) ? 0 : EBUSY;
+    struct rcl_slot *r = post(s, lk, RCL_OP_TRYLOCK, NULL, l->_wait);
+    if (!r)
+        return errno;
+    int ret = (int)(intptr_t)r->ret;
+    if (ret == 0)
+        t->napi_held++;
+    return ret;
+}
+
+int rcl_lock_unlock(liblock_t *l, void *node)
+{
+    (void)node;
+    struct rcl_server *s = l->_aux;
+    struct rcl_lock *lk = l->_state;
+    struct rcl_tls *t = &rcl_tls;
+    if (t->my_server == s) {
+        atomic_store_explicit(&lk->is_locked, 0, memory_order_release);
+        return 0;
+    }
+    /* The caller got its slot when it locked, so this cannot fail for want
+     * of an id. */
+    if (!post(s, lk, RCL_OP_UNLOCK, NULL, l->_wait))
+        return errno;
+    t->napi_held--;
+    return 0;
+}
+
+int rcl_cond_release(liblock_t *l)
+{
+    struct rcl_tls *t = &rcl_tls;
+    ll_thread_t *self = ll_self_tls;
+    if (self && ll_hold_find(self, l)) {
+        int r = ll_api_unlock(l);
+        if (r == 0)
+            t->cond_mode = 1;
+        return r;
+    }
+    struct rcl_lock *lk = l->_state;
+    if (t->my_server == l->_aux && held_locally(t, lk)) {
+        t->cond_mode = 2;
+        atomic_store_explicit(&lk->is_locked, 0, memory_order_release);
+        return 0;
+    }
+    return EPERM;
+}
+
+int rcl_cond_reacquire(liblock_t *l)
+{
+    struct rcl_tls *t = &rcl_tls;
+    int mode = t->cond_mode;
+    t->cond_mode = 0;
+    if (mode == 1)
+        return ll_api_lock(l);
+    if (mode == 2) {
+        local_acquire(l->_aux, l->_state);
+        return 0;
+    }
+    return EPERM;
+}
+
+int rcl_thread_register(liblock_t *l)
+{
+    if (rcl_tls.my_server == l->_aux)
+        return 0;
+    return rcl_client_id() < 0 ? errno : 0;
+}
+
+/* ---- lock life cycle ------------------------------------------------------------ */
+int rcl_lock_init(liblock_t *l, const liblock_attr_t *attr)
+{
+    struct rcl_server *s = attr ? attr->_server : NULL;
+    if (s) {
+        int r = rcl_server_bind(s);
+        if (r)
+            return r;
+    } else {
+        for (int tries = 0; tries < 4; tries++) {
+            s = rcl_default_server();
+            if (!s)
+                return errno ? errno : EAGAIN;
+            if (rcl_server_bind(s) == 0)
+                break;
+            s = NULL; /* stopped meanwhile: get it again */
+        }
+        if (!s)
+            return EAGAIN;
+    }
+    struct rcl_lock *lk = l->_state;
+    lk->server = s;
+    atomic_store_explicit(&lk->is_locked, 0, memory_order_relaxed);
+    l->_aux = s;
+    return 0;
+}
+
+int rcl_lock_destroy(liblock_t *l)
+{
+    struct rcl_lock *lk = l->_state;
+    if (atomic_load_explicit(&lk->is_locked, memory_order_acquire))
+        return EBUSY;
+    rcl_server_unbind(l->_aux);
+    return 0;
+}

@@ -1,0 +1,167 @@
+/*
+ * rcl.h - internal interface of the Remote Core Locking runtime (src/rcl/).
+ * The design argument is in the header comment of src/rcl/server.c; the
+ * client side is src/rcl/client.c; src/locks/rcl.c is the registry adapter.
+ */
+#ifndef LIBLOCK_RCL_H
+#define LIBLOCK_RCL_H
+
+#include "../internal.h"
+#include "../platform/local_atomic.h"
+
+/* The public opaque liblock_server_t is the runtime's server record. */
+#define rcl_server liblock_server
+
+#define RCL_MAX_HELD 16 /* locks a servicing thread can hold at once (nesting depth) */
+
+typedef void *(*rcl_fn)(void *);
+
+/* One request slot = one cache line, written by one client, served by the
+ * server.  fn is written last by the client (release) and cleared by the
+ * server (release) after it has stored ret: request and reply share a line. */
+struct rcl_slot {
+    _Atomic(rcl_fn) fn;       /* NULL = no request; else the CS or an RCL_OP_* marker */
+    void *ctx;                /* argument of fn */
+    struct rcl_lock *lock;    /* the lock the request is for */
+    void *ret;                /* fn's return value (or an errno for trylock) */
+    char pad[LL_CACHELINE - 4 * sizeof(void *)];
+} __attribute__((aligned(LL_CACHELINE)));
+_Static_assert(sizeof(struct rcl_slot) == LL_CACHELINE, "slot must be one line");
+
+/* Markers for the lock/trylock/unlock requests of liblock_lock & co. */
+extern char rcl_op_markers[4];
+#define RCL_OP_LOCK ((rcl_fn)(void *)&rcl_op_markers[0])
+#define RCL_OP_TRYLOCK ((rcl_fn)(void *)&rcl_op_markers[1])
+#define RCL_OP_UNLOCK ((rcl_fn)(void *)&rcl_op_markers[2])
+static inline int rcl_is_op(rcl_fn f) { return (uintptr_t)(void *)f - (uintptr_t)rcl_op_markers < 4; }
+
+/* Per-lock state (liblock_t._state).  is_locked is written only by threads
+ * bound to the server's CPU (see server.c); `server` is also in l->_aux so
+ * that clients never read this line, which the server writes twice per CS. */
+struct rcl_lock {
+    _Atomic uint32_t is_locked;
+    uint32_t pad0;
+    struct rcl_server *server;
+};
+
+/* A servicing thread. */
+enum { ST_SERVICING = 1, ST_PREPARED = 2, ST_EXIT = 3 };
+struct rcl_sthread {
+    pthread_t th;
+    struct rcl_server *server;
+    _Atomic uint32_t wake;      /* futex word: ST_* state; the parked thread waits while PREPARED */
+    _Atomic uint32_t in_cs;     /* executing a critical section (local) */
+    _Atomic uint64_t timestamp; /* server->timestamp at its last pass */
+    struct rcl_sthread *next_prepared;
+    int index;
+    int started;
+};
+
+struct rcl_stats_ctr {
+    _Atomic uint64_t cs, lock_ops, passes, active_passes, slow_passes;
+    _Atomic uint64_t cs_in_active, clients_in_active, locks_in_active, skipped_held;
+    _Atomic uint64_t mgr_wakeups, alive_misses, backup_runs, created, woken, parked, idle_parks, elections;
+};
+
+struct rcl_server {
+    /* read-mostly (clients and server) */
+    LL_ALIGNED struct rcl_slot *slots;
+    unsigned nslots;
+    int cpu;
+    int node;
+    int degraded;    /* no SCHED_FIFO: CFS policies, no forced elections */
+    int local;       /* all server threads bound to `cpu`: local atomics are correct */
+    int prio_serv, prio_mgr, prio_backup;
+
+    /* written by clients to wake an idle-parked server; written by the server on park */
+    LL_ALIGNED _Atomic uint32_t idle;
+
+    /* written only by threads on the server CPU */
+    LL_ALIGNED _Atomic uint32_t is_alive;
+    _Atomic int32_t n_free;      /* servicing threads not executing a CS */
+    _Atomic int32_t n_servicing; /* threads in the pool (free + busy) */
+    _Atomic uint64_t timestamp;  /* bumped by the manager at each wake-up */
+    _Atomic uint32_t *busy;      /* per slot: claimed by a servicing thread */
+    struct rcl_stats_ctr st;
+
+    /* pool management (manager, backup, leaving threads; PI mutex) */
+    LL_ALIGNED pthread_mutex_t pool_mutex;
+    struct rcl_sthread **threads; /* every servicing thread ever created */
+    int nthreads, maxthreads;
+    struct rcl_sthread *prepared; /* stack of parked threads */
+    int nprepared;
+    pthread_t manager, backup;
+    int have_manager, have_backup;
+    _Atomic uint32_t mgr_word;    /* futex: manager/backup sleep here */
+    _Atomic uint32_t stopping;
+    _Atomic long nlocks;          /* RCL locks bound to this server */
+    uint64_t tick_ns, idle_cycles;
+    struct rcl_server *next_all;  /* list of every started server */
+};
+
+/* server.c */
+struct rcl_server *rcl_default_server(void);          /* start on first use; NULL + errno */
+void rcl_wake_idle(struct rcl_server *s);              /* a client found the server idle-parked */
+int rcl_server_bind(struct rcl_server *s);             /* count a lock on a running server; EINVAL */
+void rcl_server_unbind(struct rcl_server *s);
+
+/* client.c */
+struct rcl_tls {
+    int id;                       /* client id + 1 = slot index + 1; 0 = none yet */
+    unsigned affinity_gen;        /* server-CPU set generation this thread was fitted to */
+    int napi_held;                /* RCL locks held through liblock_lock (not on a server) */
+    struct rcl_server *my_server; /* non-NULL on a servicing thread */
+    struct rcl_sthread *me;
+    struct rcl_lock *held[RCL_MAX_HELD]; /* locks held locally (servicing thread) */
+    int nheld;
+    int cond_mode;                /* how cond_release released: 1 api hold, 2 local held */
+    struct ll_exit_hook hook;
+};
+extern __thread struct rcl_tls rcl_tls __attribute__((tls_model("initial-exec")));
+
+unsigned rcl_slot_capacity(void);
+unsigned rcl_client_watermark(void);  /* 1 + highest client id in use */
+unsigned rcl_clients_in_use(void);
+int rcl_client_id(void);              /* this thread's id, allocating it; -1 + EAGAIN when full */
+void rcl_server_cpus_changed(void);   /* a server started or stopped: refit clients' affinity */
+int rcl_cpu_is_server(int cpu);
+
+int rcl_lock_init(liblock_t *l, const liblock_attr_t *attr);
+int rcl_lock_destroy(liblock_t *l);
+int rcl_lock_lock(liblock_t *l, void *node);
+int rcl_lock_trylock(liblock_t *l, void *node);
+int rcl_lock_unlock(liblock_t *l, void *node);
+void *rcl_execute(liblock_t *l, void *(*cs)(void *), void *arg);
+int rcl_cond_release(liblock_t *l);
+int rcl_cond_reacquire(liblock_t *l);
+int rcl_thread_register(liblock_t *l);
+
+/* server-CPU operations: local when the server's threads are all bound */
+static inline bool rcl_cas(const struct rcl_server *s, _Atomic uint32_t *p, uint32_t e, uint32_t d)
+{
+    if (LL_LIKELY(s->local))
+        return ll_local_cas32(p, e, d);
+    return atomic_compare_exchange_strong_explicit(p, &e, d, memory_order_acq_rel, memory_order_acquire);
+}
+static inline void rcl_add(const struct rcl_server *s, _Atomic uint64_t *p, uint64_t v)
+{
+    if (LL_LIKELY(s->local))
+        ll_local_add64(p, v);
+    else
+        atomic_fetch_add_explicit(p, v, memory_order_relaxed);
+}
+static inline bool rcl_cas32s(const struct rcl_server *s, _Atomic int32_t *p, int32_t e, int32_t d)
+{
+    if (LL_LIKELY(s->local))
+        return ll_local_cas32s(p, e, d);
+    return atomic_compare_exchange_strong_explicit(p, &e, d, memory_order_acq_rel, memory_order_acquire);
+}
+static inline void rcl_add32(const struct rcl_server *s, _Atomic int32_t *p, int32_t v)
+{
+    if (LL_LIKELY(s->local))
+        ll_local_add32(p, v);
+    else
+        atomic_fetch_add_explicit(p, v, memory_order_acq_rel);
+}
+
+#endif

@@ -1,0 +1,857 @@
+/*
+ * server.c - Remote Core Locking servers: request arrays, servicing-thread
+ * pools, management and backup threads, statistics.
+ *
+ * Source: seed 000 (Lozi's thesis) chapter 4.1: Algorithm 9 (client),
+ * Algorithm 10 (servicing thread), Algorithm 11 (manager and backup, text
+ * lost in the extraction, rebuilt from sections 4.1.2.1-4.1.2.2; see
+ * shared/notes/000 section 4); statistics from section 5.3.5.1; the 2011
+ * CFSE paper (seed 003) for the single-server core.
+ *
+ * ---- Threads of a server (all bound to the server's CPU) ----------------
+ *   servicing threads  SCHED_FIFO, priority P.  Scan the request array and
+ *                      run critical sections (CSs).  A pool: more than one
+ *                      exists only while CSs block, spin or are preempted.
+ *   management thread  SCHED_FIFO, priority P+1 (highest).  Wakes every tick
+ *                      (LIBLOCK_RCL_TICK_US, default 10 ms); if no servicing
+ *                      thread completed a scan since the last tick (is_alive
+ *                      unset) it makes sure a free servicing thread exists
+ *                      and forces its election by lowering then raising the
+ *                      priority of every thread that is inside a CS, which
+ *                      moves them behind the free thread in the FIFO queue.
+ *   backup thread      SCHED_FIFO, priority P-1 (lowest).  FIFO never runs it
+ *                      while a servicing thread can run, so it runs exactly
+ *                      when every servicing thread is blocked in the kernel;
+ *                      it then provides a free servicing thread at once
+ *                      (waking a parked one or creating one), which preempts
+ *                      it.
+ * A free servicing thread that sees another free one leaves the pool: it
+ * pushes itself on the `prepared` stack and sleeps on a futex (its `wake`
+ * word) until the manager or backup hands it work again.  So the pool
+ * shrinks back to one thread once blocked CSs complete.
+ *
+ * Degraded mode (LIBLOCK_RCL_DEGRADED=1, or automatically when the kernel
+ * refuses SCHED_FIFO, with a one-line warning): the same threads under CFS:
+ * servicing and management threads SCHED_OTHER, the backup SCHED_IDLE (runs
+ * only when the CPU would otherwise idle, plus tiny slivers), no forced
+ * elections (CFS time-slices spinning threads anyway).  Liveness is kept;
+ * latency under blocking is worse.
+ *
+ * ---- Request slots ------------------------------------------------------
+ * One array of LIBLOCK_RCL_SLOTS (default 4096 = 256 KB) one-line slots per
+ * server, on the server's NUMA node.  Slot i belongs to client id i (ids are
+ * shared by all servers, allocated on a thread's first request, reused after
+ * it exits; client.c).  Client: write lock, ctx, then fn (release).  Server:
+ * read fn (acquire); run; write ret, then clear fn (release); the client's
+ * acquire load of fn == NULL makes ret and the CS's effects visible.  The
+ * scan stops at the id watermark (1 + highest id in use).
+ *
+ * ---- Invariants and the argument for local atomics ----------------------
+ * (I1) lock->is_locked, server->busy[], n_free, n_servicing, is_alive,
+ *      timestamp and the statistics are written ONLY by threads bound to
+ *      the server's CPU.  Clients never write them: liblock_lock/unlock/
+ *      trylock from an ordinary thread are requests (RCL_OP_*) that a
+ *      servicing thread executes.  Hence the non-LOCK cmpxchg/add of
+ *      local_atomic.h is correct on them: no other CPU's write can fall
+ *      between the read and the write-back of such an instruction, and the
+ *      single instruction is atomic against preemption on this CPU.  (If a
+ *      client could store is_locked = 0 directly, a servicing thread's
+ *      failing non-LOCK cmpxchg could write back the stale 1 and lose that
+ *      release.)  Server threads that could not be bound (never the case
+ *      after a successful start) would make server->local 0 and every one
+ *      of these operations a real atomic.
+ * (I2) A CS for lock L runs only while its runner set L->is_locked 0 -> 1;
+ *      liblock_lock by a client is L->is_locked = 1 set on its behalf and
+ *      cleared by its unlock request; a servicing thread taking a lock of
+ *      its own server (nesting, Algorithm 9's local path) CASes is_locked
+ *      itself and yields while it is held.  So delegated CSs, lock/unlock
+ *      sections and nested sections of one lock are mutually exclusive.
+ * (I3) A slot is served by at most one thread: a servicing thread first
+ *      claims busy[i] (local CAS 0 -> 1), re-reads fn under the claim, and
+ *      keeps the claim until it has cleared fn.  Without the claim, a
+ *      thread preempted between reading a request and taking its lock could
+ *      run it a second time after another thread had served it (servicing
+ *      threads preempt one another: page faults, the manager's elections).
+ *      The claim lives in a server-private array, not in the client's line,
+ *      so it costs no coherence traffic.
+ * (I4) Completion order: ret, fn = NULL, then is_locked = 0, then busy = 0.
+ *      A CS's effects are released to the next holder of L by the release
+ *      store of is_locked (acquired by the next CAS on the same CPU), and to
+ *      the client by the release store of fn.
+ *
+ * ---- Idle parking ---------------------------------------------------------
+ * Not in the thesis: so that an unused server does not keep a SCHED_FIFO
+ * thread spinning, a lone servicing thread that found no request for
+ * LIBLOCK_RCL_IDLE_US (default 5 ms; 0 = never) sets server->idle = 1,
+ * issues a full fence, rescans the array, and sleeps on the idle futex if it
+ * is still empty.  A waiting client checks server->idle every 64 polls and,
+ * if set, swaps it to 0 and wakes the futex.  No lost wake-up: either the
+ * rescan (after the fence) sees the client's request, or the client, which
+ * keeps polling until served, eventually loads idle == 1.  The manager and
+ * backup sleep on the same futex while the server is idle.
+ *
+ * Waiting policies (client side, client.c): spin (pause loop on fn) and
+ * yield (sched_yield between polls, for oversubscribed programs, thesis
+ * section 5.3.5.3).  Servicing threads waiting for another server's reply
+ * always yield, so their own server's other threads can run.
+ */
+#include "rcl.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+char rcl_op_markers[4];
+
+static pthread_mutex_t servers_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct rcl_server *all_servers;    /* every server ever started (records are kept) */
+
+/* ======================================================================
+ * servicing threads
+ * ====================================================================== */
+static void unclaim(struct rcl_server *s, unsigned i)
+{
+    atomic_store_explicit(&s->busy[i], 0, memory_order_release);
+}
+
+/* Serve slot i if possible; returns the lock of the CS it ran, or NULL. */
+static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, unsigned i)
+{
+    if (!rcl_cas(s, &s->busy[i], 0, 1))
+        return NULL; /* another servicing thread is serving this slot */
+    struct rcl_slot *r = &s->slots[i];
+    rcl_fn f = atomic_load_explicit(&r->fn, memory_order_acquire);
+    if (LL_UNLIKELY(!f)) {
+        unclaim(s, i);
+        return NULL;
+    }
+    struct rcl_lock *lk = r->lock;
+    if (LL_UNLIKELY(rcl_is_op(f))) {
+        if (f == RCL_OP_UNLOCK) {
+            atomic_store_explicit(&lk->is_locked, 0, memory_order_release);
+            r->ret = NULL;
+        } else if (rcl_cas(s, &lk->is_locked, 0, 1)) {
+            r->ret = NULL; /* LOCK or TRYLOCK granted: is_locked stays 1 for the client */
+        } else if (f == RCL_OP_TRYLOCK) {
+            r->ret = (void *)(intptr_t)EBUSY;
+        } else {
+            rcl_add(s, &s->st.skipped_held, 1); /* LOCK: stays pending */
+            unclaim(s, i);
+            return NULL;
+        }
+        atomic_store_explicit(&r->fn, NULL, memory_order_release);
+        unclaim(s, i);
+        rcl_add(s, &s->st.lock_ops, 1);
+        return NULL;
+    }
+    if (!rcl_cas(s, &lk->is_locked, 0, 1)) {
+        rcl_add(s, &s->st.skipped_held, 1);
+        unclaim(s, i);
+        return NULL;
+    }
+    /* run the critical section: this thread is busy, not free */
+    atomic_store_explicit(&me->in_cs, 1, memory_order_relaxed);
+    rcl_add32(s, &s->n_free, -1);
+    struct rcl_tls *t = &rcl_tls;
+    t->held[t->nheld++] = lk;
+    void *ret = f(r->ctx);
+    t->nheld--;
+    rcl_add32(s, &s->n_free, 1);
+    atomic_store_explicit(&me->in_cs, 0, memory_order_relaxed);
+    r->ret = ret;
+    atomic_store_explicit(&r->fn, NULL, memory_order_release);
+    atomic_store_explicit(&lk->is_locked, 0, memory_order_release);
+    unclaim(s, i);
+    return lk;
+}
+
+/* One scan of the request array; returns the number of CSs run. */
+static unsigned serve_pass(struct rcl_server *s, struct rcl_sthread *me)
+{
+    unsigned n = rcl_client_watermark();
+    if (n > s->nslots)
+        n = s->nslots;
+    struct rcl_slot *slots = s->slots;
+    unsigned done = 0, ndistinct = 0;
+    struct rcl_lock *seen[4];
+    for (unsigned i = 0; i < n; i++) {
+        if (LL_LIKELY(atomic_load_explicit(&slots[i].fn, memory_order_relaxed) == NULL))
+            continue;
+        struct rcl_lock *lk = serve_one(s, me, i);
+        if (!lk)
+            continue;
+        done++;
+        unsigned k;
+        for (k = 0; k < ndistinct && k < 4; k++)
+            if (seen[k] == lk)
+                break;
+        if (k == ndistinct || k == 4) {
+            if (ndistinct < 4)
+                seen[ndistinct] = lk;
+            ndistinct++;
+        }
+    }
+    rcl_add(s, &s->st.passes, 1);
+    if (done) {
+        rcl_add(s, &s->st.cs, done);
+        rcl_add(s, &s->st.active_passes, 1);
+        rcl_add(s, &s->st.cs_in_active, done);
+        rcl_add(s, &s->st.locks_in_active, ndistinct);
+        rcl_add(s, &s->st.clients_in_active, rcl_clients_in_use());
+    }
+    return done;
+}
+
+static int any_pending(struct rcl_server *s)
+{
+    unsigned n = rcl_client_watermark();
+    if (n > s->nslots)
+        n = s->nslots;
+    for (unsigned i = 0; i < n; i++)
+        if (atomic_load_explicit(&s->slots[i].fn, memory_order_acquire))
+            return 1;
+    return 0;
+}
+
+void rcl_wake_idle(struct rcl_server *s)
+{
+    if (atomic_exchange_explicit(&s->idle, 0, memory_order_acq_rel))
+        ll_futex_wake(&s->idle, 1 << 30);
+}
+
+/* The lone servicing thread found nothing to do for a while: sleep until a
+ * client (or stop) wakes the server.  See "Idle parking" above. */
+static void idle_park(struct rcl_server *s)
+{
+    atomic_store_explicit(&s->idle, 1, memory_order_seq_cst);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (any_pending(s) || atomic_load_explicit(&s->stopping, memory_order_acquire) ||
+        atomic_load_explicit(&s->n_servicing, memory_order_relaxed) > 1) {
+        rcl_wake_idle(s);
+        return;
+    }
+    rcl_add(s, &s->st.idle_parks, 1);
+    while (atomic_load_explicit(&s->idle, memory_order_acquire) == 1 &&
+           !atomic_load_explicit(&s->stopping, memory_order_acquire))
+        ll_futex_wait(&s->idle, 1, NULL);
+}
+
+/* Leave the pool if another free thread exists (Algorithm 10, lines 26-29).
+ * Returns 0 if it stayed, 1 after it was handed work again, -1 on exit. */
+static int try_leave(struct rcl_server *s, struct rcl_sthread *me)
+{
+    for (;;) {
+        int32_t nf = atomic_load_explicit(&s->n_free, memory_order_relaxed);
+        if (nf <= 1)
+            return 0;
+        if (rcl_cas32s(s, &s->n_free, nf, nf - 1))
+            break;
+    }
+    rcl_add32(s, &s->n_servicing, -1);
+    pthread_mutex_lock(&s->pool_mutex);
+    atomic_store_explicit(&me->wake, ST_PREPARED, memory_order_relaxed);
+    me->next_prepared = s->prepared;
+    s->prepared = me;
+    s->nprepared++;
+    pthread_mutex_unlock(&s->pool_mutex);
+    rcl_add(s, &s->st.parked, 1);
+    uint32_t w;
+    while ((w = atomic_load_explicit(&me->wake, memory_order_acquire)) == ST_PREPARED)
+        ll_futex_wait(&me->wake, ST_PREPARED, NULL);
+    return w == ST_EXIT ? -1 : 1;
+}
+
+static void serve_loop(struct rcl_server *s, struct rcl_sthread *me)
+{
+    uint64_t idle_since = 0;
+    unsigned empty = 0;
+    for (;;) {
+        atomic_store_explicit(&s->is_alive, 1, memory_order_relaxed);
+        atomic_store_explicit(&me->timestamp, atomic_load_explicit(&s->timestamp, memory_order_relaxed),
+                              memory_order_relaxed);
+        unsigned done = serve_pass(s, me);
+        if (LL_UNLIKELY(atomic_load_explicit(&s->stopping, memory_order_acquire)))
+            return;
+        if (LL_UNLIKELY(atomic_load_explicit(&s->n_servicing, memory_order_relaxed) > 1)) {
+            /* slow path: other servicing threads exist (some CS blocked, spun or was preempted) */
+            rcl_add(s, &s->st.slow_passes, 1);
+            idle_since = 0;
+            if (atomic_load_explicit(&s->n_free, memory_order_relaxed) <= 1) {
+                sched_yield(); /* let the busy ones finish */
+            } else if (try_leave(s, me) < 0) {
+                return;
+            }
+            continue;
+        }
+        if (done) {
+            idle_since = 0;
+            empty = 0;
+            continue;
+        }
+        if (s->idle_cycles && (++empty & 255) == 0) {
+            uint64_t now = ll_cycles();
+            if (!idle_since) {
+                idle_since = now;
+            } else if (now - idle_since > s->idle_cycles) {
+                idle_park(s);
+                idle_since = 0;
+            }
+        }
+    }
+}
+
+static void name_thread(const char *what, int cpu)
+{
+    char name[16];
+    snprintf(name, sizeof name, "rcl-%s-%d", what, cpu);
+    pthread_setname_np(pthread_self(), name);
+}
+
+static void *sthread_main(void *arg)
+{
+    struct rcl_sthread *me = arg;
+    struct rcl_server *s = me->server;
+    rcl_tls.my_server = s;
+    rcl_tls.me = me;
+    name_thread("srv", s->cpu);
+    serve_loop(s, me);
+    return NULL;
+}
+
+/* Thread attributes: bound to the server CPU; FIFO at `prio` unless degraded. */
+static int make_attr(struct rcl_server *s, pthread_attr_t *a, int prio)
+{
+    pthread_attr_init(a);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(s->cpu, &set);
+    pthread_attr_setaffinity_np(a, sizeof set, &set);
+    if (!s->degraded) {
+        struct sched_param sp = {.sched_priority = prio};
+        pthread_attr_setinheritsched(a, PTHREAD_EXPLICIT_SCHED);
+        pthread_attr_setschedpolicy(a, SCHED_FIFO);
+        pthread_attr_setschedparam(a, &sp);
+    } else {
+        pthread_attr_setinheritsched(a, PTHREAD_EXPLICIT_SCHED);
+        pthread_attr_setschedpolicy(a, SCHED_OTHER);
+        struct sched_param sp = {.sched_priority = 0};
+        pthread_attr_setschedparam(a, &sp);
+    }
+    return 0;
+}
+
+/* Create a servicing thread counted as free.  Caller holds pool_mutex. */
+static int spawn_sthread(struct rcl_server *s)
+{
+    if (s->nthreads >= s->maxthreads) {
+        ll_warn_once("rcl_maxthreads",
+                     "liblock: rcl: server on CPU %d reached LIBLOCK_RCL_MAX_THREADS=%d servicing threads; "
+                     "not adding more",
+                     s->cpu, s->maxthreads);
+        return EAGAIN;
+    }
+    struct rcl_sthread *t = ll_alloc_aligned(sizeof *t);
+    if (!t)
+        return ENOMEM;
+    t->server = s;
+    t->index = s->nthreads;
+    atomic_store_explicit(&t->wake, ST_SERVICING, memory_order_relaxed);
+    rcl_add32(s, &s->n_servicing, 1);
+    rcl_add32(s, &s->n_free, 1);
+    pthread_attr_t a;
+    make_attr(s, &a, s->prio_serv);
+    int r = pthread_create(&t->th, &a, sthread_main, t);
+    pthread_attr_destroy(&a);
+    if (r) {
+        rcl_add32(s, &s->n_servicing, -1);
+        rcl_add32(s, &s->n_free, -1);
+        free(t);
+        return r;
+    }
+    s->threads[s->nthreads++] = t;
+    rcl_add(s, &s->st.created, 1);
+    return 0;
+}
+
+/* Make sure a free servicing thread exists (Algorithm 11, lines 8-19).
+ * Caller holds pool_mutex and runs on the server CPU.  Returns 1 if it
+ * provided one. */
+static int ensure_free(struct rcl_server *s)
+{
+    if (atomic_load_explicit(&s->n_free, memory_order_relaxed) > 0)
+        return 0;
+    if (s->prepared) {
+        struct rcl_sthread *t = s->prepared;
+        s->prepared = t->next_prepared;
+        s->nprepared--;
+        rcl_add32(s, &s->n_servicing, 1);
+        rcl_add32(s, &s->n_free, 1);
+        atomic_store_explicit(&t->wake, ST_SERVICING, memory_order_release);
+        ll_futex_wake(&t->wake, 1);
+        rcl_add(s, &s->st.woken, 1);
+        return 1;
+    }
+    return spawn_sthread(s) == 0;
+}
+
+/* Forced election (Algorithm 11, lines 20-27): move every servicing thread
+ * that is inside a CS (possibly spinning, never yielding under FIFO) to the
+ * tail of the FIFO queue by lowering then raising its priority (Linux puts
+ * a thread whose priority is raised at the tail of its new level), so that
+ * the free thread, which has not run recently, is elected. */
+static void force_election(struct rcl_server *s)
+{
+    int moved = 0;
+    for (int i = 0; i < s->nthreads; i++) {
+        struct rcl_sthread *t = s->threads[i];
+        if (atomic_load_explicit(&t->wake, memory_order_relaxed) != ST_SERVICING)
+            continue;
+        if (!atomic_load_explicit(&t->in_cs, memory_order_relaxed))
+            continue;
+        pthread_setschedprio(t->th, s->prio_backup);
+        pthread_setschedprio(t->th, s->prio_serv);
+        moved++;
+    }
+    if (moved)
+        rcl_add(s, &s->st.elections, 1);
+}
+
+static void *manager_main(void *arg)
+{
+    struct rcl_server *s = arg;
+    name_thread("mgr", s->cpu);
+    rcl_tls.my_server = s;
+    for (;;) {
+        atomic_store_explicit(&s->is_alive, 0, memory_order_relaxed);
+        uint32_t w = atomic_load_explicit(&s->mgr_word, memory_order_acquire);
+        if (atomic_load_explicit(&s->stopping, memory_order_acquire))
+            break;
+        struct timespec ts = {.tv_sec = (time_t)(s->tick_ns / 1000000000ull),
+                              .tv_nsec = (long)(s->tick_ns % 1000000000ull)};
+        ll_futex_wait(&s->mgr_word, w, &ts);
+        if (atomic_load_explicit(&s->stopping, memory_order_acquire))
+            break;
+        if (atomic_load_explicit(&s->idle, memory_order_acquire)) {
+            while (atomic_load_explicit(&s->idle, memory_order_acquire) == 1 &&
+                   !atomic_load_explicit(&s->stopping, memory_order_acquire))
+                ll_futex_wait(&s->idle, 1, NULL);
+            continue;
+        }
+        rcl_add(s, &s->st.mgr_wakeups, 1);
+        rcl_add(s, &s->timestamp, 1);
+        if (!atomic_load_explicit(&s->is_alive, memory_order_relaxed)) {
+            rcl_add(s, &s->st.alive_misses, 1);
+            pthread_mutex_lock(&s->pool_mutex);
+            ensure_free(s);
+            if (!s->degraded)
+                force_election(s);
+            pthread_mutex_unlock(&s->pool_mutex);
+        }
+    }
+    return NULL;
+}
+
+static void *backup_main(void *arg)
+{
+    struct rcl_server *s = arg;
+    name_thread("bkp", s->cpu);
+    rcl_tls.my_server = s;
+    if (s->degraded) {
+        struct sched_param sp = {.sched_priority = 0};
+        sched_setscheduler(0, SCHED_IDLE, &sp);
+    }
+    for (;;) {
+        if (atomic_load_explicit(&s->stopping, memory_order_acquire))
+            break;
+        if (atomic_load_explicit(&s->idle, memory_order_acquire)) {
+            ll_futex_wait(&s->idle, 1, NULL);
+            continue;
+        }
+        /* Under FIFO we run only when every servicing thread is blocked. */
+        pthread_mutex_lock(&s->pool_mutex);
+        int provided = ensure_free(s);
+        pthread_mutex_unlock(&s->pool_mutex);
+        if (provided) {
+            rcl_add(s, &s->st.backup_runs, 1);
+            continue;
+        }
+        /* A free thread exists (briefly blocked, or running under CFS): nap. */
+        uint32_t w = atomic_load_explicit(&s->mgr_word, memory_order_acquire);
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = s->degraded ? 1000000 : 200000};
+        if (!atomic_load_explicit(&s->stopping, memory_order_acquire))
+            ll_futex_wait(&s->mgr_word, w, &ts);
+    }
+    return NULL;
+}
+
+/* ======================================================================
+ * server life cycle
+ * ====================================================================== */
+static int create_aux(struct rcl_server *s, pthread_t *th, void *(*fn)(void *), int prio)
+{
+    pthread_attr_t a;
+    make_attr(s, &a, prio);
+    int r = pthread_create(th, &a, fn, s);
+    pthread_attr_destroy(&a);
+    return r;
+}
+
+static void wake_all(struct rcl_server *s)
+{
+    atomic_fetch_add_explicit(&s->mgr_word, 1, memory_order_acq_rel);
+    ll_futex_wake(&s->mgr_word, 1 << 30);
+    atomic_store_explicit(&s->idle, 0, memory_order_release);
+    ll_futex_wake(&s->idle, 1 << 30);
+}
+
+/* Stop the threads; join them when `join`.  Caller checked nothing runs. */
+static void stop_threads(struct rcl_server *s, int join)
+{
+    atomic_store_explicit(&s->stopping, 1, memory_order_release);
+    wake_all(s);
+    pthread_mutex_lock(&s->pool_mutex);
+    for (struct rcl_sthread *t = s->prepared; t; t = t->next_prepared) {
+        atomic_store_explicit(&t->wake, ST_EXIT, memory_order_release);
+        ll_futex_wake(&t->wake, 1);
+    }
+    pthread_mutex_unlock(&s->pool_mutex);
+    if (!join)
+        return;
+    if (s->have_manager)
+        pthread_join(s->manager, NULL);
+    if (s->have_backup)
+        pthread_join(s->backup, NULL);
+    /* No new thread can appear now: only the manager and backup create them. */
+    for (int i = 0; i < s->nthreads; i++) {
+        pthread_join(s->threads[i]->th, NULL);
+        free(s->threads[i]);
+    }
+    s->nthreads = 0;
+    s->prepared = NULL;
+    s->nprepared = 0;
+}
+
+static void free_arrays(struct rcl_server *s)
+{
+    ll_free_on_node(s->slots, (size_t)s->nslots * sizeof(struct rcl_slot));
+    s->slots = NULL;
+    free((void *)s->busy);
+    s->busy = NULL;
+    free(s->threads);
+    s->threads = NULL;
+}
+
+static struct rcl_server *find_running(int cpu)
+{
+    for (struct rcl_server *s = all_servers; s; s = s->next_all)
+        if (s->cpu == cpu && !atomic_load_explicit(&s->stopping, memory_order_relaxed))
+            return s;
+    return NULL;
+}
+
+int rcl_cpu_is_server(int cpu)
+{
+    pthread_mutex_lock(&servers_mutex);
+    int r = find_running(cpu) != NULL;
+    pthread_mutex_unlock(&servers_mutex);
+    return r;
+}
+
+LL_EXPORT liblock_server_t *liblock_server_start(int cpu)
+{
+    int ncpus = ll_ncpus();
+    if (cpu < 0 || cpu >= ncpus || cpu >= CPU_SETSIZE) {
+        errno = EINVAL;
+        return NULL;
+    }
+    pthread_mutex_lock(&servers_mutex);
+    if (find_running(cpu)) {
+        pthread_mutex_unlock(&servers_mutex);
+        errno = EBUSY;
+        return NULL;
+    }
+    struct rcl_server *s = ll_alloc_aligned(sizeof *s);
+    int err = ENOMEM;
+    if (!s)
+        goto fail_unlock;
+    s->cpu = cpu;
+    s->node = ll_cpu_node(cpu);
+    s->nslots = rcl_slot_capacity();
+    s->slots = ll_alloc_on_node((size_t)s->nslots * sizeof(struct rcl_slot), s->node);
+    s->busy = ll_alloc_aligned((size_t)s->nslots * sizeof(uint32_t));
+    s->maxthreads = (int)ll_env_long("LIBLOCK_RCL_MAX_THREADS", 64, 2, 4096);
+    s->threads = calloc((size_t)s->maxthreads, sizeof *s->threads);
+    if (!s->slots || !s->busy || !s->threads)
+        goto fail_free;
+    s->tick_ns = (uint64_t)ll_env_long("LIBLOCK_RCL_TICK_US", 10000, 100, 10000000) * 1000ull;
+    long idle_us = ll_env_long("LIBLOCK_RCL_IDLE_US", 5000, 0, 1000000000L);
+    s->idle_cycles = idle_us ? ll_ns_to_cycles((uint64_t)idle_us * 1000ull) : 0;
+    s->degraded = ll_env_long("LIBLOCK_RCL_DEGRADED", 0, 0, 1) != 0 || ncpus < 2;
+    int pmin = sched_get_priority_min(SCHED_FIFO);
+    s->prio_backup = pmin;
+    s->prio_serv = pmin + 1;
+    s->prio_mgr = pmin + 2;
+    s->local = 1; /* every server thread is created bound to `cpu` (make_attr) */
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
+    pthread_mutex_init(&s->pool_mutex, &ma);
+    pthread_mutexattr_destroy(&ma);
+
+    pthread_mutex_lock(&s->pool_mutex);
+    err = spawn_sthread(s);
+    if (err == EPERM && !s->degraded) {
+        s->degraded = 1;
+        ll_warn_once("rcl_degraded", "liblock: rcl: SCHED_FIFO refused (EPERM); servers run in degraded mode "
+                                     "(CFS scheduling, see docs/rcl.md)");
+        err = spawn_sthread(s);
+    }
+    pthread_mutex_unlock(&s->pool_mutex);
+    if (err)
+        goto fail_free;
+    if (s->degraded && ll_env_long("LIBLOCK_RCL_DEGRADED", 0, 0, 1))
+        ll_warn_once("rcl_degraded_env", "liblock: rcl: LIBLOCK_RCL_DEGRADED=1: servers run in degraded mode "
+                                         "(no SCHED_FIFO)");
+    if (create_aux(s, &s->manager, manager_main, s->prio_mgr) == 0)
+        s->have_manager = 1;
+    if (create_aux(s, &s->backup, backup_main, s->prio_backup) == 0)
+        s->have_backup = 1;
+    if (!s->have_manager || !s->have_backup)
+        ll_warn_once("rcl_aux", "liblock: rcl: could not create the management/backup thread of the server on "
+                                "CPU %d; blocking critical sections may stall it",
+                     cpu);
+    s->next_all = all_servers;
+    all_servers = s;
+    pthread_mutex_unlock(&servers_mutex);
+    rcl_server_cpus_changed();
+    return s;
+
+fail_free:
+    if (s) {
+        free_arrays(s);
+        free(s);
+    }
+fail_unlock:
+    pthread_mutex_unlock(&servers_mutex);
+    errno = err ? err : ENOMEM;
+    return NULL;
+}
+
+static int valid_server(struct rcl_server *h)
+{
+    for (struct rcl_server *s = all_servers; s; s = s->next_all)
+        if (s == h)
+            return 1;
+    return 0;
+}
+
+/* For lock init: a running server, or EINVAL.  Counts the lock. */
+int rcl_server_bind(struct rcl_server *s)
+{
+    pthread_mutex_lock(&servers_mutex);
+    int ok = valid_server(s) && !atomic_load_explicit(&s->stopping, memory_order_relaxed);
+    if (ok)
+        atomic_fetch_add_explicit(&s->nlocks, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&servers_mutex);
+    return ok ? 0 : EINVAL;
+}
+
+void rcl_server_unbind(struct rcl_server *s) { atomic_fetch_sub_explicit(&s->nlocks, 1, memory_order_relaxed); }
+
+/* ---- default servers (LIBLOCK_SERVERS) ---------------------------------- */
+#define MAX_DEFAULT 64
+static int default_cpus[MAX_DEFAULT], ndefault = -1;
+static struct rcl_server *default_srv[MAX_DEFAULT];
+static unsigned default_rr;
+
+static void parse_default_cpus(void)
+{
+    ndefault = 0;
+    int ncpus = ll_ncpus();
+    const char *e = getenv("LIBLOCK_SERVERS");
+    if (e && *e) {
+        const char *p = e;
+        while (*p && ndefault < MAX_DEFAULT) {
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p || v < 0 || v >= ncpus) {
+                ll_warn_once("LIBLOCK_SERVERS", "liblock: LIBLOCK_SERVERS=\"%s\" is not a comma-separated list of "
+                                                "CPUs below %d; using CPU %d",
+                             e, ncpus, ncpus - 1);
+                ndefault = 0;
+                break;
+            }
+            default_cpus[ndefault++] = (int)v;
+            p = *end == ',' ? end + 1 : end;
+            if (*end && *end != ',') {
+                ndefault = 0;
+                break;
+            }
+        }
+    }
+    if (ndefault == 0)
+        default_cpus[ndefault++] = ncpus - 1;
+}
+
+static pthread_mutex_t default_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static struct rcl_server *default_get(int idx)
+{
+    struct rcl_server *s = default_srv[idx];
+    if (s && !atomic_load_explicit(&s->stopping, memory_order_acquire))
+        return s;
+    s = liblock_server_start(default_cpus[idx]);
+    if (!s && errno == EBUSY) { /* the application started one there itself: share it */
+        pthread_mutex_lock(&servers_mutex);
+        s = find_running(default_cpus[idx]);
+        pthread_mutex_unlock(&servers_mutex);
+    }
+    if (s)
+        default_srv[idx] = s;
+    return s;
+}
+
+/* The server for a lock initialised without liblock_attr_setserver: the
+ * LIBLOCK_SERVERS CPUs in turn (round robin in initialisation order). */
+struct rcl_server *rcl_default_server(void)
+{
+    pthread_mutex_lock(&default_mutex);
+    if (ndefault < 0)
+        parse_default_cpus();
+    struct rcl_server *s = default_get((int)(default_rr++ % (unsigned)ndefault));
+    int e = errno;
+    pthread_mutex_unlock(&default_mutex);
+    errno = e;
+    return s;
+}
+
+LL_EXPORT liblock_server_t *liblock_server_default(void)
+{
+    pthread_mutex_lock(&default_mutex);
+    if (ndefault < 0)
+        parse_default_cpus();
+    struct rcl_server *s = default_get(0);
+    int e = errno;
+    pthread_mutex_unlock(&default_mutex);
+    errno = e;
+    return s;
+}
+
+LL_EXPORT int liblock_server_stop(liblock_server_t *h)
+{
+    struct rcl_server *s = h;
+    pthread_mutex_lock(&servers_mutex);
+    if (!s || !valid_server(s) || atomic_load_explicit(&s->stopping, memory_order_relaxed)) {
+        pthread_mutex_unlock(&servers_mutex);
+        return EINVAL;
+    }
+    if (rcl_tls.my_server == s) {
+        pthread_mutex_unlock(&servers_mutex);
+        return EDEADLK; /* a thread of the server cannot stop it */
+    }
+    if (atomic_load_explicit(&s->nlocks, memory_order_acquire) > 0) {
+        pthread_mutex_unlock(&servers_mutex);
+        return EBUSY;
+    }
+    pthread_mutex_lock(&s->pool_mutex);
+    int in_cs = 0;
+    for (int i = 0; i < s->nthreads; i++)
+        in_cs |= (int)atomic_load_explicit(&s->threads[i]->in_cs, memory_order_relaxed);
+    pthread_mutex_unlock(&s->pool_mutex);
+    if (in_cs) {
+        pthread_mutex_unlock(&servers_mutex);
+        return EBUSY;
+    }
+    stop_threads(s, 1);
+    free_arrays(s);
+    pthread_mutex_unlock(&servers_mutex);
+    rcl_server_cpus_changed();
+    return 0;
+}
+
+LL_EXPORT liblock_server_t *liblock_server_of(const liblock_t *l)
+{
+    if (!l || l->_magic != LL_LOCK_MAGIC || strcmp(LL_OPS(l)->name, "rcl") != 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return (liblock_server_t *)l->_aux;
+}
+
+/* ---- statistics ----------------------------------------------------------- */
+static uint64_t rd(_Atomic uint64_t *p) { return atomic_load_explicit(p, memory_order_relaxed); }
+
+LL_EXPORT int liblock_server_stats(liblock_server_t *h, liblock_server_stats_t *o)
+{
+    struct rcl_server *s = h;
+    if (!o)
+        return EINVAL;
+    pthread_mutex_lock(&servers_mutex);
+    if (!s || !valid_server(s)) {
+        pthread_mutex_unlock(&servers_mutex);
+        return EINVAL;
+    }
+    memset(o, 0, sizeof *o);
+    o->cpu = s->cpu;
+    o->degraded = s->degraded;
+    o->running = !atomic_load_explicit(&s->stopping, memory_order_relaxed);
+    int32_t ns = atomic_load_explicit(&s->n_servicing, memory_order_relaxed);
+    o->pool_size = o->running && ns > 0 ? (unsigned)ns : 0;
+    o->prepared = (unsigned)s->nprepared;
+    o->threads_total = (unsigned)rd(&s->st.created);
+    o->clients = rcl_clients_in_use();
+    o->client_watermark = rcl_client_watermark();
+    o->slots = s->nslots;
+    o->cs_executed = rd(&s->st.cs);
+    o->lock_ops = rd(&s->st.lock_ops);
+    o->passes = rd(&s->st.passes);
+    o->active_passes = rd(&s->st.active_passes);
+    o->slow_path_passes = rd(&s->st.slow_passes);
+    o->skipped_held = rd(&s->st.skipped_held);
+    o->manager_wakeups = rd(&s->st.mgr_wakeups);
+    o->alive_misses = rd(&s->st.alive_misses);
+    o->elections = rd(&s->st.elections);
+    o->backup_runs = rd(&s->st.backup_runs);
+    o->threads_created = rd(&s->st.created);
+    o->threads_woken = rd(&s->st.woken);
+    o->threads_parked = rd(&s->st.parked);
+    o->idle_parks = rd(&s->st.idle_parks);
+    uint64_t clients = rd(&s->st.clients_in_active);
+    o->use_rate = clients ? (double)rd(&s->st.cs_in_active) / (double)clients : 0.0;
+    o->false_serialisation_rate = clients ? (double)rd(&s->st.locks_in_active) / (double)clients : 0.0;
+    o->slow_path_rate = o->passes ? (double)o->slow_path_passes / (double)o->passes : 0.0;
+    pthread_mutex_unlock(&servers_mutex);
+    return 0;
+}
+
+/* At exit: print statistics when LIBLOCK_STATS=1, then tell every server's
+ * threads to stop spinning (not joined: a CS may still be blocked, and the
+ * process is ending anyway). */
+__attribute__((destructor)) static void rcl_at_exit(void)
+{
+    if (!all_servers)
+        return;
+    int print = ll_env_long("LIBLOCK_STATS", 0, 0, 1000) != 0;
+    for (struct rcl_server *s = all_servers; s; s = s->next_all) {
+        if (print) {
+            liblock_server_stats_t st;
+            if (liblock_server_stats(s, &st) == 0)
+                fprintf(stderr,
+                        "liblock: rcl server cpu %d%s: %llu CS, %llu lock ops, use rate %.3f, false serialisation "
+                        "%.3f, slow path %.4f, manager wake-ups %llu, is_alive unset %llu, elections %llu, backup "
+                        "%llu, threads created %llu woken %llu parked %llu, idle parks %llu\n",
+                        st.cpu, st.degraded ? " (degraded)" : "", (unsigned long long)st.cs_executed,
+                        (unsigned long long)st.lock_ops, st.use_rate, st.false_serialisation_rate,
+                        st.slow_path_rate, (unsigned long long)st.manager_wakeups,
+                        (unsigned long long)st.alive_misses, (unsigned long long)st.elections,
+                        (unsigned long long)st.backup_runs, (unsigned long long)st.threads_created,
+                        (unsigned long long)st.threads_woken, (unsigned long long)st.threads_parked,
+                        (unsigned long long)st.idle_parks);
+        }
+        if (!atomic_load_explicit(&s->stopping, memory_order_relaxed))
+            stop_threads(s, 0);
+    }
+}
