@@ -18,7 +18,9 @@
  * Remote path (ordinary threads, and servicing threads calling a lock of
  * ANOTHER server): write lock and ctx, then fn with a release store, then
  * poll fn until the server clears it (acquire), and read ret.  The poll is
- * the lock's waiting policy: spin (pause) or yield; every 64 polls the
+ * the lock's waiting policy: spin (pause) or yield (a LOCK request under
+ * spin yields after 1024 polls: it waits for another client's section, not
+ * for the server); every 64 polls the
  * client checks whether the server parked itself for idleness and wakes it
  * (server.c, "Idle parking").  A servicing thread always yields while it
  * waits for another server, so its own server's other threads can run.
@@ -207,11 +209,16 @@ int rcl_client_id(void)
 }
 
 /* ---- requests ---------------------------------------------------------------- */
+/* A LOCK request waits for another client's lock/unlock section, which may
+ * need this very CPU to finish: spin about one round trip's worth of polls,
+ * then yield (spin policy only; yield always yields). */
+#define RCL_WAIT_LOCK (LIBLOCK_WAIT__COUNT + 1)
+
 static inline void wait_reply(struct rcl_server *s, struct rcl_slot *r, int policy)
 {
     unsigned n = 0;
     while (atomic_load_explicit(&r->fn, memory_order_acquire) != NULL) {
-        if (policy == LIBLOCK_WAIT_YIELD)
+        if (policy == LIBLOCK_WAIT_YIELD || (policy == RCL_WAIT_LOCK && n >= 1024))
             ll_yield();
         else
             ll_pause();
@@ -233,6 +240,8 @@ static inline struct rcl_slot *post(struct rcl_server *s, struct rcl_lock *lk, r
     atomic_store_explicit(&r->fn, fn, memory_order_release);
     if (LL_UNLIKELY(rcl_tls.my_server != NULL))
         policy = LIBLOCK_WAIT_YIELD;
+    else if (fn == RCL_OP_LOCK && policy == LIBLOCK_WAIT_SPIN)
+        policy = RCL_WAIT_LOCK;
     wait_reply(s, r, policy);
     return r;
 }
