@@ -470,6 +470,20 @@ static void *backup_main(void *arg)
             ll_futex_wait(&s->idle, 1, NULL);
             continue;
         }
+        if (s->degraded) {
+            /* SCHED_IDLE also gets slivers of CPU while servicing threads
+             * run: act only if no scan completed during a 1 ms nap and no
+             * thread is free (all blocked or stuck in CSs). */
+            uint64_t p0 = atomic_load_explicit(&s->st.passes, memory_order_relaxed);
+            uint32_t w = atomic_load_explicit(&s->mgr_word, memory_order_acquire);
+            struct timespec ts = {.tv_sec = 0, .tv_nsec = 1000000};
+            ll_futex_wait(&s->mgr_word, w, &ts);
+            if (atomic_load_explicit(&s->stopping, memory_order_acquire))
+                break;
+            if (atomic_load_explicit(&s->n_free, memory_order_relaxed) > 0 ||
+                atomic_load_explicit(&s->st.passes, memory_order_relaxed) != p0)
+                continue;
+        }
         /* Under FIFO we run only when every servicing thread is blocked. */
         pthread_mutex_lock(&s->pool_mutex);
         int provided = ensure_free(s);
@@ -478,11 +492,14 @@ static void *backup_main(void *arg)
             rcl_add(s, &s->st.backup_runs, 1);
             continue;
         }
-        /* A free thread exists (briefly blocked, or running under CFS): nap. */
-        uint32_t w = atomic_load_explicit(&s->mgr_word, memory_order_acquire);
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = s->degraded ? 1000000 : 200000};
-        if (!atomic_load_explicit(&s->stopping, memory_order_acquire))
-            ll_futex_wait(&s->mgr_word, w, &ts);
+        if (!s->degraded) {
+            /* A free thread exists but is briefly blocked (page fault, pool
+             * mutex): nap rather than spin at the bottom priority. */
+            uint32_t w = atomic_load_explicit(&s->mgr_word, memory_order_acquire);
+            struct timespec ts = {.tv_sec = 0, .tv_nsec = 200000};
+            if (!atomic_load_explicit(&s->stopping, memory_order_acquire))
+                ll_futex_wait(&s->mgr_word, w, &ts);
+        }
     }
     return NULL;
 }
