@@ -158,11 +158,12 @@ static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, 
     struct rcl_tls *t = &rcl_tls;
     t->held[t->nheld++] = lk;
     void *ret = f(r->ctx);
+    /* reply first: the bookkeeping below is off the client's critical path */
+    r->ret = ret;
+    atomic_store_explicit(&r->fn, NULL, memory_order_release);
     t->nheld--;
     rcl_add32(s, &s->n_free, 1);
     atomic_store_explicit(&me->in_cs, 0, memory_order_relaxed);
-    r->ret = ret;
-    atomic_store_explicit(&r->fn, NULL, memory_order_release);
     atomic_store_explicit(&lk->is_locked, 0, memory_order_release);
     unclaim(s, i);
     return lk;

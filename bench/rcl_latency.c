@@ -1,0 +1,207 @@
+/*
+ * rcl_latency - cost of a delegated critical section (RCL) against the
+ * cross-CPU cache-line round trip (bench/probe.h), and throughput/fairness
+ * with 1..64 client threads sharing the non-server CPU.
+ *
+ * Latency: one client pinned on CPU C, the server on CPU S (defaults 0 and
+ * the last CPU).  Each round: probe (C<->S) | N execute() with an empty CS |
+ * N execute() with a CS that increments 5 shared lines | probe.  The server
+ * is idle-parked during the probes (the bench sleeps past LIBLOCK_RCL_IDLE_US
+ * first), so the probe's responder gets CPU S.  Reported per round: ns per
+ * CS and the ratio to the mean of the two probes; then the median, min and
+ * max of the ratios over the rounds.
+ *
+ * Throughput: T client threads (1..64) all pinned on CPU C run execute() in
+ * a loop for a fixed time; reported: million CSs per second and the
+ * max/min ratio of per-thread counts, for the spin and yield policies.
+ *
+ * usage: rcl_latency [-r ROUNDS] [-n CS_PER_ROUND] [-t MS_PER_POINT] [-c CLIENT_CPU] [-s SERVER_CPU]
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "liblock.h"
+#include "probe.h"
+
+struct lines {
+    _Alignas(64) volatile long v[8];
+};
+static struct lines data[5];
+static _Alignas(64) liblock_t lock;   /* on its own line: the CS never writes it */
+static _Alignas(64) volatile long counter;
+
+static void *cs_empty(void *a) { return a; }
+static void *cs_five(void *a)
+{
+    for (int i = 0; i < 5; i++)
+        data[i].v[0]++;
+    return a;
+}
+static void *cs_count(void *a)
+{
+    counter++;
+    return a;
+}
+
+static int cmpd(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+static double time_cs(void *(*cs)(void *), long n)
+{
+    for (long i = 0; i < 1000; i++) /* warm up: wake the server, fault in the slot */
+        liblock_execute(&lock, cs, NULL);
+    uint64_t t0 = probe_now_ns();
+    for (long i = 0; i < n; i++)
+        liblock_execute(&lock, cs, NULL);
+    return (double)(probe_now_ns() - t0) / (double)n;
+}
+
+struct tp_arg {
+    int cpu;
+    volatile int *stop;
+    long count;
+    pthread_barrier_t *bar;
+    liblock_t *l;
+};
+static void *tp_thread(void *p)
+{
+    struct tp_arg *a = p;
+    probe_pin(a->cpu);
+    pthread_barrier_wait(a->bar);
+    long c = 0;
+    while (!__atomic_load_n(a->stop, __ATOMIC_RELAXED)) {
+        liblock_execute(a->l, cs_count, NULL);
+        c++;
+    }
+    a->count = c;
+    return NULL;
+}
+
+static void throughput(int ccpu, liblock_server_t *srv, int policy, int nthreads, int ms)
+{
+    liblock_attr_t at;
+    liblock_attr_init(&at);
+    liblock_attr_setserver(&at, srv);
+    liblock_attr_setwait(&at, policy);
+    liblock_t l;
+    if (liblock_init(&l, "rcl", &at) != 0)
+        return;
+    struct tp_arg a[64];
+    pthread_t th[64];
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, (unsigned)nthreads + 1);
+    volatile int stop = 0;
+    counter = 0;
+    for (int i = 0; i < nthreads; i++) {
+        a[i] = (struct tp_arg){ccpu, &stop, 0, &bar, &l};
+        pthread_create(&th[i], NULL, tp_thread, &a[i]);
+    }
+    pthread_barrier_wait(&bar);
+    uint64_t t0 = probe_now_ns();
+    usleep((useconds_t)ms * 1000);
+    __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+    long total = 0, mx = 0, mn = -1;
+    for (int i = 0; i < nthreads; i++) {
+        pthread_join(th[i], NULL);
+        total += a[i].count;
+        if (a[i].count > mx)
+            mx = a[i].count;
+        if (mn < 0 || a[i].count < mn)
+            mn = a[i].count;
+    }
+    double secs = (double)(probe_now_ns() - t0) / 1e9;
+    printf("  %-5s %2d threads: %7.3f M CS/s  max/min %s%.2f\n", liblock_wait_name(policy), nthreads,
+           (double)total / secs / 1e6, mn > 0 ? "" : "inf ", mn > 0 ? (double)mx / (double)mn : 0.0);
+    liblock_destroy(&l);
+    pthread_barrier_destroy(&bar);
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = 7, ms = 200, ccpu = 0, scpu = (int)sysconf(_SC_NPROCESSORS_ONLN) - 1;
+    long n = 200000;
+    int opt;
+    while ((opt = getopt(argc, argv, "r:n:t:c:s:")) != -1) {
+        switch (opt) {
+        case 'r': rounds = atoi(optarg); break;
+        case 'n': n = atol(optarg); break;
+        case 't': ms = atoi(optarg); break;
+        case 'c': ccpu = atoi(optarg); break;
+        case 's': scpu = atoi(optarg); break;
+        default:
+            fprintf(stderr, "usage: rcl_latency [-r ROUNDS] [-n CS] [-t MS] [-c CLIENT_CPU] [-s SERVER_CPU]\n");
+            return 2;
+        }
+    }
+    if (rounds < 1 || rounds > 64 || n < 1 || ms < 1 || ccpu == scpu || ccpu < 0 || scpu < 0) {
+        fprintf(stderr, "rcl_latency: bad arguments (rounds 1..64, client CPU != server CPU)\n");
+        return 2;
+    }
+    setenv("LIBLOCK_RCL_IDLE_US", "2000", 0);
+    liblock_server_t *srv = liblock_server_start(scpu);
+    if (!srv) {
+        fprintf(stderr, "rcl_latency: cannot start a server on CPU %d: %s\n", scpu, strerror(errno));
+        return 1;
+    }
+    liblock_attr_t at;
+    liblock_attr_init(&at);
+    liblock_attr_setserver(&at, srv);
+    if (liblock_init(&lock, "rcl", &at) != 0) {
+        fprintf(stderr, "rcl_latency: init failed\n");
+        return 1;
+    }
+    probe_pin(ccpu);
+    liblock_server_stats_t st;
+    liblock_server_stats(srv, &st);
+    printf("rcl_latency: client CPU %d, server CPU %d%s, %d rounds of %ld CSs\n", ccpu, scpu,
+           st.degraded ? " (degraded)" : "", rounds, n);
+    printf("round  probe-before  empty-CS  5-line-CS  probe-after   ratio-empty  ratio-5line\n");
+    double re[64], r5[64], pe[64], e_ns[64], f_ns[64];
+    for (int r = 0; r < rounds; r++) {
+        usleep(20000); /* let the server idle-park so the probe gets its CPU */
+        double p0 = probe_roundtrip_ns(ccpu, scpu, 5, 20000);
+        probe_pin(ccpu);
+        double e = time_cs(cs_empty, n);
+        double f = time_cs(cs_five, n);
+        usleep(20000);
+        double p1 = probe_roundtrip_ns(ccpu, scpu, 5, 20000);
+        probe_pin(ccpu);
+        double p = (p0 + p1) / 2;
+        re[r] = e / p;
+        r5[r] = f / p;
+        pe[r] = p;
+        e_ns[r] = e;
+        f_ns[r] = f;
+        printf("%5d  %9.1f ns  %6.1f ns  %7.1f ns  %8.1f ns   %8.2f x   %8.2f x\n", r, p0, e, f, p1, re[r], r5[r]);
+        fflush(stdout);
+    }
+    qsort(re, (size_t)rounds, sizeof *re, cmpd);
+    qsort(r5, (size_t)rounds, sizeof *r5, cmpd);
+    qsort(pe, (size_t)rounds, sizeof *pe, cmpd);
+    qsort(e_ns, (size_t)rounds, sizeof *e_ns, cmpd);
+    qsort(f_ns, (size_t)rounds, sizeof *f_ns, cmpd);
+    printf("median: probe %.1f ns, empty CS %.1f ns = %.2fx probe (min %.2f, max %.2f), "
+           "5-line CS %.1f ns = %.2fx probe (min %.2f, max %.2f)\n",
+           pe[rounds / 2], e_ns[rounds / 2], re[rounds / 2], re[0], re[rounds - 1], f_ns[rounds / 2],
+           r5[rounds / 2], r5[0], r5[rounds - 1]);
+    liblock_destroy(&lock);
+
+    printf("throughput, all clients on CPU %d, %d ms per point:\n", ccpu, ms);
+    static const int counts[] = {1, 2, 4, 8, 16, 32, 64};
+    for (int pi = 0; pi < 2; pi++) {
+        int pol = pi ? LIBLOCK_WAIT_YIELD : LIBLOCK_WAIT_SPIN;
+        for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
+            throughput(ccpu, srv, pol, counts[i], ms);
+    }
+    liblock_server_stats(srv, &st);
+    printf("server: %llu CS, use rate %.3f, slow path %.4f, idle parks %llu\n", (unsigned long long)st.cs_executed,
+           st.use_rate, st.slow_path_rate, (unsigned long long)st.idle_parks);
+    int r = liblock_server_stop(srv);
+    if (r)
+        fprintf(stderr, "rcl_latency: server_stop: %s\n", strerror(r));
+    return 0;
+}
