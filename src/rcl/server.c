@@ -82,8 +82,8 @@
  * ---- Idle parking ---------------------------------------------------------
  * Not in the thesis: so that an unused server does not keep a SCHED_FIFO
  * thread spinning, a lone servicing thread that found no request for
- * LIBLOCK_RCL_IDLE_US (default 5 ms; 0 = never) sets server->idle = 1,
- * issues a full fence, rescans the array, and sleeps on the idle futex if it
+ * LIBLOCK_RCL_IDLE_US (default 5 ms; 0 = never) swaps server->idle to 1
+ * (a full fence), rescans the array, and sleeps on the idle futex if it
  * is still empty.  A waiting client checks server->idle every 64 polls and,
  * if set, swaps it to 0 and wakes the futex.  No lost wake-up: either the
  * rescan (after the fence) sees the client's request, or the client, which
@@ -227,8 +227,9 @@ void rcl_wake_idle(struct rcl_server *s)
  * client (or stop) wakes the server.  See "Idle parking" above. */
 static void idle_park(struct rcl_server *s)
 {
-    atomic_store_explicit(&s->idle, 1, memory_order_seq_cst);
-    atomic_thread_fence(memory_order_seq_cst);
+    /* a seq_cst exchange: a full fence on x86, so the rescan below reads
+     * the slots after idle = 1 is visible */
+    atomic_exchange_explicit(&s->idle, 1, memory_order_seq_cst);
     if (any_pending(s) || atomic_load_explicit(&s->stopping, memory_order_acquire) ||
         atomic_load_explicit(&s->n_servicing, memory_order_relaxed) > 1) {
         rcl_wake_idle(s);
@@ -253,6 +254,12 @@ static int try_leave(struct rcl_server *s, struct rcl_sthread *me)
     }
     rcl_add32(s, &s->n_servicing, -1);
     pthread_mutex_lock(&s->pool_mutex);
+    if (atomic_load_explicit(&s->stopping, memory_order_acquire)) {
+        /* stop sets `stopping` before it walks the prepared stack under
+         * this mutex: a thread pushing itself now would never be woken */
+        pthread_mutex_unlock(&s->pool_mutex);
+        return -1;
+    }
     atomic_store_explicit(&me->wake, ST_PREPARED, memory_order_relaxed);
     me->next_prepared = s->prepared;
     s->prepared = me;
@@ -525,7 +532,21 @@ static void wake_all(struct rcl_server *s)
     ll_futex_wake(&s->idle, 1 << 30);
 }
 
-/* Stop the threads; join them when `join`.  Caller checked nothing runs. */
+/* Join t, waiting at most until `deadline` (CLOCK_REALTIME) when given; a
+ * thread that does not finish in time (a CS blocked at exit) is detached. */
+static void join_until(pthread_t t, const struct timespec *deadline)
+{
+    if (!deadline) {
+        pthread_join(t, NULL);
+        return;
+    }
+    if (pthread_timedjoin_np(t, NULL, deadline) != 0)
+        pthread_detach(t);
+}
+
+/* Stop the threads.  join: 0 = do not wait, 1 = join, 2 = join for at most
+ * 200 ms in total then detach (process exit).  For join=1 the caller
+ * checked that no CS runs. */
 static void stop_threads(struct rcl_server *s, int join)
 {
     atomic_store_explicit(&s->stopping, 1, memory_order_release);
@@ -538,14 +559,28 @@ static void stop_threads(struct rcl_server *s, int join)
     pthread_mutex_unlock(&s->pool_mutex);
     if (!join)
         return;
+    struct timespec dl, *dlp = NULL;
+    if (join == 2) {
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_nsec += 200 * 1000000L;
+        if (dl.tv_nsec >= 1000000000L) {
+            dl.tv_sec++;
+            dl.tv_nsec -= 1000000000L;
+        }
+        dlp = &dl;
+    }
     if (s->have_manager)
-        pthread_join(s->manager, NULL);
+        join_until(s->manager, dlp);
     if (s->have_backup)
-        pthread_join(s->backup, NULL);
-    /* No new thread can appear now: only the manager and backup create them. */
+        join_until(s->backup, dlp);
+    s->have_manager = s->have_backup = 0;
+    /* No new thread can appear now: only the manager and backup create them
+     * (after a timed-out join at exit, one might still; it is detached by
+     * nobody and dies with the process). */
     for (int i = 0; i < s->nthreads; i++) {
-        pthread_join(s->threads[i]->th, NULL);
-        free(s->threads[i]);
+        join_until(s->threads[i]->th, dlp);
+        if (!dlp)
+            free(s->threads[i]);
     }
     s->nthreads = 0;
     s->prepared = NULL;
@@ -845,9 +880,10 @@ LL_EXPORT int liblock_server_stats(liblock_server_t *h, liblock_server_stats_t *
     return 0;
 }
 
-/* At exit: print statistics when LIBLOCK_STATS=1, then tell every server's
- * threads to stop spinning (not joined: a CS may still be blocked, and the
- * process is ending anyway). */
+/* At exit: print statistics when LIBLOCK_STATS=1, then stop every server
+ * that is still running, joining its threads for at most 200 ms (a CS may
+ * still be blocked, or a client still waiting: such threads are detached
+ * and die with the process). */
 __attribute__((destructor)) static void rcl_at_exit(void)
 {
     if (!all_servers)
@@ -870,6 +906,6 @@ __attribute__((destructor)) static void rcl_at_exit(void)
                         (unsigned long long)st.idle_parks);
         }
         if (!atomic_load_explicit(&s->stopping, memory_order_relaxed))
-            stop_threads(s, 0);
+            stop_threads(s, 2);
     }
 }
