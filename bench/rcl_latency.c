@@ -15,9 +15,15 @@
  * a loop for a fixed time; reported: million CSs per second and the
  * max/min ratio of per-thread counts, for the spin and yield policies.
  *
- * usage: rcl_latency [-r ROUNDS] [-n CS_PER_ROUND] [-t MS_PER_POINT] [-c CLIENT_CPU] [-s SERVER_CPU]
+ * -f runs the latency part (client and both probe threads) under SCHED_FIFO
+ * priority 1, below the server's threads, so that other processes on a
+ * shared machine do not preempt the measuring threads (opt-in: the client
+ * then monopolises its CPU for the few tens of ms each timing lasts).
+ *
+ * usage: rcl_latency [-f] [-r ROUNDS] [-n CS_PER_ROUND] [-t MS_PER_POINT] [-c CLIENT_CPU] [-s SERVER_CPU]
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -122,18 +128,19 @@ static void throughput(int ccpu, liblock_server_t *srv, int policy, int nthreads
 
 int main(int argc, char **argv)
 {
-    int rounds = 7, ms = 200, ccpu = 0, scpu = (int)sysconf(_SC_NPROCESSORS_ONLN) - 1;
+    int rounds = 7, ms = 500, ccpu = 0, scpu = (int)sysconf(_SC_NPROCESSORS_ONLN) - 1;
     long n = 200000;
-    int opt;
-    while ((opt = getopt(argc, argv, "r:n:t:c:s:")) != -1) {
+    int opt, fifo = 0;
+    while ((opt = getopt(argc, argv, "fr:n:t:c:s:")) != -1) {
         switch (opt) {
+        case 'f': fifo = 1; break;
         case 'r': rounds = atoi(optarg); break;
         case 'n': n = atol(optarg); break;
         case 't': ms = atoi(optarg); break;
         case 'c': ccpu = atoi(optarg); break;
         case 's': scpu = atoi(optarg); break;
         default:
-            fprintf(stderr, "usage: rcl_latency [-r ROUNDS] [-n CS] [-t MS] [-c CLIENT_CPU] [-s SERVER_CPU]\n");
+            fprintf(stderr, "usage: rcl_latency [-f] [-r ROUNDS] [-n CS] [-t MS] [-c CLIENT_CPU] [-s SERVER_CPU]\n");
             return 2;
         }
     }
@@ -155,19 +162,26 @@ int main(int argc, char **argv)
         return 1;
     }
     probe_pin(ccpu);
+    struct sched_param sp = {.sched_priority = 1};
+    if (fifo && pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) != 0) {
+        fprintf(stderr, "rcl_latency: -f: SCHED_FIFO refused; measuring under the normal scheduler\n");
+        fifo = 0;
+    }
     liblock_server_stats_t st;
     liblock_server_stats(srv, &st);
-    printf("rcl_latency: client CPU %d, server CPU %d%s, %d rounds of %ld CSs\n", ccpu, scpu,
-           st.degraded ? " (degraded)" : "", rounds, n);
+    printf("rcl_latency: client CPU %d, server CPU %d%s, %d rounds of %ld CSs%s\n", ccpu, scpu,
+           st.degraded ? " (degraded)" : "", rounds, n, fifo ? ", measuring threads SCHED_FIFO" : "");
     printf("round  probe-before  empty-CS  5-line-CS  probe-after   ratio-empty  ratio-5line\n");
     double re[64], r5[64], pe[64], e_ns[64], f_ns[64];
     for (int r = 0; r < rounds; r++) {
         usleep(20000); /* let the server idle-park so the probe gets its CPU */
+        probe_pin(scpu); /* the responder inherits this CPU (and, with -f, FIFO) from its creator */
         double p0 = probe_roundtrip_ns(ccpu, scpu, 5, 20000);
         probe_pin(ccpu);
         double e = time_cs(cs_empty, n);
         double f = time_cs(cs_five, n);
         usleep(20000);
+        probe_pin(scpu);
         double p1 = probe_roundtrip_ns(ccpu, scpu, 5, 20000);
         probe_pin(ccpu);
         double p = (p0 + p1) / 2;
@@ -189,6 +203,10 @@ int main(int argc, char **argv)
            pe[rounds / 2], e_ns[rounds / 2], re[rounds / 2], re[0], re[rounds - 1], f_ns[rounds / 2],
            r5[rounds / 2], r5[0], r5[rounds - 1]);
     liblock_destroy(&lock);
+    if (fifo) {
+        sp.sched_priority = 0;
+        pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+    }
 
     printf("throughput, all clients on CPU %d, %d ms per point:\n", ccpu, ms);
     static const int counts[] = {1, 2, 4, 8, 16, 32, 64};
