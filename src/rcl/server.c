@@ -117,8 +117,9 @@ static void unclaim(struct rcl_server *s, unsigned i)
     atomic_store_explicit(&s->busy[i], 0, memory_order_release);
 }
 
-/* Serve slot i if possible; returns the lock of the CS it ran, or NULL. */
-static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, unsigned i)
+/* Serve slot i if possible; returns the lock of the CS it ran, or NULL
+ * (then *ops is incremented if it answered a lock/trylock/unlock request). */
+static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, unsigned i, unsigned *ops)
 {
     if (!rcl_cas(s, &s->busy[i], 0, 1))
         return NULL; /* another servicing thread is serving this slot */
@@ -145,6 +146,7 @@ static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, 
         atomic_store_explicit(&r->fn, NULL, memory_order_release);
         unclaim(s, i);
         rcl_add(s, &s->st.lock_ops, 1);
+        (*ops)++;
         return NULL;
     }
     if (!rcl_cas(s, &lk->is_locked, 0, 1)) {
@@ -169,19 +171,19 @@ static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, 
     return lk;
 }
 
-/* One scan of the request array; returns the number of CSs run. */
+/* One scan of the request array; returns the number of requests answered. */
 static unsigned serve_pass(struct rcl_server *s, struct rcl_sthread *me)
 {
     unsigned n = rcl_client_watermark();
     if (n > s->nslots)
         n = s->nslots;
     struct rcl_slot *slots = s->slots;
-    unsigned done = 0, ndistinct = 0;
+    unsigned done = 0, ndistinct = 0, ops = 0;
     struct rcl_lock *seen[4];
     for (unsigned i = 0; i < n; i++) {
         if (LL_LIKELY(atomic_load_explicit(&slots[i].fn, memory_order_relaxed) == NULL))
             continue;
-        struct rcl_lock *lk = serve_one(s, me, i);
+        struct rcl_lock *lk = serve_one(s, me, i, &ops);
         if (!lk)
             continue;
         done++;
@@ -203,7 +205,7 @@ static unsigned serve_pass(struct rcl_server *s, struct rcl_sthread *me)
         rcl_add(s, &s->st.locks_in_active, ndistinct);
         rcl_add(s, &s->st.clients_in_active, rcl_clients_in_use());
     }
-    return done;
+    return done + ops;
 }
 
 static int any_pending(struct rcl_server *s)
