@@ -174,7 +174,7 @@ static void fit_affinity(struct rcl_tls *t)
 
 /* Slow part of getting this thread's slot index: allocate the id, register
  * the exit hook, fit the affinity.  Returns the index or -1 (EAGAIN/ENOMEM). */
-static int client_slow(struct rcl_tls *t)
+static __attribute__((noinline)) int client_slow(struct rcl_tls *t)
 {
     if (t->id == 0) {
         ll_thread_t *self = ll_self();
@@ -200,13 +200,15 @@ static int client_slow(struct rcl_tls *t)
     return t->id - 1;
 }
 
-int rcl_client_id(void)
+static inline int client_index(void)
 {
     struct rcl_tls *t = &rcl_tls;
     if (LL_LIKELY(t->id > 0 && t->affinity_gen == atomic_load_explicit(&cpus_gen, memory_order_relaxed)))
         return t->id - 1;
     return client_slow(t);
 }
+
+int rcl_client_id(void) { return client_index(); }
 
 /* ---- requests ---------------------------------------------------------------- */
 /* A LOCK request waits for another client's lock/unlock section, which may
@@ -231,7 +233,7 @@ static inline void wait_reply(struct rcl_server *s, struct rcl_slot *r, int poli
  * errno = EAGAIN when no client id is available. */
 static inline struct rcl_slot *post(struct rcl_server *s, struct rcl_lock *lk, rcl_fn fn, void *ctx, int policy)
 {
-    int id = rcl_client_id();
+    int id = client_index();
     if (LL_UNLIKELY(id < 0))
         return NULL;
     struct rcl_slot *r = &s->slots[id];
