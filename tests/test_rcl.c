@@ -17,6 +17,9 @@
  *   condbuf  bounded buffer whose producer and consumer CSs wait on
  *            condition variables on the server; then consumers that use
  *            liblock_lock + liblock_cond_wait from ordinary threads.
+ *   chaos    8 clients, 4 locks: CSs that block (usleep), busy-wait, nest
+ *            into another lock of the server, and lock/unlock sections, all
+ *            at once; exact counts, no overlap, pool back to one thread.
  *   bad      bad input: errno values and nothing changed.
  *   stats    statistics readable through the API.
  * Every section runs under the watchdog; no timing is asserted.
@@ -514,6 +517,112 @@ static void test_condbuf(void)
     printf("  condbuf: %.2f s execute, %.2f s lock+cond_wait\n", (t1 - t0) / 1e9, (th_now_ns() - t1) / 1e9);
 }
 
+/* ---- chaos: CSs that block, spin, nest, and lock/unlock sections, at once ----------- */
+#define NCH 4
+static struct chaos_lock {
+    liblock_t l;
+    long count;
+    int inside, violations;
+} __attribute__((aligned(64))) ch[NCH];
+static atomic_long ch_total;
+
+static void ch_enter(struct chaos_lock *c)
+{
+    if (c->inside)
+        c->violations++;
+    c->inside = 1;
+}
+static void ch_leave(struct chaos_lock *c)
+{
+    c->count++;
+    c->inside = 0;
+}
+static void *cs_chaos(void *a)
+{
+    long v = (long)(intptr_t)a;
+    int k = (int)(v & 3), kind = (int)((v >> 2) % 5);
+    struct chaos_lock *c = &ch[k];
+    ch_enter(c);
+    if (kind == 1) {
+        usleep(50); /* blocks in the kernel */
+    } else if (kind == 2) {
+        uint64_t until = th_now_ns() + 20000;
+        while (th_now_ns() < until) /* busy-waits 20 us */
+            ;
+    } else if (kind == 3 && k + 1 < NCH) {
+        /* nested CS of a higher-numbered lock of the same server (ordered: no deadlock) */
+        void *r = liblock_execute(&ch[k + 1].l, cs_chaos, (void *)(intptr_t)((k + 1) | (0 << 2)));
+        if (r != (void *)(intptr_t)((k + 1) | (0 << 2)))
+            c->violations += 1000;
+    }
+    ch_leave(c);
+    atomic_fetch_add(&ch_total, 1);
+    return a;
+}
+static void *chaos_thread(void *p)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull + 1;
+    for (int i = 0; i < 400; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        long v = (long)(x & 0xffff);
+        if (v % 7 == 0) {
+            struct chaos_lock *c = &ch[v & 3];
+            if (liblock_lock(&c->l))
+                return (void *)1;
+            ch_enter(c);
+            ch_leave(c);
+            atomic_fetch_add(&ch_total, 1);
+            if (liblock_unlock(&c->l))
+                return (void *)2;
+        } else if (liblock_execute(&ch[v & 3].l, cs_chaos, (void *)(intptr_t)v) != (void *)(intptr_t)v) {
+            return (void *)3;
+        }
+    }
+    return NULL;
+}
+
+static void test_chaos(void)
+{
+    th_context = "chaos";
+    liblock_attr_t a;
+    liblock_attr_init(&a);
+    liblock_attr_setwait(&a, LIBLOCK_WAIT_YIELD);
+    memset(ch, 0, sizeof ch);
+    for (int i = 0; i < NCH; i++)
+        CHECK_EQ(liblock_init(&ch[i].l, "rcl", &a), 0);
+    atomic_store(&ch_total, 0);
+    liblock_server_stats_t before = stats_of(&ch[0].l);
+    pthread_t th[8];
+    for (long i = 0; i < 8; i++)
+        pthread_create(&th[i], NULL, chaos_thread, (void *)(i + 1));
+    for (int i = 0; i < 8; i++) {
+        void *r;
+        pthread_join(th[i], &r);
+        CHECK(r == NULL, "chaos thread %d error %ld", i, (long)(intptr_t)r);
+    }
+    long sum = 0;
+    for (int i = 0; i < NCH; i++) {
+        sum += ch[i].count;
+        CHECK_EQ(ch[i].violations, 0);
+    }
+    CHECK_EQ(sum, atomic_load(&ch_total));
+    CHECK(sum >= 8 * 400, "every operation counted (%ld)", sum);
+    wait_pool_one(&ch[0].l);
+    liblock_server_stats_t after = stats_of(&ch[0].l);
+    printf("  chaos: %ld sections; pool: %llu created, %llu woken, %llu parked; backup %llu, manager misses %llu, "
+           "elections %llu\n",
+           sum, (unsigned long long)(after.threads_created - before.threads_created),
+           (unsigned long long)(after.threads_woken - before.threads_woken),
+           (unsigned long long)(after.threads_parked - before.threads_parked),
+           (unsigned long long)(after.backup_runs - before.backup_runs),
+           (unsigned long long)(after.alive_misses - before.alive_misses),
+           (unsigned long long)(after.elections - before.elections));
+    for (int i = 0; i < NCH; i++)
+        CHECK_EQ(liblock_destroy(&ch[i].l), 0);
+}
+
 /* ---- bad input --------------------------------------------------------------------- */
 static void test_bad(void)
 {
@@ -609,6 +718,8 @@ int main(int argc, char **argv)
         test_fig43();
     if (want(argc, argv, "condbuf"))
         test_condbuf();
+    if (want(argc, argv, "chaos"))
+        test_chaos();
     if (want(argc, argv, "nested"))
         test_nested();
     if (want(argc, argv, "stats"))
