@@ -855,7 +855,9 @@ LL_EXPORT int liblock_server_stats(liblock_server_t *h, liblock_server_stats_t *
     o->running = !atomic_load_explicit(&s->stopping, memory_order_relaxed);
     int32_t ns = atomic_load_explicit(&s->n_servicing, memory_order_relaxed);
     o->pool_size = o->running && ns > 0 ? (unsigned)ns : 0;
+    pthread_mutex_lock(&s->pool_mutex);
     o->prepared = (unsigned)s->nprepared;
+    pthread_mutex_unlock(&s->pool_mutex);
     o->threads_total = (unsigned)rd(&s->st.created);
     o->clients = rcl_clients_in_use();
     o->client_watermark = rcl_client_watermark();
