@@ -119,7 +119,7 @@ deps:
 # and script under a time bound, the sanitizer subsets at a smaller scale,
 # and prints "N passed, N failed".
 TSAN_TESTS ?= test_stress test_api test_cond test_wait test_rcl
-ASAN_TESTS ?= test_threads test_api test_stress
+ASAN_TESTS ?= test_threads test_api test_stress test_rcl
 TSAN_LIBS := -pthread -lm -fsanitize=thread $(filter-out -pthread -lm,$(LIBS))
 ASAN_LIBS := -pthread -lm -fsanitize=address,undefined $(filter-out -pthread -lm,$(LIBS))
 SAN_ENV = LIBLOCK_TSAN_BUILD=build-tsan LIBLOCK_TSAN_TESTS="$(TSAN_TESTS)" \
