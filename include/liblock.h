@@ -141,7 +141,7 @@ typedef struct liblock_server_stats {
     uint64_t manager_wakeups; /* management thread time-outs                         */
     uint64_t alive_misses;    /* wake-ups that found is_alive unset                  */
     uint64_t elections;       /* forced elections (priority lower/raise rounds)      */
-    uint64_t backup_runs;     /* times the backup thread provided a servicing thread */
+    uint64_t backup_runs;     /* times the backup thread asked the manager for one   */
     uint64_t threads_created, threads_woken, threads_parked, idle_parks;
     double use_rate;          /* CSs per active pass / clients                       */
     double false_serialisation_rate; /* distinct locks per active pass / clients    */

@@ -32,12 +32,15 @@
 
 static int want(int argc, char **argv, const char *name)
 {
-    if (argc < 2)
-        return 1;
+    int w = argc < 2;
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], name) == 0)
-            return 1;
-    return 0;
+            w = 1;
+    if (w) {
+        printf("  %s\n", name); /* progress: a watchdog failure shows which section hung */
+        fflush(stdout);
+    }
+    return w;
 }
 
 static void wait_flag(atomic_int *f, int v)

@@ -12,7 +12,8 @@
 /* The public opaque liblock_server_t is the runtime's server record. */
 #define rcl_server liblock_server
 
-#define RCL_MAX_HELD 16 /* locks a servicing thread can hold at once (nesting depth) */
+#define RCL_MAX_HELD 16
+#define RCL_ELECT_MAX 1024 /* upper bound of LIBLOCK_RCL_MAX_THREADS */ /* locks a servicing thread can hold at once (nesting depth) */
 
 typedef void *(*rcl_fn)(void *);
 
@@ -52,6 +53,7 @@ struct rcl_sthread {
     _Atomic uint32_t wake;      /* futex word: ST_* state; the parked thread waits while PREPARED */
     _Atomic uint32_t in_cs;     /* executing a critical section (local) */
     _Atomic uint64_t timestamp; /* server->timestamp at its last pass */
+    uint64_t cpu_at_election;   /* thread CPU time at the last forced election (manager) */
     struct rcl_sthread *next_prepared;
     int index;
     int started;
@@ -92,7 +94,9 @@ struct rcl_server {
     int nprepared;
     pthread_t manager, backup;
     int have_manager, have_backup;
-    _Atomic uint32_t mgr_word;    /* futex: manager/backup sleep here */
+    _Atomic uint32_t mgr_word;    /* futex: the manager sleeps here (poked by backup, stop) */
+    _Atomic uint32_t bkp_word;    /* futex: the backup naps here */
+    _Atomic uint32_t backup_req;  /* the backup asks the manager for a free thread */
     _Atomic uint32_t stopping;
     _Atomic long nlocks;          /* RCL locks bound to this server */
     uint64_t tick_ns, idle_cycles;

@@ -16,15 +16,24 @@
  *                      (LIBLOCK_RCL_TICK_US, default 10 ms); if no servicing
  *                      thread completed a scan since the last tick (is_alive
  *                      unset) it makes sure a free servicing thread exists
- *                      and forces its election by lowering then raising the
- *                      priority of every thread that is inside a CS, which
- *                      moves them behind the free thread in the FIFO queue.
+ *                      and forces an election: it lowers then raises the
+ *                      priority of the pool's threads, least CPU-hungry
+ *                      since the last election first, which reorders the
+ *                      FIFO queue so that the threads that did not run
+ *                      (the free one, a CS that became runnable behind a
+ *                      spinner) run before the spinner.
  *   backup thread      SCHED_FIFO, priority P-1 (lowest).  FIFO never runs it
  *                      while a servicing thread can run, so it runs exactly
  *                      when every servicing thread is blocked in the kernel;
- *                      it then provides a free servicing thread at once
- *                      (waking a parked one or creating one), which preempts
- *                      it.
+ *                      it then pokes the manager (section 4.1.2.2), which
+ *                      preempts it at once and provides a free servicing
+ *                      thread (waking a parked one or creating one).  The
+ *                      backup itself takes no lock and allocates nothing:
+ *                      at the bottom priority it can be preempted anywhere,
+ *                      and a lock held by it (a glibc allocator or
+ *                      thread-stack lock) could stall the manager behind a
+ *                      CS that spins forever.  All pool changes are made by
+ *                      the manager, which nothing on the CPU preempts.
  * A free servicing thread that sees another free one leaves the pool: it
  * pushes itself on the `prepared` stack and sleeps on a futex (its `wake`
  * word) until the manager or backup hands it work again.  So the pool
@@ -407,25 +416,53 @@ static int ensure_free(struct rcl_server *s)
     return spawn_sthread(s) == 0;
 }
 
-/* Forced election (Algorithm 11, lines 20-27): move every servicing thread
- * that is inside a CS (possibly spinning, never yielding under FIFO) to the
- * tail of the FIFO queue by lowering then raising its priority (Linux puts
- * a thread whose priority is raised at the tail of its new level), so that
- * the free thread, which has not run recently, is elected. */
+/* CPU time a thread has used, in ns (0 if unavailable). */
+static uint64_t thread_cpu_ns(pthread_t th)
+{
+    clockid_t cid;
+    struct timespec ts;
+    if (pthread_getcpuclockid(th, &cid) != 0 || clock_gettime(cid, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Forced election (Algorithm 11, lines 20-27).  Under FIFO a thread that
+ * spins inside a CS never yields, so the manager reorders the run queue:
+ * lowering then raising a thread's priority puts it at the tail of its
+ * level (Linux).  "Elect a thread that has not been elected recently": the
+ * manager measures how much CPU each pool thread used since the previous
+ * election and moves them to the tail in increasing order of that usage,
+ * so the threads that got no CPU (a free thread, or a CS that became
+ * runnable again behind a spinner) come first and the spinner last.  A
+ * fixed order would let one spinning CS starve another runnable CS for
+ * ever. */
 static void force_election(struct rcl_server *s)
 {
-    int moved = 0;
-    for (int i = 0; i < s->nthreads; i++) {
+    struct rcl_sthread *v[RCL_ELECT_MAX];
+    uint64_t used[RCL_ELECT_MAX];
+    int n = 0;
+    for (int i = 0; i < s->nthreads && n < RCL_ELECT_MAX; i++) {
         struct rcl_sthread *t = s->threads[i];
         if (atomic_load_explicit(&t->wake, memory_order_relaxed) != ST_SERVICING)
             continue;
-        if (!atomic_load_explicit(&t->in_cs, memory_order_relaxed))
-            continue;
-        pthread_setschedprio(t->th, s->prio_backup);
-        pthread_setschedprio(t->th, s->prio_serv);
-        moved++;
+        uint64_t now = thread_cpu_ns(t->th);
+        uint64_t u = now - t->cpu_at_election;
+        t->cpu_at_election = now;
+        /* insertion sort by CPU used, ascending */
+        int j = n++;
+        while (j > 0 && used[j - 1] > u) {
+            v[j] = v[j - 1];
+            used[j] = used[j - 1];
+            j--;
+        }
+        v[j] = t;
+        used[j] = u;
     }
-    if (moved)
+    for (int j = 0; j < n; j++) {
+        pthread_setschedprio(v[j]->th, s->prio_backup);
+        pthread_setschedprio(v[j]->th, s->prio_serv);
+    }
+    if (n)
         rcl_add(s, &s->st.elections, 1);
 }
 
@@ -452,11 +489,14 @@ static void *manager_main(void *arg)
         }
         rcl_add(s, &s->st.mgr_wakeups, 1);
         rcl_add(s, &s->timestamp, 1);
-        if (!atomic_load_explicit(&s->is_alive, memory_order_relaxed)) {
+        int poked = atomic_exchange_explicit(&s->backup_req, 0, memory_order_acq_rel) != 0;
+        int alive = atomic_load_explicit(&s->is_alive, memory_order_relaxed) != 0;
+        if (!alive)
             rcl_add(s, &s->st.alive_misses, 1);
+        if (poked || !alive) {
             pthread_mutex_lock(&s->pool_mutex);
             ensure_free(s);
-            if (!s->degraded)
+            if (!alive && !s->degraded)
                 force_election(s);
             pthread_mutex_unlock(&s->pool_mutex);
         }
@@ -485,30 +525,33 @@ static void *backup_main(void *arg)
              * run: act only if no scan completed during a 1 ms nap and no
              * thread is free (all blocked or stuck in CSs). */
             uint64_t p0 = atomic_load_explicit(&s->st.passes, memory_order_relaxed);
-            uint32_t w = atomic_load_explicit(&s->mgr_word, memory_order_acquire);
+            uint32_t w = atomic_load_explicit(&s->bkp_word, memory_order_acquire);
             struct timespec ts = {.tv_sec = 0, .tv_nsec = 1000000};
-            ll_futex_wait(&s->mgr_word, w, &ts);
+            ll_futex_wait(&s->bkp_word, w, &ts);
             if (atomic_load_explicit(&s->stopping, memory_order_acquire))
                 break;
-            if (atomic_load_explicit(&s->n_free, memory_order_relaxed) > 0 ||
-                atomic_load_explicit(&s->st.passes, memory_order_relaxed) != p0)
+            if (atomic_load_explicit(&s->st.passes, memory_order_relaxed) != p0)
                 continue;
         }
-        /* Under FIFO we run only when every servicing thread is blocked. */
-        pthread_mutex_lock(&s->pool_mutex);
-        int provided = ensure_free(s);
-        pthread_mutex_unlock(&s->pool_mutex);
-        if (provided) {
+        /* Under FIFO we run only when every servicing thread is blocked. If
+         * none is free, ask the manager for one (thesis section 4.1.2.2: the
+         * backup only pokes the manager).  The backup itself takes no lock
+         * and calls no allocator: at the bottom priority it can be preempted
+         * anywhere, and a lock it held could then stall the manager. */
+        if (atomic_load_explicit(&s->n_free, memory_order_relaxed) == 0) {
+            atomic_store_explicit(&s->backup_req, 1, memory_order_release);
             rcl_add(s, &s->st.backup_runs, 1);
-            continue;
+            atomic_fetch_add_explicit(&s->mgr_word, 1, memory_order_acq_rel);
+            ll_futex_wake(&s->mgr_word, 1);
         }
         if (!s->degraded) {
-            /* A free thread exists but is briefly blocked (page fault, pool
-             * mutex): nap rather than spin at the bottom priority. */
-            uint32_t w = atomic_load_explicit(&s->mgr_word, memory_order_acquire);
-            struct timespec ts = {.tv_sec = 0, .tv_nsec = 200000};
+            /* Nap: either the manager just provided a thread (which runs
+             * before us anyway), or a free thread exists but is briefly
+             * blocked (page fault, pool mutex). */
+            uint32_t w = atomic_load_explicit(&s->bkp_word, memory_order_acquire);
+            struct timespec ts = {.tv_sec = 0, .tv_nsec = 50000};
             if (!atomic_load_explicit(&s->stopping, memory_order_acquire))
-                ll_futex_wait(&s->mgr_word, w, &ts);
+                ll_futex_wait(&s->bkp_word, w, &ts);
         }
     }
     return NULL;
@@ -530,6 +573,8 @@ static void wake_all(struct rcl_server *s)
 {
     atomic_fetch_add_explicit(&s->mgr_word, 1, memory_order_acq_rel);
     ll_futex_wake(&s->mgr_word, 1 << 30);
+    atomic_fetch_add_explicit(&s->bkp_word, 1, memory_order_acq_rel);
+    ll_futex_wake(&s->bkp_word, 1 << 30);
     atomic_store_explicit(&s->idle, 0, memory_order_release);
     ll_futex_wake(&s->idle, 1 << 30);
 }
@@ -637,7 +682,7 @@ LL_EXPORT liblock_server_t *liblock_server_start(int cpu)
     s->nslots = rcl_slot_capacity();
     s->slots = ll_alloc_on_node((size_t)s->nslots * sizeof(struct rcl_slot), s->node);
     s->busy = ll_alloc_aligned((size_t)s->nslots * sizeof(uint32_t));
-    s->maxthreads = (int)ll_env_long("LIBLOCK_RCL_MAX_THREADS", 64, 2, 4096);
+    s->maxthreads = (int)ll_env_long("LIBLOCK_RCL_MAX_THREADS", 64, 2, RCL_ELECT_MAX);
     s->threads = calloc((size_t)s->maxthreads, sizeof *s->threads);
     if (!s->slots || !s->busy || !s->threads)
         goto fail_free;
