@@ -115,6 +115,17 @@
 
 char rcl_op_markers[4];
 
+/* ThreadSanitizer's runtime takes internal locks and busy-waits (for
+ * example in its pthread_create interceptor) without regard to priorities;
+ * under SCHED_FIFO on one CPU a higher-priority server thread can then spin
+ * for ever waiting for a lower-priority one.  TSan builds therefore run
+ * servers in degraded mode unless LIBLOCK_RCL_DEGRADED=0. */
+#if defined(__SANITIZE_THREAD__)
+#define RCL_DEGRADED_DEFAULT 1
+#else
+#define RCL_DEGRADED_DEFAULT 0
+#endif
+
 static pthread_mutex_t servers_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct rcl_server *all_servers;    /* every server ever started (records are kept) */
 
@@ -689,7 +700,7 @@ LL_EXPORT liblock_server_t *liblock_server_start(int cpu)
     s->tick_ns = (uint64_t)ll_env_long("LIBLOCK_RCL_TICK_US", 10000, 100, 10000000) * 1000ull;
     long idle_us = ll_env_long("LIBLOCK_RCL_IDLE_US", 5000, 0, 1000000000L);
     s->idle_cycles = idle_us ? ll_ns_to_cycles((uint64_t)idle_us * 1000ull) : 0;
-    s->degraded = ll_env_long("LIBLOCK_RCL_DEGRADED", 0, 0, 1) != 0 || ncpus < 2;
+    s->degraded = ll_env_long("LIBLOCK_RCL_DEGRADED", RCL_DEGRADED_DEFAULT, 0, 1) != 0 || ncpus < 2;
     int pmin = sched_get_priority_min(SCHED_FIFO);
     s->prio_backup = pmin;
     s->prio_serv = pmin + 1;
@@ -712,9 +723,11 @@ LL_EXPORT liblock_server_t *liblock_server_start(int cpu)
     pthread_mutex_unlock(&s->pool_mutex);
     if (err)
         goto fail_free;
-    if (s->degraded && ll_env_long("LIBLOCK_RCL_DEGRADED", 0, 0, 1))
-        ll_warn_once("rcl_degraded_env", "liblock: rcl: LIBLOCK_RCL_DEGRADED=1: servers run in degraded mode "
-                                         "(no SCHED_FIFO)");
+    if (s->degraded && ll_env_long("LIBLOCK_RCL_DEGRADED", RCL_DEGRADED_DEFAULT, 0, 1))
+        ll_warn_once("rcl_degraded_env", "liblock: rcl: %s: servers run in degraded mode (no SCHED_FIFO)",
+                     RCL_DEGRADED_DEFAULT && !getenv("LIBLOCK_RCL_DEGRADED")
+                         ? "ThreadSanitizer build (LIBLOCK_RCL_DEGRADED=0 forces SCHED_FIFO)"
+                         : "LIBLOCK_RCL_DEGRADED=1");
     if (create_aux(s, &s->manager, manager_main, s->prio_mgr) == 0)
         s->have_manager = 1;
     if (create_aux(s, &s->backup, backup_main, s->prio_backup) == 0)
