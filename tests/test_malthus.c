@@ -1,0 +1,560 @@
+/*
+ * test_malthus - behaviour of the concurrency-restricting (Malthusian) locks
+ * (docs/malthusian.md): mcscr, lifocr, loiter, mcscrn.  Mutual exclusion
+ * under stress is tested for every algorithm by test_stress; this program
+ * checks the admission behaviour that makes them concurrency-restricting,
+ * counted in acquisitions, never in time:
+ *   - deterministic orders: with the waiters queued one by one behind a
+ *     holder, P = 1 admits them FIFO, P = 0 in the order culling and
+ *     reprovisioning dictate (mcscr: 1 3 5 7 6 4 2 0);
+ *   - two threads: when the other thread waits, the lock goes to it (MCS
+ *     alternation) and nothing is culled;
+ *   - 32 threads: average lock working-set size (distinct threads per
+ *     window of 1000 admissions, from an admission log) well below 32,
+ *     while plain MCS shows exactly 32; every thread is admitted within a
+ *     bounded number of admissions (long-term fairness);
+ *   - the passive set drains when arrivals stop (every thread finishes, no
+ *     passive thread left), even with P = 0;
+ *   - mcscrn with LIBLOCK_NUMA_MAP="0,1" and threads pinned to CPU 0 and 1:
+ *     consecutive admissions mostly from the same node, both nodes served;
+ *   - bad input.
+ * Every wait is bounded (timed joins, watchdog).
+ *
+ * Usage: test_malthus [ALGORITHM...]   (default: all CR locks)
+ */
+#include "harness.h"
+#include "internal.h"
+#include "locks/cr.h"
+
+#include <sched.h>
+
+#pragma weak ll_mcscrn_stats
+#pragma weak ll_lifocr_stats
+#pragma weak ll_loiter_stats
+
+static int sel_argc;
+static char **sel_argv;
+
+static int stats_of(const liblock_t *l, struct ll_cr_stats *st)
+{
+    const char *a = liblock_algorithm(l);
+    if (!a)
+        return EINVAL;
+    if (!strcmp(a, "mcscr"))
+        return ll_mcscr_stats(l, st);
+    if (!strcmp(a, "mcscrn"))
+        return ll_mcscrn_stats(l, st);
+    if (!strcmp(a, "lifocr"))
+        return ll_lifocr_stats(l, st);
+    if (!strcmp(a, "loiter"))
+        return ll_loiter_stats(l, st);
+    return EINVAL;
+}
+
+static void set_fairness(const char *p)
+{
+    if (p)
+        setenv("LIBLOCK_CR_FAIRNESS", p, 1);
+    else
+        unsetenv("LIBLOCK_CR_FAIRNESS");
+}
+
+static int init_lock(liblock_t *l, const char *algo, int policy)
+{
+    liblock_attr_t a;
+    liblock_attr_init(&a);
+    liblock_attr_setwait(&a, policy);
+    return liblock_init(l, algo, &a);
+}
+
+/* Joins with a deadline: 0 when joined, ETIMEDOUT if the thread is stuck. */
+static int join_by(pthread_t th, uint64_t deadline_ns)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t left = deadline_ns > th_now_ns() ? deadline_ns - th_now_ns() : 0;
+    struct timespec ts = {now.tv_sec + (time_t)(left / 1000000000ull), now.tv_nsec + (long)(left % 1000000000ull)};
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return pthread_timedjoin_np(th, NULL, &ts);
+}
+
+/* ======================================================================
+ * admission runs: N threads loop lock / log / unlock / NCS until the log is
+ * full (global count) or each has its quota (per-thread count).
+ * ====================================================================== */
+struct run {
+    liblock_t lock;
+    int nthreads;
+    long total;          /* global admissions wanted (0 = use quota) */
+    long quota;          /* per-thread admissions (0 = use total) */
+    int ncs;             /* NCS spin iterations */
+    int cs;              /* CS spin iterations */
+    int pin;             /* pin thread i to CPU i % 2 */
+    int *log;            /* admission log (thread index), guarded by lock */
+    long logged;
+    volatile int go;
+    long *count;         /* per thread */
+    int *err;
+    volatile int in_cs;
+    volatile int violations;
+};
+
+struct targ {
+    struct run *r;
+    int id;
+};
+
+static void *run_thread(void *arg)
+{
+    struct targ *t = arg;
+    struct run *r = t->r;
+    if (r->pin)
+        ll_pin_self(t->id % 2);
+    while (!__atomic_load_n(&r->go, __ATOMIC_ACQUIRE))
+        sched_yield();
+    for (;;) {
+        int e = liblock_lock(&r->lock);
+        if (e) {
+            r->err[t->id] = e;
+            return NULL;
+        }
+        if (r->in_cs)
+            r->violations++;
+        r->in_cs = 1;
+        int stop = 0;
+        if (r->total) {
+            if (r->logged >= r->total)
+                stop = 1;
+            else
+                r->log[r->logged++] = t->id;
+        } else {
+            if (r->count[t->id] >= r->quota)
+                stop = 1;
+            else
+                r->log[r->logged++] = t->id;
+        }
+        if (!stop)
+            r->count[t->id]++;
+        for (volatile int i = 0; i < r->cs; i++)
+            ;
+        r->in_cs = 0;
+        liblock_unlock(&r->lock);
+        if (stop)
+            return NULL;
+        for (volatile int i = 0; i < r->ncs; i++)
+            ;
+    }
+}
+
+/* Returns 0 when every thread finished before the deadline. */
+static int run_admissions(struct run *r, const char *algo, int policy, uint64_t budget_ns)
+{
+    long cap = r->total ? r->total : r->quota * r->nthreads;
+    r->log = calloc((size_t)cap, sizeof *r->log);
+    r->count = calloc((size_t)r->nthreads, sizeof *r->count);
+    r->err = calloc((size_t)r->nthreads, sizeof *r->err);
+    r->logged = 0;
+    r->go = 0;
+    int e = init_lock(&r->lock, algo, policy);
+    CHECK(e == 0, "init %s: %s", algo, strerror(e));
+    if (e)
+        return e;
+    pthread_t *th = calloc((size_t)r->nthreads, sizeof *th);
+    struct targ *ta = calloc((size_t)r->nthreads, sizeof *ta);
+    for (int i = 0; i < r->nthreads; i++) {
+        ta[i].r = r;
+        ta[i].id = i;
+        pthread_create(&th[i], NULL, run_thread, &ta[i]);
+    }
+    __atomic_store_n(&r->go, 1, __ATOMIC_RELEASE);
+    uint64_t deadline = th_now_ns() + budget_ns;
+    int stuck = 0;
+    for (int i = 0; i < r->nthreads; i++)
+        if (join_by(th[i], deadline) != 0)
+            stuck++;
+    CHECK(stuck == 0, "%s: %d of %d threads did not finish (stranded?)", algo, stuck, r->nthreads);
+    if (stuck) {
+        fprintf(stderr, "FAIL: cannot continue with stuck threads\n");
+        exit(1);
+    }
+    for (int i = 0; i < r->nthreads; i++)
+        CHECK(r->err[i] == 0, "%s: thread %d error %s", algo, i, strerror(r->err[i]));
+    CHECK(r->violations == 0, "%s: %d exclusion violations", algo, r->violations);
+    free(th);
+    free(ta);
+    return 0;
+}
+
+static void run_free(struct run *r)
+{
+    int e = liblock_destroy(&r->lock);
+    CHECK(e == 0, "destroy after run: %s", strerror(e));
+    free(r->log);
+    free(r->count);
+    free(r->err);
+}
+
+/* Average number of distinct threads per full window of w admissions. */
+static double avg_lwss(const int *log, long n, int nthreads, long w)
+{
+    char *seen = calloc((size_t)nthreads, 1);
+    double sum = 0;
+    long windows = 0;
+    for (long s = 0; s + w <= n; s += w) {
+        memset(seen, 0, (size_t)nthreads);
+        int d = 0;
+        for (long i = s; i < s + w; i++)
+            if (!seen[log[i]]) {
+                seen[log[i]] = 1;
+                d++;
+            }
+        sum += d;
+        windows++;
+    }
+    free(seen);
+    return windows ? sum / windows : 0;
+}
+
+/* Largest number of admissions of others between two admissions of one
+ * thread (counting from the start of the log and to its end). */
+static long max_gap(const int *log, long n, int nthreads, int *who)
+{
+    long *last = malloc((size_t)nthreads * sizeof *last);
+    for (int i = 0; i < nthreads; i++)
+        last[i] = -1;
+    long worst = 0;
+    for (long i = 0; i < n; i++) {
+        long g = i - last[log[i]] - 1;
+        if (g > worst) {
+            worst = g;
+            *who = log[i];
+        }
+        last[log[i]] = i;
+    }
+    for (int t = 0; t < nthreads; t++) {
+        long g = n - last[t] - 1;
+        if (g > worst) {
+            worst = g;
+            *who = t;
+        }
+    }
+    free(last);
+    return worst;
+}
+
+/* ======================================================================
+ * deterministic order: a holder, then N waiters queued one at a time.
+ * ====================================================================== */
+struct order {
+    liblock_t lock;
+    int log[64];
+    int n;
+};
+struct oarg {
+    struct order *o;
+    int id;
+};
+
+static void *order_thread(void *arg)
+{
+    struct oarg *a = arg;
+    if (liblock_lock(&a->o->lock) == 0) {
+        a->o->log[a->o->n++] = a->id;
+        liblock_unlock(&a->o->lock);
+    }
+    return NULL;
+}
+
+/* Queues N waiters behind the main thread in a known order, releases, and
+ * returns the admission order in o->log. */
+static void queue_in_order(struct order *o, const char *algo, int policy, int n)
+{
+    memset(o, 0, sizeof *o);
+    int e = init_lock(&o->lock, algo, policy);
+    CHECK(e == 0, "init %s: %s", algo, strerror(e));
+    if (e)
+        return;
+    liblock_lock(&o->lock);
+    pthread_t th[64];
+    struct oarg args[64];
+    for (int i = 0; i < n; i++) {
+        struct ll_cr_stats st;
+        stats_of(&o->lock, &st);
+        const void *before = st.tail;
+        args[i].o = o;
+        args[i].id = i;
+        pthread_create(&th[i], NULL, order_thread, &args[i]);
+        /* wait until thread i has made itself the tail (bounded by the watchdog) */
+        for (;;) {
+            stats_of(&o->lock, &st);
+            if (st.tail != before)
+                break;
+            sched_yield();
+        }
+    }
+    liblock_unlock(&o->lock);
+    uint64_t deadline = th_now_ns() + 20000000000ull;
+    for (int i = 0; i < n; i++)
+        CHECK(join_by(th[i], deadline) == 0, "%s: waiter %d stranded", algo, i);
+    CHECK_EQ(o->n, n);
+}
+
+static void test_orders(const char *algo)
+{
+    static const int pols[] = {LIBLOCK_WAIT_SPIN, LIBLOCK_WAIT_SPIN_THEN_PARK};
+    for (int pi = 0; pi < 2; pi++) {
+        int pol = pols[pi];
+        struct order o;
+        char buf[256];
+        /* P = 1: FIFO, like MCS */
+        set_fairness("1");
+        queue_in_order(&o, algo, pol, 8);
+        int fifo = 1;
+        for (int i = 0; i < o.n; i++)
+            fifo &= o.log[i] == i;
+        buf[0] = 0;
+        for (int i = 0; i < o.n; i++)
+            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%d ", o.log[i]);
+        CHECK(fifo, "%s/%s P=1: admission order %s, expected 0 1 2 ... 7", algo, liblock_wait_name(pol), buf);
+        struct ll_cr_stats st;
+        stats_of(&o.lock, &st);
+        CHECK_EQ(st.culls, 0);
+        CHECK_EQ(st.passive, 0);
+        CHECK_EQ(liblock_destroy(&o.lock), 0);
+
+        /* P = 0: every unlock culls its intermediate successor; the passive
+         * set then drains newest first. */
+        set_fairness("0");
+        queue_in_order(&o, algo, pol, 8);
+        static const int expect_mcscr[8] = {1, 3, 5, 7, 6, 4, 2, 0};
+        buf[0] = 0;
+        for (int i = 0; i < o.n; i++)
+            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%d ", o.log[i]);
+        int same = o.n == 8;
+        for (int i = 0; i < o.n && same; i++)
+            same = o.log[i] == expect_mcscr[i];
+        CHECK(same, "%s/%s P=0: admission order %s, expected 1 3 5 7 6 4 2 0", algo, liblock_wait_name(pol), buf);
+        stats_of(&o.lock, &st);
+        CHECK_EQ(st.culls, 4);
+        CHECK_EQ(st.reprovisions, 4);
+        CHECK_EQ(st.passive, 0);
+        CHECK_EQ(liblock_destroy(&o.lock), 0);
+    }
+    set_fairness(NULL);
+}
+
+/* ======================================================================
+ * two threads: when the other waits, it gets the lock next.
+ * ====================================================================== */
+struct duo {
+    liblock_t lock;
+    int log[4000];
+    int n;
+    volatile int done[2];
+    long iters;
+};
+struct darg {
+    struct duo *d;
+    int id;
+};
+
+static void *duo_thread(void *arg)
+{
+    struct darg *a = arg;
+    struct duo *d = a->d;
+    for (long i = 0; i < d->iters; i++) {
+        liblock_lock(&d->lock);
+        d->log[d->n++] = a->id;
+        /* hold until the other thread is queued behind us (or finished) */
+        ll_hold_t *h = ll_hold_find(ll_self(), &d->lock);
+        for (;;) {
+            struct ll_cr_stats st;
+            stats_of(&d->lock, &st);
+            if (st.tail != h->node || __atomic_load_n(&d->done[!a->id], __ATOMIC_ACQUIRE))
+                break;
+            sched_yield();
+        }
+        liblock_unlock(&d->lock);
+    }
+    __atomic_store_n(&d->done[a->id], 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void test_two_threads(const char *algo)
+{
+    static struct duo d;
+    for (int pol = LIBLOCK_WAIT_SPIN; pol <= LIBLOCK_WAIT_SPIN_THEN_PARK; pol++) {
+        memset(&d, 0, sizeof d);
+        d.iters = 1000;
+        CHECK_EQ(init_lock(&d.lock, algo, pol), 0);
+        pthread_t th[2];
+        struct darg a[2] = {{&d, 0}, {&d, 1}};
+        for (int i = 0; i < 2; i++)
+            pthread_create(&th[i], NULL, duo_thread, &a[i]);
+        uint64_t deadline = th_now_ns() + 20000000000ull;
+        for (int i = 0; i < 2; i++)
+            CHECK(join_by(th[i], deadline) == 0, "%s two threads: thread %d stuck", algo, i);
+        /* While both run, admissions alternate: find the last index where
+         * both still had iterations left. */
+        int c[2] = {0, 0}, breaks = 0;
+        for (int i = 0; i + 1 < d.n; i++) {
+            c[d.log[i]]++;
+            if (c[0] < d.iters && c[1] < d.iters && d.log[i] == d.log[i + 1])
+                breaks++;
+        }
+        CHECK(breaks == 0, "%s/%s: two threads not admitted alternately (%d repeats)", algo,
+              liblock_wait_name(pol), breaks);
+        CHECK_EQ(d.n, 2 * d.iters);
+        struct ll_cr_stats st;
+        stats_of(&d.lock, &st);
+        CHECK(st.culls == 0 && st.remote_culls == 0, "%s/%s: culled with two threads (%llu)", algo,
+              liblock_wait_name(pol), (unsigned long long)st.culls);
+        CHECK_EQ(liblock_destroy(&d.lock), 0);
+    }
+}
+
+/* ======================================================================
+ * 32 threads: working set and long-term fairness.
+ * ====================================================================== */
+static void test_working_set(const char *algo, const char *fair, double lwss_max, long gap_max)
+{
+    static struct run r;
+    memset(&r, 0, sizeof r);
+    r.nthreads = 32;
+    r.total = th_scale_small() ? 10000 : 40000;
+    r.ncs = 1000;
+    r.cs = 1000;
+    set_fairness(fair);
+    if (run_admissions(&r, algo, LIBLOCK_WAIT_SPIN_THEN_PARK, 40000000000ull))
+        return;
+    set_fairness(NULL);
+    double lw = avg_lwss(r.log, r.logged, r.nthreads, 1000);
+    int who = -1;
+    long gap = max_gap(r.log, r.logged, r.nthreads, &who);
+    struct ll_cr_stats st = {0};
+    stats_of(&r.lock, &st);
+    printf("  %-7s 32 threads P=%s: avg LWSS %.1f, max gap %ld admissions (thread %d), culls %llu grafts %llu "
+           "reprovisions %llu handoffs %llu\n",
+           algo, fair ? fair : "default", lw, gap, who, (unsigned long long)st.culls,
+           (unsigned long long)st.grafts, (unsigned long long)st.reprovisions, (unsigned long long)st.handoffs);
+    CHECK_EQ(r.logged, r.total);
+    if (lwss_max > 0)
+        CHECK(lw < lwss_max, "%s: average LWSS %.1f with 32 threads, expected < %.0f", algo, lw, lwss_max);
+    if (gap_max > 0)
+        CHECK(gap <= gap_max, "%s: thread %d waited %ld admissions, bound %ld", algo, who, gap, gap_max);
+    for (int i = 0; i < r.nthreads; i++)
+        CHECK(r.count[i] > 0, "%s: thread %d never admitted", algo, i);
+    CHECK_EQ(st.passive, 0);
+    run_free(&r);
+}
+
+/* MCS (FIFO) as the control: every thread is in every window. */
+static void test_mcs_control(void)
+{
+    static struct run r;
+    memset(&r, 0, sizeof r);
+    r.nthreads = 32;
+    r.total = 6000;
+    r.ncs = 1000;
+    r.cs = 1000;
+    if (run_admissions(&r, "mcs", LIBLOCK_WAIT_SPIN_THEN_PARK, 40000000000ull))
+        return;
+    double lw = avg_lwss(r.log, r.logged, r.nthreads, 1000);
+    printf("  mcs     32 threads (control): avg LWSS %.1f\n", lw);
+    CHECK(lw == 32.0, "mcs: average LWSS %.2f, FIFO must give 32", lw);
+    run_free(&r);
+}
+
+/* ======================================================================
+ * drain: fixed quota per thread, arrivals stop, nobody is stranded.
+ * ====================================================================== */
+static void test_drain(const char *algo, int policy, const char *fair)
+{
+    static struct run r;
+    memset(&r, 0, sizeof r);
+    r.nthreads = 32;
+    r.quota = th_scale_small() ? 50 : 300;
+    r.ncs = 500;
+    set_fairness(fair);
+    if (run_admissions(&r, algo, policy, 40000000000ull))
+        return;
+    set_fairness(NULL);
+    for (int i = 0; i < r.nthreads; i++)
+        CHECK_EQ(r.count[i], r.quota);
+    struct ll_cr_stats st = {0};
+    stats_of(&r.lock, &st);
+    CHECK(st.passive == 0 && st.remote == 0, "%s: %u passive, %u remote left after drain", algo, st.passive, st.remote);
+    CHECK(st.tail == NULL, "%s: lock not free after drain", algo);
+    run_free(&r);
+}
+
+/* ======================================================================
+ * bad input
+ * ====================================================================== */
+static void test_bad_input(const char *algo)
+{
+    liblock_t l;
+    CHECK_EQ(init_lock(&l, algo, LIBLOCK_WAIT_PARK), ENOTSUP);
+    CHECK_EQ(init_lock(&l, algo, LIBLOCK_WAIT_SPIN_THEN_PARK), 0);
+    CHECK_EQ(liblock_unlock(&l), EPERM);
+    CHECK_EQ(liblock_lock(&l), 0);
+    CHECK_EQ(liblock_lock(&l), EDEADLK);
+    CHECK_EQ(liblock_trylock(&l), EBUSY);
+    CHECK_EQ(liblock_destroy(&l), EBUSY);
+    CHECK_EQ(liblock_unlock(&l), 0);
+    CHECK_EQ(liblock_trylock(&l), 0);
+    CHECK_EQ(liblock_unlock(&l), 0);
+    struct ll_cr_stats st;
+    CHECK_EQ(stats_of(NULL, &st), EINVAL);
+    CHECK_EQ(liblock_destroy(&l), 0);
+    /* a malformed LIBLOCK_CR_FAIRNESS falls back to the default */
+    set_fairness("lots");
+    CHECK_EQ(init_lock(&l, algo, LIBLOCK_WAIT_SPIN), 0);
+    if (stats_of(&l, &st) == 0)
+        CHECK(st.fairness == 0.001, "%s: bad LIBLOCK_CR_FAIRNESS gave %g", algo, st.fairness);
+    CHECK_EQ(liblock_destroy(&l), 0);
+    set_fairness("2");
+    CHECK_EQ(init_lock(&l, algo, LIBLOCK_WAIT_SPIN), 0);
+    if (stats_of(&l, &st) == 0)
+        CHECK(st.fairness == 0.001, "%s: out-of-range LIBLOCK_CR_FAIRNESS gave %g", algo, st.fairness);
+    CHECK_EQ(liblock_destroy(&l), 0);
+    set_fairness(NULL);
+    /* the stats reader refuses a lock of another algorithm */
+    CHECK_EQ(liblock_init(&l, "mcs", NULL), 0);
+    CHECK_EQ(ll_mcscr_stats(&l, &st), EINVAL);
+    CHECK_EQ(liblock_destroy(&l), 0);
+}
+
+static int want(const char *algo)
+{
+    liblock_algorithm_info_t info;
+    if (liblock_algorithm_info(algo, &info) != 0)
+        return 0;
+    th_context = algo;
+    return th_selected(sel_argc, sel_argv, algo);
+}
+
+int main(int argc, char **argv)
+{
+    sel_argc = argc;
+    sel_argv = argv;
+    th_watchdog(120);
+    uint64_t t0 = th_now_ns();
+
+    if (want("mcscr")) {
+        test_bad_input("mcscr");
+        test_orders("mcscr");
+        test_two_threads("mcscr");
+        test_working_set("mcscr", NULL, 16.0, 0);
+        test_working_set("mcscr", "0.01", 24.0, 20000);
+        test_drain("mcscr", LIBLOCK_WAIT_SPIN_THEN_PARK, "0");
+        test_drain("mcscr", LIBLOCK_WAIT_YIELD, NULL);
+        th_context = "mcs";
+        test_mcs_control();
+        printf("  mcscr done, %.1f s\n", (th_now_ns() - t0) / 1e9);
+    }
+    return th_report("test_malthus");
+}
