@@ -477,7 +477,10 @@ static void test_working_set(const char *algo, const char *fair, double lwss_max
         CHECK(lw < lwss_max, "%s: average LWSS %.1f with 32 threads, expected < %.0f", algo, lw, lwss_max);
     if (gap_max > 0)
         CHECK(gap <= gap_max, "%s: thread %d waited %ld admissions, bound %ld", algo, who, gap, gap_max);
-    for (int i = 0; i < r.nthreads; i++)
+    /* With the default P = 1/1000 a run of 40000 admissions sees ~40 eldest
+     * admissions, too few to promise every one of 32 threads a turn; the
+     * bounded-gap run (P = 1/100) checks long-term fairness. */
+    for (int i = 0; gap_max > 0 && i < r.nthreads; i++)
         CHECK(r.count[i] > 0, "%s: thread %d never admitted", algo, i);
     CHECK_EQ(st.passive, 0);
     run_free(&r);
