@@ -28,9 +28,6 @@
 
 #include <sched.h>
 
-#pragma weak ll_mcscrn_stats
-#pragma weak ll_lifocr_stats
-#pragma weak ll_loiter_stats
 
 static int sel_argc;
 static char **sel_argv;
