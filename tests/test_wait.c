@@ -1,6 +1,6 @@
 /*
  * test_wait - the waiting-policy layer on its own (src/core/wait.c):
- *  - two threads hand a token back and forth 20,000 times through
+ *  - two threads hand a token back and forth 5,000 times through
  *    ll_wait_while/ll_wake under every policy; with LIBLOCK_SPIN_NS=0 the
  *    spin-then-park policy parks on nearly every hand-off, so a lost wake-up
  *    would hang (and the watchdog would fail the test);
@@ -69,7 +69,7 @@ int main(void)
 {
     th_watchdog(120);
     setenv("LIBLOCK_SPIN_NS", "0", 1); /* spin-then-park parks at once: exercises the futex path */
-    rounds = th_scale_small() ? 2000 : 20000;
+    rounds = th_scale_small() ? 2000 : 5000;
     static const int policies[] = {LIBLOCK_WAIT_SPIN, LIBLOCK_WAIT_YIELD, LIBLOCK_WAIT_SPIN_THEN_PARK, LIBLOCK_WAIT_PARK};
     for (size_t i = 0; i < sizeof policies / sizeof *policies; i++) {
         th_context = liblock_wait_name(policies[i]);
