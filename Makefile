@@ -118,7 +118,7 @@ deps:
 # trees), then tests/run.sh runs every test program and script under a time
 # bound, the TSan subset at a smaller scale, and prints "N passed, N failed".
 # Tests that also run under ThreadSanitizer (smaller scale).
-TSAN_TESTS ?= test_stress test_api test_cond test_wait
+TSAN_TESTS ?= test_stress test_api test_cond test_wait test_lifo_cond
 TSAN_LIBS := -pthread -lm -fsanitize=thread $(filter-out -pthread -lm,$(LIBS))
 test: deps
 	$(MAKE) all
