@@ -14,7 +14,9 @@
  * measured in the same round, and voluntary context switches per
  * acquisition (getrusage).  Threads are not pinned.
  *
- * usage: cr_quick [-r ROUNDS] [-t SECONDS] [-T THREADS,...] [ALGO[:POLICY]...]
+ * usage: cr_quick [-r ROUNDS] [-t SECONDS] [-T THREADS,...] [ALGO[:POLICY][@LIBLOCK_VAR=VALUE]...]
+ *   (a LIBLOCK_ variable given after @ is set only while that lock is
+ *   initialised, e.g. mcscr:spin-then-park@LIBLOCK_MCSCR_WAKE_PARKED=1)
  *   default configurations: mcs:spin-then-park mcscr:spin-then-park posix
  *   default thread counts: 2,32
  */
@@ -40,7 +42,8 @@ static uint32_t *private_arrays[MAX_THREADS];
 struct config {
     const char *algo;
     int policy;
-    char label[64];
+    char label[96];
+    char env[64]; /* VAR=VAL set around liblock_init, or "" */
 };
 
 struct worker {
@@ -91,7 +94,16 @@ static double run_once(const struct config *c, int nthreads, double seconds, dou
     liblock_attr_init(&a);
     liblock_attr_setwait(&a, c->policy);
     liblock_t lock;
+    char var[64] = "";
+    if (c->env[0]) {
+        snprintf(var, sizeof var, "%s", c->env);
+        char *eq = strchr(var, '=');
+        *eq = 0;
+        setenv(var, eq + 1, 1);
+    }
     int e = liblock_init(&lock, c->algo, &a);
+    if (var[0])
+        unsetenv(var);
     if (e) {
         fprintf(stderr, "cr_quick: %s: %s\n", c->label, strerror(e));
         exit(2);
@@ -142,7 +154,7 @@ static double median(double *v, int n)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: cr_quick [-r ROUNDS] [-t SECONDS] [-T THREADS,...] [ALGO[:POLICY]...]\n");
+    fprintf(stderr, "usage: cr_quick [-r ROUNDS] [-t SECONDS] [-T THREADS,...] [ALGO[:POLICY][@LIBLOCK_VAR=VALUE]...]\n");
     exit(2);
 }
 
@@ -200,6 +212,16 @@ int main(int argc, char **argv)
         struct config *c = &cfg[ncfg++];
         char buf[64];
         snprintf(buf, sizeof buf, "%s", spec);
+        c->env[0] = 0;
+        char *at = strchr(buf, '@');
+        if (at) {
+            *at = 0;
+            if (!strchr(at + 1, '=') || strncmp(at + 1, "LIBLOCK_", 8) != 0) {
+                fprintf(stderr, "cr_quick: \"%s\": expected ALGO[:POLICY][@LIBLOCK_VAR=VALUE]\n", spec);
+                return 2;
+            }
+            snprintf(c->env, sizeof c->env, "%s", at + 1);
+        }
         char *colon = strchr(buf, ':');
         c->policy = LIBLOCK_WAIT_DEFAULT;
         if (colon) {
@@ -221,7 +243,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "cr_quick: %s does not support %s\n", buf, liblock_wait_name(c->policy));
             return 2;
         }
-        snprintf(c->label, sizeof c->label, "%s/%s", c->algo, liblock_wait_name(c->policy));
+        snprintf(c->label, sizeof c->label, "%s/%s%s%s", c->algo, liblock_wait_name(c->policy), c->env[0] ? " " : "",
+                 c->env);
     }
 
     int maxt = 0;
@@ -266,7 +289,7 @@ int main(int argc, char **argv)
                 pmax = probes[i];
         }
         printf("\n## %d threads   (probe round trip %.0f..%.0f ns, median %.0f)\n", nt, pmin, pmax, median(probes, np));
-        printf("%-24s %14s %14s %14s %12s %12s\n", "lock", "median ops/s", "min", "max",
+        printf("%-46s %14s %14s %14s %12s %12s\n", "lock", "median ops/s", "min", "max",
                "vs first", "vol.csw/op");
         for (int c = 0; c < ncfg; c++) {
             double mn = ops[c][0], mx = ops[c][0];
@@ -276,7 +299,7 @@ int main(int argc, char **argv)
                 if (ops[c][r] > mx)
                     mx = ops[c][r];
             }
-            printf("%-24s %14.0f %14.0f %14.0f %11.2fx %12.3f\n", cfg[c].label, median(ops[c], rounds), mn, mx,
+            printf("%-46s %14.0f %14.0f %14.0f %11.2fx %12.3f\n", cfg[c].label, median(ops[c], rounds), mn, mx,
                    median(ratio[c], rounds), median(csw[c], rounds));
         }
         fflush(stdout);

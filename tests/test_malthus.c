@@ -466,9 +466,10 @@ static void test_working_set(const char *algo, const char *fair, double lwss_max
     struct ll_cr_stats st = {0};
     stats_of(&r.lock, &st);
     printf("  %-7s 32 threads P=%s: avg LWSS %.1f, max gap %ld admissions (thread %d), culls %llu grafts %llu "
-           "reprovisions %llu handoffs %llu\n",
+           "reprovisions %llu handoffs %llu retries %llu\n",
            algo, fair ? fair : "default", lw, gap, who, (unsigned long long)st.culls,
-           (unsigned long long)st.grafts, (unsigned long long)st.reprovisions, (unsigned long long)st.handoffs);
+           (unsigned long long)st.grafts, (unsigned long long)st.reprovisions, (unsigned long long)st.handoffs,
+           (unsigned long long)st.retries);
     CHECK_EQ(r.logged, r.total);
     if (lwss_max > 0)
         CHECK(lw < lwss_max, "%s: average LWSS %.1f with 32 threads, expected < %.0f", algo, lw, lwss_max);
@@ -680,6 +681,19 @@ int main(int argc, char **argv)
         TIMED(test_drain(a, LIBLOCK_WAIT_YIELD, NULL));
         printf("  %s done, %.1f s\n", a, (th_now_ns() - t1) / 1e9);
         fflush(stdout);
+    }
+    if (want("mcscr")) {
+        /* mcscr's optional wake-parked mode (docs/malthusian.md) */
+        th_context = "mcscr wake-parked";
+        setenv("LIBLOCK_MCSCR_WAKE_PARKED", "1", 1);
+        TIMED(test_two_threads("mcscr"));
+        TIMED(test_working_set("mcscr", NULL, 16.0, 0));
+        /* no gap bound here: woken passive threads are runnable, and on 2
+         * oversubscribed CPUs the OS, not the lock, decides when they run */
+        TIMED(test_working_set("mcscr", "0.01", 24.0, 0));
+        TIMED(test_drain("mcscr", LIBLOCK_WAIT_SPIN_THEN_PARK, "0"));
+        TIMED(test_drain("mcscr", LIBLOCK_WAIT_SPIN_THEN_PARK, NULL));
+        unsetenv("LIBLOCK_MCSCR_WAKE_PARKED");
     }
     if (want("mcs")) {
         test_mcs_control();

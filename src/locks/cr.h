@@ -135,6 +135,7 @@ struct ll_cr_stats {
     uint64_t remote_culls; /* mcscrn: waiters moved to the remote list            */
     uint64_t home_changes; /* mcscrn: changes of the home NUMA node               */
     uint64_t handoffs;     /* loiter: direct hand-offs to an impatient standby    */
+    uint64_t retries;      /* mcscr wake-parked mode: sleeping passive thread woken to re-arrive */
     unsigned passive;      /* current passive-set size                           */
     unsigned remote;       /* mcscrn: current remote-list size                    */
     int home;              /* mcscrn: current home node                            */

@@ -37,6 +37,22 @@
  *       passive thread waits.
  *   (M) otherwise plain MCS.
  *
+ * Optional wake-parked mode (LIBLOCK_MCSCR_WAKE_PARKED=1, off by default;
+ * a departure from the paper, for oversubscribed machines).  Under
+ * spin-then-park a passive thread has usually gone to sleep; handing it the
+ * lock in (R) makes the lock wait, held but idle, for the wake-up (tens of
+ * microseconds, more when the CPUs are oversubscribed) while running
+ * threads pile up behind it.  In this mode, when the PS head's word carries
+ * the policy's parked bit, (R) instead releases the lock (CAS tail n -> nil)
+ * and wakes the head with the value RETRY; its lock() then enqueues the same
+ * node afresh as a new arrival (the node is on no list and no chain, so it
+ * is the thread's own again).  No passive thread is stranded: every release
+ * that leaves the PS non-empty sets one PS thread on its way to lock(), and
+ * that thread, or whoever takes the lock first, will unlock again and
+ * continue the drain.  What is given up is strict work conservation (the
+ * lock can be free while passive threads sleep, though one is always being
+ * woken).
+ *
  * Culled threads are not told: their `locked` word simply stays 1, so they
  * keep waiting under the lock's policy (spin: MCSCR-S; spin-then-park:
  * MCSCR-STP, where they time out of spinning and sleep in the kernel).
@@ -106,14 +122,18 @@ struct mcscr_lock {
     LL_ALIGNED struct cr_list ps;
     struct cr_trial fair;
     double p;
-    uint64_t culls, grafts, reprovisions;
+    uint64_t culls, grafts, reprovisions, retries;
+    bool wake_parked; /* LIBLOCK_MCSCR_WAKE_PARKED=1 */
 };
+
+#define MCSCR_RETRY 2u /* waiting-word value: leave the passive set and arrive again */
 
 static int mcscr_init(liblock_t *l, const liblock_attr_t *attr)
 {
     struct mcscr_lock *s = LL_STATE(l, struct mcscr_lock);
     s->p = ll_env_double("LIBLOCK_CR_FAIRNESS", 0.001, 0.0, 1.0);
     s->fair = cr_trial_make(s->p);
+    s->wake_parked = ll_env_long("LIBLOCK_MCSCR_WAKE_PARKED", 0, 0, 1) != 0;
     return 0;
 }
 
@@ -123,12 +143,18 @@ static int mcscr_lock(liblock_t *l, void *vnode)
     struct cr_node *n = vnode;
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
-    struct cr_node *pred = atomic_exchange_explicit(&s->tail, n, memory_order_acq_rel);
-    if (pred) {
+    for (;;) {
+        struct cr_node *pred = atomic_exchange_explicit(&s->tail, n, memory_order_acq_rel);
+        if (!pred)
+            return 0;
         atomic_store_explicit(&pred->next, n, memory_order_release);
-        ll_wait_while(&n->locked, 1, l->_wait);
+        if (ll_wait_while(&n->locked, 1, l->_wait) != MCSCR_RETRY)
+            return 0;
+        /* woken from the passive set to arrive again (wake_parked mode):
+         * our node is in no list and on no chain; enqueue it afresh */
+        atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+        atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
     }
-    return 0;
 }
 
 static int mcscr_trylock(liblock_t *l, void *vnode)
@@ -214,6 +240,20 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
     if (s->ps.head) {
         /* (R) deficit: reprovision from the PS head. */
         struct cr_node *h = cr_pop_head(&s->ps);
+        if (s->wake_parked && (atomic_load_explicit(&h->locked, memory_order_relaxed) & LL_PARKED)) {
+            /* h sleeps: rather than make the lock wait for its wake-up,
+             * release the lock and wake h to arrive again. */
+            struct cr_node *expect = n;
+            if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
+                                                        memory_order_relaxed)) {
+                s->retries++;
+                ll_wake(&h->locked, MCSCR_RETRY, pol);
+                return 0;
+            }
+            cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock */
+            grant(await_link(n, pol), pol);
+            return 0;
+        }
         if (install_after(s, n, h, &succ)) {
             s->reprovisions++;
             grant(h, pol);
@@ -250,6 +290,7 @@ int ll_mcscr_stats(const liblock_t *l, struct ll_cr_stats *out)
     out->culls = s->culls;
     out->grafts = s->grafts;
     out->reprovisions = s->reprovisions;
+    out->retries = s->retries;
     out->passive = s->ps.count;
     out->fairness = s->p;
     out->tail = atomic_load_explicit(&((struct mcscr_lock *)l->_state)->tail, memory_order_acquire);
