@@ -11,8 +11,11 @@
  *     alternation) and nothing is culled;
  *   - 32 threads: average lock working-set size (distinct threads per
  *     window of 1000 admissions, from an admission log) well below 32,
- *     while plain MCS shows exactly 32; every thread is admitted within a
- *     bounded number of admissions (long-term fairness);
+ *     (plain MCS, printed as a control, shows ~27-32); with P = 1/100 no
+ *     lock() call waits more than 20000 admissions of other threads
+ *     (long-term fairness: ~31 passive threads x 1/P expected; the wait is
+ *     counted from the call to lock(), so time a thread spends off the CPUs
+ *     in its non-critical section -- the OS's doing -- is not counted);
  *   - the passive set drains when arrivals stop (every thread finishes, no
  *     passive thread left), even with P = 0;
  *   - mcscrn with LIBLOCK_NUMA_MAP="0,1" and threads pinned to CPU 0 and 1:
@@ -94,6 +97,7 @@ struct run {
     long logged;
     volatile int go;
     long *count;         /* per thread */
+    long *maxwait;       /* per thread: most admissions of others during one lock() */
     int *err;
     volatile int in_cs;
     volatile int violations;
@@ -113,6 +117,10 @@ static void *run_thread(void *arg)
     while (!__atomic_load_n(&r->go, __ATOMIC_ACQUIRE))
         sched_yield();
     for (;;) {
+        /* admissions so far: the wait of this acquisition is counted from
+         * here (time in the non-critical section, where the OS may keep a
+         * thread off the CPUs for long, does not count) */
+        long arrive = __atomic_load_n(&r->logged, __ATOMIC_RELAXED);
         int e = liblock_lock(&r->lock);
         if (e) {
             r->err[t->id] = e;
@@ -122,16 +130,14 @@ static void *run_thread(void *arg)
             r->violations++;
         r->in_cs = 1;
         int stop = 0;
-        if (r->total) {
-            if (r->logged >= r->total)
-                stop = 1;
-            else
-                r->log[r->logged++] = t->id;
+        if (r->total ? r->logged >= r->total : r->count[t->id] >= r->quota) {
+            stop = 1;
         } else {
-            if (r->count[t->id] >= r->quota)
-                stop = 1;
-            else
-                r->log[r->logged++] = t->id;
+            long w = r->logged - arrive;
+            if (w > r->maxwait[t->id])
+                r->maxwait[t->id] = w;
+            r->log[r->logged] = t->id;
+            __atomic_store_n(&r->logged, r->logged + 1, __ATOMIC_RELAXED);
         }
         if (!stop)
             r->count[t->id]++;
@@ -152,6 +158,7 @@ static int run_admissions(struct run *r, const char *algo, int policy, uint64_t 
     long cap = r->total ? r->total : r->quota * r->nthreads;
     r->log = calloc((size_t)cap, sizeof *r->log);
     r->count = calloc((size_t)r->nthreads, sizeof *r->count);
+    r->maxwait = calloc((size_t)r->nthreads, sizeof *r->maxwait);
     r->err = calloc((size_t)r->nthreads, sizeof *r->err);
     r->logged = 0;
     r->go = 0;
@@ -191,6 +198,7 @@ static void run_free(struct run *r)
     CHECK(e == 0, "destroy after run: %s", strerror(e));
     free(r->log);
     free(r->count);
+    free(r->maxwait);
     free(r->err);
 }
 
@@ -462,19 +470,27 @@ static void test_working_set(const char *algo, const char *fair, double lwss_max
     set_fairness(NULL);
     double lw = avg_lwss(r.log, r.logged, r.nthreads, 1000);
     int who = -1;
-    long gap = max_gap(r.log, r.logged, r.nthreads, &who);
+    long gap = 0;
+    for (int i = 0; i < r.nthreads; i++)
+        if (r.maxwait[i] > gap) {
+            gap = r.maxwait[i];
+            who = i;
+        }
+    int who2 = -1;
+    long gap2 = max_gap(r.log, r.logged, r.nthreads, &who2);
     struct ll_cr_stats st = {0};
     stats_of(&r.lock, &st);
-    printf("  %-7s 32 threads P=%s: avg LWSS %.1f, max gap %ld admissions (thread %d), culls %llu grafts %llu "
+    printf("  %-7s 32 threads P=%s: avg LWSS %.1f, max wait %ld admissions (thread %d; max gap between "
+           "admissions %ld), culls %llu grafts %llu "
            "reprovisions %llu handoffs %llu retries %llu\n",
-           algo, fair ? fair : "default", lw, gap, who, (unsigned long long)st.culls,
+           algo, fair ? fair : "default", lw, gap, who, gap2, (unsigned long long)st.culls,
            (unsigned long long)st.grafts, (unsigned long long)st.reprovisions, (unsigned long long)st.handoffs,
            (unsigned long long)st.retries);
     CHECK_EQ(r.logged, r.total);
     if (lwss_max > 0)
         CHECK(lw < lwss_max, "%s: average LWSS %.1f with 32 threads, expected < %.0f", algo, lw, lwss_max);
     if (gap_max > 0)
-        CHECK(gap <= gap_max, "%s: thread %d waited %ld admissions, bound %ld", algo, who, gap, gap_max);
+        CHECK(gap <= gap_max, "%s: thread %d waited %ld admissions in one lock(), bound %ld", algo, who, gap, gap_max);
     /* With the default P = 1/1000 a run of 40000 admissions sees ~40 eldest
      * admissions, too few to promise every one of 32 threads a turn; the
      * bounded-gap run (P = 1/100) checks long-term fairness. */
