@@ -698,18 +698,22 @@ int main(int argc, char **argv)
         printf("  %s done, %.1f s\n", a, (th_now_ns() - t1) / 1e9);
         fflush(stdout);
     }
-    if (want("mcscr")) {
-        /* mcscr's optional wake-parked mode (docs/malthusian.md) */
-        th_context = "mcscr wake-parked";
+    static const char *const wake_algos[] = {"mcscr", "mcscrn"};
+    for (int k = 0; k < 2; k++) {
+        const char *a = wake_algos[k];
+        if (!want(a))
+            continue;
+        /* the optional wake-parked mode (docs/malthusian.md) */
+        th_context = k ? "mcscrn wake-parked" : "mcscr wake-parked";
         setenv("LIBLOCK_MCSCR_WAKE_PARKED", "1", 1);
-        TIMED(test_orders("mcscr")); /* same orders: a woken thread re-arrives into a free lock */
-        TIMED(test_two_threads("mcscr"));
-        TIMED(test_working_set("mcscr", NULL, 16.0, 0));
-        /* no gap bound here: woken passive threads are runnable, and on 2
+        TIMED(test_orders(a)); /* same orders: a woken thread re-arrives into a free lock */
+        TIMED(test_two_threads(a));
+        TIMED(test_working_set(a, NULL, 16.0, 0));
+        /* no wait bound here: woken passive threads are runnable, and on 2
          * oversubscribed CPUs the OS, not the lock, decides when they run */
-        TIMED(test_working_set("mcscr", "0.01", 24.0, 0));
-        TIMED(test_drain("mcscr", LIBLOCK_WAIT_SPIN_THEN_PARK, "0"));
-        TIMED(test_drain("mcscr", LIBLOCK_WAIT_SPIN_THEN_PARK, NULL));
+        TIMED(test_working_set(a, "0.01", 24.0, 0));
+        TIMED(test_drain(a, LIBLOCK_WAIT_SPIN_THEN_PARK, "0"));
+        TIMED(test_drain(a, LIBLOCK_WAIT_SPIN_THEN_PARK, NULL));
         unsetenv("LIBLOCK_MCSCR_WAKE_PARKED");
     }
     if (want("mcs")) {

@@ -46,6 +46,10 @@
  * order.  This walk is the only non-constant step; it happens once per 1/P
  * unlocks on average, or on a deficit with an empty passive set.
  *
+ * Wake-parked mode (LIBLOCK_MCSCR_WAKE_PARKED=1) works as in mcscr: a
+ * deficit whose chosen list head sleeps releases the lock and wakes it to
+ * arrive again (its node is then re-stamped with its current NUMA node).
+ *
  * With one node (or every thread on the home node) MCSCRN is MCSCR.
  * P = 1: every unlock is fair; no list is ever filled: plain MCS (FIFO).
  *
@@ -68,8 +72,11 @@ struct mcscrn_lock {
     int home; /* -1 until the first contended unlock */
     struct cr_trial fair;
     double p;
-    uint64_t culls, remote_culls, grafts, reprovisions, home_changes;
+    uint64_t culls, remote_culls, grafts, reprovisions, home_changes, retries;
+    bool wake_parked; /* LIBLOCK_MCSCR_WAKE_PARKED=1, as in mcscr */
 };
+
+#define MCSCRN_RETRY 2u
 
 static int mcscrn_init(liblock_t *l, const liblock_attr_t *attr)
 {
@@ -77,6 +84,7 @@ static int mcscrn_init(liblock_t *l, const liblock_attr_t *attr)
     s->p = ll_env_double("LIBLOCK_CR_FAIRNESS", 0.001, 0.0, 1.0);
     s->fair = cr_trial_make(s->p);
     s->home = -1;
+    s->wake_parked = ll_env_long("LIBLOCK_MCSCR_WAKE_PARKED", 0, 0, 1) != 0;
     return 0;
 }
 
@@ -93,12 +101,18 @@ static int mcscrn_lock(liblock_t *l, void *vnode)
     n->numa = my_node();
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
-    struct cr_node *pred = atomic_exchange_explicit(&s->tail, n, memory_order_acq_rel);
-    if (pred) {
+    for (;;) {
+        struct cr_node *pred = atomic_exchange_explicit(&s->tail, n, memory_order_acq_rel);
+        if (!pred)
+            return 0;
         atomic_store_explicit(&pred->next, n, memory_order_release);
-        ll_wait_while(&n->locked, 1, l->_wait);
+        if (ll_wait_while(&n->locked, 1, l->_wait) != MCSCRN_RETRY)
+            return 0;
+        /* woken from a list to arrive again (wake-parked mode, as mcscr) */
+        n->numa = my_node();
+        atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+        atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
     }
-    return 0;
 }
 
 static int mcscrn_trylock(liblock_t *l, void *vnode)
@@ -256,6 +270,18 @@ deficit:
             h = cr_pop_head(&s->remote);
             switch_home(s, h->numa);
         }
+        if (s->wake_parked && (atomic_load_explicit(&h->locked, memory_order_relaxed) & LL_PARKED)) {
+            struct cr_node *expect = n;
+            if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
+                                                        memory_order_relaxed)) {
+                s->retries++;
+                ll_wake(&h->locked, MCSCRN_RETRY, pol);
+                return 0;
+            }
+            cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock */
+            grant(await_link(n, pol), pol);
+            return 0;
+        }
         if (install_after(s, n, h, &succ)) {
             s->reprovisions++;
             grant(h, pol);
@@ -294,6 +320,7 @@ int ll_mcscrn_stats(const liblock_t *l, struct ll_cr_stats *out)
     out->grafts = s->grafts;
     out->reprovisions = s->reprovisions;
     out->home_changes = s->home_changes;
+    out->retries = s->retries;
     out->passive = s->ps.count;
     out->remote = s->remote.count;
     out->home = s->home;
