@@ -244,12 +244,13 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
             /* h sleeps: rather than make the lock wait for its wake-up,
              * release the lock and wake h to arrive again. */
             struct cr_node *expect = n;
+            s->retries++; /* before the CAS: after it the lock is no longer ours */
             if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
                                                         memory_order_relaxed)) {
-                s->retries++;
                 ll_wake(&h->locked, MCSCR_RETRY, pol);
                 return 0;
             }
+            s->retries--;
             cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock */
             grant(await_link(n, pol), pol);
             return 0;

@@ -272,12 +272,13 @@ deficit:
         }
         if (s->wake_parked && (atomic_load_explicit(&h->locked, memory_order_relaxed) & LL_PARKED)) {
             struct cr_node *expect = n;
+            s->retries++; /* before the CAS: after it the lock is no longer ours */
             if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
                                                         memory_order_relaxed)) {
-                s->retries++;
                 ll_wake(&h->locked, MCSCRN_RETRY, pol);
                 return 0;
             }
+            s->retries--;
             cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock */
             grant(await_link(n, pol), pol);
             return 0;
