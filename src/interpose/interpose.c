@@ -241,12 +241,15 @@ static int strict(void)
     return s && *s && strcmp(s, "0") != 0;
 }
 
-static void config_error(const char *fmt, const char *a, const char *b)
+/* One line: the problem, then what happens: the fallback, or exit status
+ * 127 under LIBLOCK_STRICT=1. */
+static void config_error(const char *fallback, const char *fmt, const char *a, const char *b)
 {
+    int st = strict();
     fprintf(stderr, "liblock-interpose: ");
     fprintf(stderr, fmt, a, b);
-    fputc('\n', stderr);
-    if (strict())
+    fprintf(stderr, "; %s\n", st ? "exiting (LIBLOCK_STRICT=1)" : fallback);
+    if (st)
         _exit(127);
 }
 
@@ -271,7 +274,7 @@ static void config_load(void)
     if (!o) {
         char names[1024];
         valid_names(names, sizeof names);
-        config_error("unknown LIBLOCK_LOCK '%s' (valid: %s); using glibc's mutexes", name, names);
+        config_error("using glibc's mutexes", "unknown LIBLOCK_LOCK '%s' (valid: %s)", name, names);
         return;
     }
     liblock_attr_init(&cfg.attr);
@@ -279,10 +282,10 @@ static void config_load(void)
     if (w && *w) {
         int p;
         if (liblock_wait_parse(w, &p) != 0) {
-            config_error("unknown LIBLOCK_WAIT '%s' (valid: spin spin-then-park yield park)%s; using the algorithm's default",
+            config_error("using the algorithm's default", "unknown LIBLOCK_WAIT '%s' (valid: spin spin-then-park yield park)%s",
                          w, "");
         } else if (p != LIBLOCK_WAIT_DEFAULT && !(o->policies & LL_POLICY_BIT(p))) {
-            config_error("LIBLOCK_WAIT '%s' is not supported by '%s'; using the algorithm's default", w, o->name);
+            config_error("using the algorithm's default", "LIBLOCK_WAIT '%s' is not supported by '%s'", w, o->name);
         } else {
             liblock_attr_setwait(&cfg.attr, p);
         }
@@ -291,7 +294,7 @@ static void config_load(void)
     const char *c = getenv("LIBLOCK_COND");
     if (c && *c && strcmp(c, "fifo") != 0) {
         if (strcmp(c, "mostly-lifo") != 0) {
-            config_error("unknown LIBLOCK_COND '%s' (valid: fifo mostly-lifo)%s; using fifo", c, "");
+            config_error("using fifo", "unknown LIBLOCK_COND '%s' (valid: fifo mostly-lifo)%s", c, "");
         } else {
             double prob = ll_env_double("LIBLOCK_COND_FIFO_PROB", 0.001, 0.0, 1.0);
             liblock_condattr_t ca;
@@ -302,8 +305,8 @@ static void config_load(void)
             if (ok)
                 liblock_cond_destroy(&probe);
             if (!granted) {
-                config_error("LIBLOCK_COND=mostly-lifo: mostly-LIFO condition variables are not available in this "
-                             "liblock build%s%s; using fifo", "", "");
+                config_error("using fifo", "LIBLOCK_COND=mostly-lifo: mostly-LIFO condition variables are not available in this "
+                             "liblock build%s%s", "", "");
             } else {
                 cfg.cattr = ca;
                 cfg.lifo = 1;
@@ -315,7 +318,7 @@ static void config_load(void)
     liblock_t probe;
     int r = liblock_init(&probe, o->name, &cfg.attr);
     if (r) {
-        config_error("LIBLOCK_LOCK '%s' cannot be initialised (%s); using glibc's mutexes", o->name, strerror(r));
+        config_error("using glibc's mutexes", "LIBLOCK_LOCK '%s' cannot be initialised (%s)", o->name, strerror(r));
         return;
     }
     liblock_destroy(&probe);
