@@ -37,8 +37,8 @@
  *
  * ---- Mutex types -------------------------------------------------------------
  *  - NORMAL, DEFAULT, ADAPTIVE: the selected algorithm.  Relocking a
- *    NORMAL mutex deadlocks as POSIX says, except for algorithms that need
- *    per-hold nodes (queue locks), where liblock's hold stack answers EDEADLK.
+ *    NORMAL mutex deadlocks as POSIX says; unlocking one that another thread
+ *    locked releases it, as glibc does (POSIX leaves that undefined).
  *  - RECURSIVE and ERRORCHECK: implemented HERE on top of the selected
  *    algorithm (owner tag + count in the wrapper), with POSIX semantics:
  *    recursive relock counts (EAGAIN at overflow), errorcheck relock EDEADLK,
@@ -119,10 +119,11 @@
  * on the calling thread under the algorithm's lock/unlock path, which the
  * liblock contract requires to exclude delegated sections.  Mutual exclusion
  * holds for every algorithm; delegation's speed-up does not apply.
- * Algorithms with per-hold nodes (node_size > 0) go through the API layer's
- * hold stack (so a mutex must be unlocked by the thread that locked it, as
- * POSIX requires for every type except NORMAL); the others are called
- * directly with a NULL node (they must not depend on the hold stack).
+ * Algorithms are called through their ops table, not through the API's
+ * per-thread hold stack (too slow for the uncontended target): algorithms
+ * with per-hold nodes (node_size > 0) get a node from the thread's free list
+ * (see "per-thread nodes" below), the others a NULL node.  So an algorithm
+ * must not depend on the hold stack outside liblock_cond_* (none does).
  */
 #include "../internal.h"
 
@@ -356,10 +357,11 @@ struct ip_mutex {
     int (*unlockfn)(liblock_t *, void *);
     _Atomic uintptr_t owner;              /* self_tag() of the holder, 0 when free */
     /* second line */
+    ll_hold_t *hold;                      /* node algorithms: the holder's node */
     int (*trylockfn)(liblock_t *, void *);
     unsigned count;                       /* recursion depth while held */
     int type;                             /* PTHREAD_MUTEX_NORMAL/RECURSIVE/ERRORCHECK */
-    int holds;                            /* algorithm needs per-hold nodes: API layer */
+    int holds;                            /* algorithm needs per-hold nodes (node path) */
     struct ip_mutex *prev, *next;         /* registry (fork) */
 };
 _Static_assert(offsetof(struct ip_mutex, owner) + sizeof(uintptr_t) <= LL_CACHELINE, "hot fields in one line");
@@ -515,20 +517,130 @@ static inline struct ip_mutex *mutex_fast(pthread_mutex_t *m)
     return NULL;
 }
 
+/* ---- per-thread nodes for queue locks ---------------------------------------------
+ * Algorithms with node_size > 0 need a node that stays put from lock() to
+ * unlock().  The API layer's hold stack provides one but costs a
+ * global-dynamic TLS access and a stack search per call; here the node is an
+ * ll_hold_t taken from the thread's own free list (the API layer's, so it is
+ * freed at thread exit like the API's), and the holder's node is remembered
+ * in the wrapper: only the holder reads or writes w->hold between its lock
+ * and its unlock, so the mutex itself protects that field.  The thread
+ * record is cached in an initial-exec TLS slot, cleared by an exit hook when
+ * liblock releases the record.  (CLH-style algorithms also use the record's
+ * spare node through ll_self_tls, which is therefore set up first.)
+ * A condition wait hands the node to the API layer's hold stack for the
+ * duration of liblock_cond_wait (adopt_hold / reclaim_hold below). */
+static __thread ll_thread_t *ip_self __attribute__((tls_model("initial-exec")));
+static __thread struct ll_exit_hook ip_exit_hook __attribute__((tls_model("initial-exec")));
+
+static void ip_self_gone(ll_thread_t *t, void *arg)
+{
+    (void)t;
+    (void)arg;
+    ip_self = NULL;
+}
+
+static ll_thread_t *ip_get_self(void)
+{
+    ll_thread_t *s = ip_self;
+    if (LL_LIKELY(s != NULL))
+        return s;
+    s = ll_self();
+    if (!s)
+        return NULL;
+    ip_exit_hook.fn = ip_self_gone;
+    ip_exit_hook.arg = NULL;
+    ll_thread_on_exit(s, &ip_exit_hook);
+    ip_self = s;
+    return s;
+}
+
+static int w_node_acquire(struct ip_mutex *w, int try)
+{
+    ll_thread_t *s = ip_get_self();
+    if (LL_UNLIKELY(!s))
+        return ENOMEM;
+    ll_hold_t *h = s->free_holds;
+    if (LL_LIKELY(h != NULL)) {
+        s->free_holds = h->next_free;
+    } else {
+        h = ll_alloc_aligned(sizeof *h);
+        if (!h)
+            return ENOMEM;
+    }
+    h->lock = &w->lock;
+    const struct ll_ops *o = LL_OPS(&w->lock);
+    int r = try ? o->trylock(&w->lock, h->node) : o->lock(&w->lock, h->node);
+    if (LL_UNLIKELY(r)) {
+        h->lock = NULL;
+        h->next_free = s->free_holds;
+        s->free_holds = h;
+        return r;
+    }
+    w->hold = h;
+    return 0;
+}
+
+static int w_node_release(struct ip_mutex *w)
+{
+    ll_thread_t *s = ip_get_self(); /* before unlock: CLH hands its spare node to ll_self_tls */
+    ll_hold_t *h = w->hold;
+    if (LL_UNLIKELY(!h))
+        return EPERM; /* not locked */
+    w->hold = NULL;
+    int r = LL_OPS(&w->lock)->unlock(&w->lock, h->node);
+    if (LL_UNLIKELY(r)) {
+        w->hold = h;
+        return r;
+    }
+    if (LL_LIKELY(s != NULL)) {
+        h->lock = NULL;
+        h->next_free = s->free_holds;
+        s->free_holds = h;
+    }
+    return 0;
+}
+
+/* Put the holder's node on the API hold stack (for liblock_cond_wait). */
+static int adopt_hold(ll_thread_t *s, struct ip_mutex *w)
+{
+    ll_hold_t *slot = ll_hold_push(s, &w->lock); /* grows the stack if needed */
+    if (!slot)
+        return ENOMEM;
+    s->held[s->nheld - 1] = w->hold;
+    w->hold->lock = &w->lock;
+    slot->lock = NULL;
+    slot->next_free = s->free_holds;
+    s->free_holds = slot;
+    return 0;
+}
+
+/* Take the (possibly new) node back from the API hold stack after the wait. */
+static void reclaim_hold(ll_thread_t *s, struct ip_mutex *w)
+{
+    ll_hold_t *h = ll_hold_find(s, &w->lock);
+    if (!h)
+        return;
+    ll_hold_pop(s, h);          /* pushes h on the free list head ... */
+    s->free_holds = h->next_free; /* ... from where we take it back */
+    h->lock = &w->lock;
+    w->hold = h;
+}
+
 /* ---- acquire / release on a wrapper -------------------------------------------- */
 static int w_raw_lock(struct ip_mutex *w)
 {
-    return w->holds ? ll_api_lock(&w->lock) : LL_OPS(&w->lock)->lock(&w->lock, NULL);
+    return w->holds ? w_node_acquire(w, 0) : LL_OPS(&w->lock)->lock(&w->lock, NULL);
 }
 
 static int w_raw_trylock(struct ip_mutex *w)
 {
-    return w->holds ? liblock_trylock(&w->lock) : w->trylockfn(&w->lock, NULL);
+    return w->holds ? w_node_acquire(w, 1) : w->trylockfn(&w->lock, NULL);
 }
 
 static int w_raw_unlock(struct ip_mutex *w)
 {
-    return w->holds ? ll_api_unlock(&w->lock) : LL_OPS(&w->lock)->unlock(&w->lock, NULL);
+    return w->holds ? w_node_release(w) : LL_OPS(&w->lock)->unlock(&w->lock, NULL);
 }
 
 /* Relock / owner checks for RECURSIVE and ERRORCHECK.  Returns -1 when the
@@ -932,17 +1044,17 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
     int r;
     if (LL_OPS(&w->lock)->props & LIBLOCK_PROP_COND) {
         atomic_store_explicit(&n->used_lc, 1, memory_order_seq_cst);
-        ll_thread_t *self = NULL;
-        ll_hold_t *tmp = NULL;
-        if (!w->holds) {
-            /* Direct-path locks have no hold record; liblock_cond_wait
-             * checks for one, so lend it one for the wait. */
-            self = ll_self();
-            if (!self)
+        /* liblock_cond_wait releases and retakes the lock through the API
+         * hold stack: node algorithms lend it their node, direct-path
+         * algorithms a fresh hold. */
+        ll_thread_t *self = ip_get_self();
+        if (!self)
+            return ENOMEM;
+        if (w->holds) {
+            if (adopt_hold(self, w))
                 return ENOMEM;
-            tmp = ll_hold_push(self, &w->lock);
-            if (!tmp)
-                return ENOMEM;
+        } else if (!ll_hold_push(self, &w->lock)) {
+            return ENOMEM;
         }
         atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
         if (abstime) {
@@ -951,7 +1063,9 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
         } else {
             r = liblock_cond_wait(&n->lc, &w->lock);
         }
-        if (!w->holds) {
+        if (w->holds) {
+            reclaim_hold(self, w);
+        } else {
             ll_hold_t *h = ll_hold_find(self, &w->lock);
             if (h)
                 ll_hold_pop(self, h);
@@ -1008,14 +1122,9 @@ static void fork_child(void)
 {
     R.mutex_init(&reg_mutex, NULL);
     uintptr_t me = self_tag();
-    ll_thread_t *self = ll_self_tls;
     for (struct ip_mutex *w = reg_mutexes; w; w = w->next) {
         int mine = atomic_load_explicit(&w->owner, memory_order_relaxed) == me;
-        if (w->holds && self) {
-            ll_hold_t *h = ll_hold_find(self, &w->lock);
-            if (h)
-                ll_hold_pop(self, h);
-        }
+        w->hold = NULL; /* the old node belongs to the old state (leaked) */
         liblock_t fresh;
         if (liblock_init(&fresh, LL_OPS(&w->lock)->name, &cfg.attr) != 0)
             continue; /* out of memory: left as it was */
