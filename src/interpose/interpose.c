@@ -520,40 +520,17 @@ static inline struct ip_mutex *mutex_fast(pthread_mutex_t *m)
 /* ---- per-thread nodes for queue locks ---------------------------------------------
  * Algorithms with node_size > 0 need a node that stays put from lock() to
  * unlock().  The API layer's hold stack provides one but costs a
- * global-dynamic TLS access and a stack search per call; here the node is an
+ * stack search and bookkeeping per call; here the node is an
  * ll_hold_t taken from the thread's own free list (the API layer's, so it is
  * freed at thread exit like the API's), and the holder's node is remembered
  * in the wrapper: only the holder reads or writes w->hold between its lock
- * and its unlock, so the mutex itself protects that field.  The thread
- * record is cached in an initial-exec TLS slot, cleared by an exit hook when
- * liblock releases the record.  (CLH-style algorithms also use the record's
- * spare node through ll_self_tls, which is therefore set up first.)
+ * and its unlock, so the mutex itself protects that field.  (CLH-style
+ * algorithms also use the record's spare node through ll_self_tls, which is
+ * therefore set up before every call.)
  * A condition wait hands the node to the API layer's hold stack for the
  * duration of liblock_cond_wait (adopt_hold / reclaim_hold below). */
-static __thread ll_thread_t *ip_self __attribute__((tls_model("initial-exec")));
-static __thread struct ll_exit_hook ip_exit_hook __attribute__((tls_model("initial-exec")));
-
-static void ip_self_gone(ll_thread_t *t, void *arg)
-{
-    (void)t;
-    (void)arg;
-    ip_self = NULL;
-}
-
-static ll_thread_t *ip_get_self(void)
-{
-    ll_thread_t *s = ip_self;
-    if (LL_LIKELY(s != NULL))
-        return s;
-    s = ll_self();
-    if (!s)
-        return NULL;
-    ip_exit_hook.fn = ip_self_gone;
-    ip_exit_hook.arg = NULL;
-    ll_thread_on_exit(s, &ip_exit_hook);
-    ip_self = s;
-    return s;
-}
+/* The thread's liblock record (initial-exec TLS in internal.h). */
+static inline ll_thread_t *ip_get_self(void) { return ll_self(); }
 
 static int w_node_acquire(struct ip_mutex *w, int try)
 {
