@@ -142,7 +142,7 @@ static int ts_reached(clockid_t clk, const struct timespec *t)
 
 typedef struct {
     pthread_mutex_t *m;
-    int op;          /* 0 trylock, 1 unlock, 2 lock+hold until released, 3 lock-then-unlock */
+    int op;          /* 0 trylock, 1 unlock, 2 lock+hold until released, 3 lock-then-unlock, 4 lock and exit */
     int result;
     volatile int *release;
     volatile int started;
@@ -171,6 +171,9 @@ static void *helper_main(void *arg)
         h->result = pthread_mutex_lock(h->m);
         if (h->result == 0)
             pthread_mutex_unlock(h->m);
+        break;
+    case 4: /* lock and exit holding it */
+        h->result = pthread_mutex_lock(h->m);
         break;
     }
     return NULL;
@@ -326,6 +329,31 @@ static void test_types(void)
         t = in_thread(k_mutex[k], 3);
         CHECK(t == 0, "%s: lock from another thread gave %d", k_names[k], t);
     }
+
+    th_context = "pass-through";
+    /* glibc's own mutexes: the interposer leaves their words alone ... */
+    for (int k = K_D_PI; k <= K_D_PSHARED; k++) {
+        CHECK_EQ(pthread_mutex_lock(k_mutex[k]), 0);
+        CHECK(k_mutex[k]->__data.__list.__prev == NULL, "%s: the interposer took over a glibc mutex", k_names[k]);
+        CHECK(k_mutex[k]->__data.__lock != 0, "%s: glibc's lock word not set while held", k_names[k]);
+        CHECK_EQ(pthread_mutex_unlock(k_mutex[k]), 0);
+    }
+    /* ... and a robust mutex keeps its semantics: the owner dies -> EOWNERDEAD */
+    {
+        helper_t h = {.m = &d_mutex[K_D_ROBUST], .op = 4};
+        pthread_t t;
+        pthread_create(&t, NULL, helper_main, &h);
+        pthread_join(t, NULL);
+        CHECK_EQ(h.result, 0);
+        int r = pthread_mutex_lock(&d_mutex[K_D_ROBUST]);
+        CHECK(r == EOWNERDEAD, "robust mutex whose owner exited: lock gave %d, expected EOWNERDEAD", r);
+        if (r == EOWNERDEAD)
+            CHECK_EQ(pthread_mutex_consistent(&d_mutex[K_D_ROBUST]), 0);
+        CHECK_EQ(pthread_mutex_unlock(&d_mutex[K_D_ROBUST]), 0);
+    }
+    /* ours carry the interposer's pointer */
+    for (int k = 0; k < K_D_ROBUST; k++)
+        CHECK(k_mutex[k]->__data.__list.__prev != NULL, "%s: not interposed", k_names[k]);
 
     th_context = "life cycle";
     pthread_mutex_t m;

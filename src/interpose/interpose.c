@@ -196,12 +196,12 @@ static void ip_resolve(void)
     R.mutex_trylock = must("pthread_mutex_trylock");
     R.mutex_unlock = must("pthread_mutex_unlock");
     R.mutex_timedlock = must("pthread_mutex_timedlock");
-    R.mutex_clocklock = must("pthread_mutex_clocklock");
+    R.mutex_clocklock = dlsym(RTLD_NEXT, "pthread_mutex_clocklock"); /* glibc >= 2.30; may be NULL */
     R.cond_init = must("pthread_cond_init");
     R.cond_destroy = must("pthread_cond_destroy");
     R.cond_wait = must("pthread_cond_wait");
     R.cond_timedwait = must("pthread_cond_timedwait");
-    R.cond_clockwait = must("pthread_cond_clockwait");
+    R.cond_clockwait = dlsym(RTLD_NEXT, "pthread_cond_clockwait"); /* glibc >= 2.30; may be NULL */
     R.cond_signal = must("pthread_cond_signal");
     R.cond_broadcast = must("pthread_cond_broadcast");
     ip_resolving = 0;
@@ -216,12 +216,12 @@ int __wrap_pthread_mutex_lock(pthread_mutex_t *m) { WRAP_READY(); return R.mutex
 int __wrap_pthread_mutex_trylock(pthread_mutex_t *m) { WRAP_READY(); return R.mutex_trylock(m); }
 int __wrap_pthread_mutex_unlock(pthread_mutex_t *m) { WRAP_READY(); return R.mutex_unlock(m); }
 int __wrap_pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *t) { WRAP_READY(); return R.mutex_timedlock(m, t); }
-int __wrap_pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t c, const struct timespec *t) { WRAP_READY(); return R.mutex_clocklock(m, c, t); }
+int __wrap_pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t c, const struct timespec *t) { WRAP_READY(); return R.mutex_clocklock ? R.mutex_clocklock(m, c, t) : EINVAL; }
 int __wrap_pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *a) { WRAP_READY(); return R.cond_init(c, a); }
 int __wrap_pthread_cond_destroy(pthread_cond_t *c) { WRAP_READY(); return R.cond_destroy(c); }
 int __wrap_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) { WRAP_READY(); return R.cond_wait(c, m); }
 int __wrap_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *t) { WRAP_READY(); return R.cond_timedwait(c, m, t); }
-int __wrap_pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t k, const struct timespec *t) { WRAP_READY(); return R.cond_clockwait(c, m, k, t); }
+int __wrap_pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t k, const struct timespec *t) { WRAP_READY(); return R.cond_clockwait ? R.cond_clockwait(c, m, k, t) : EINVAL; }
 int __wrap_pthread_cond_signal(pthread_cond_t *c) { WRAP_READY(); return R.cond_signal(c); }
 int __wrap_pthread_cond_broadcast(pthread_cond_t *c) { WRAP_READY(); return R.cond_broadcast(c); }
 
@@ -694,8 +694,16 @@ LL_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *
             return EINVAL;
     }
     if (!cfg.active || pshared != PTHREAD_PROCESS_PRIVATE || proto != PTHREAD_PRIO_NONE ||
-        robust != PTHREAD_MUTEX_STALLED || ip_in_setup)
-        return R.mutex_init(m, a);
+        robust != PTHREAD_MUTEX_STALLED)
+        return R.mutex_init(m, a); /* the kind bits route every later call to glibc */
+    if (ip_in_setup) {
+        /* Initialised while we set up another lock (an allocator's mutex):
+         * glibc's for life, marked so it is never converted later. */
+        int r = R.mutex_init(m, a);
+        if (r == 0)
+            atomic_store_explicit(mptr(m), IP_GLIBC, memory_order_release);
+        return r;
+    }
     if (type == PTHREAD_MUTEX_ADAPTIVE_NP)
         type = PTHREAD_MUTEX_NORMAL;
     ip_in_setup++;
@@ -827,7 +835,7 @@ LL_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk, const s
     ip_resolve();
     struct ip_mutex *w = mutex_resolve(m);
     if (!w)
-        return R.mutex_clocklock(m, clk, abstime);
+        return R.mutex_clocklock ? R.mutex_clocklock(m, clk, abstime) : EINVAL;
     if (clk != CLOCK_REALTIME && clk != CLOCK_MONOTONIC)
         return EINVAL;
     return w_timedlock(w, clk, abstime);
@@ -1001,6 +1009,8 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
             return EINVAL; /* glibc's condvar with one of our mutexes */
         if (!abstime)
             return R.cond_wait(c, m);
+        if (has_clock && !R.cond_clockwait)
+            return EINVAL;
         return has_clock ? R.cond_clockwait(c, m, clk, abstime) : R.cond_timedwait(c, m, abstime);
     }
     if (abstime && !ts_valid(abstime))
@@ -1011,7 +1021,12 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
         atomic_store_explicit(&n->used_rc, 1, memory_order_seq_cst);
         if (!abstime)
             return R.cond_wait(&n->rc, m);
-        return has_clock ? R.cond_clockwait(&n->rc, m, clk, abstime) : R.cond_timedwait(&n->rc, m, abstime);
+        if (has_clock && clk != n->clock) {
+            if (!R.cond_clockwait)
+                return EINVAL;
+            return R.cond_clockwait(&n->rc, m, clk, abstime);
+        }
+        return R.cond_timedwait(&n->rc, m, abstime); /* rc was made with the condvar's clock */
     }
     uintptr_t me = self_tag();
     if (w->type != PTHREAD_MUTEX_NORMAL && atomic_load_explicit(&w->owner, memory_order_relaxed) != me)
@@ -1028,6 +1043,8 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
         if (!self)
             return ENOMEM;
         if (w->holds) {
+            if (!w->hold)
+                return EPERM; /* the mutex is not locked */
             if (adopt_hold(self, w))
                 return ENOMEM;
         } else if (!ll_hold_push(self, &w->lock)) {
@@ -1063,6 +1080,8 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
         }
         if (!abstime)
             r = R.cond_wait(&n->rc, &n->im);
+        else if (eff == n->clock || !R.cond_clockwait)
+            r = R.cond_timedwait(&n->rc, &n->im, eff == n->clock ? abstime : &(struct timespec){0, 0});
         else
             r = R.cond_clockwait(&n->rc, &n->im, eff, abstime);
         R.mutex_unlock(&n->im);
