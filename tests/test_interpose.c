@@ -52,7 +52,7 @@ static int pick_policy(const char *name, const char **out)
     return 0;
 }
 
-static int run_child(const char *prog, const char *lib, const char *algo, const char *policy)
+static int run_child(const char *prog, const char *lib, const char *algo, const char *policy, int generic_cond)
 {
     pid_t pid = fork();
     if (pid < 0)
@@ -63,6 +63,8 @@ static int run_child(const char *prog, const char *lib, const char *algo, const 
         if (policy)
             setenv("LIBLOCK_WAIT", policy, 1);
         setenv("LIBLOCK_STRICT", "1", 1);
+        if (generic_cond)
+            setenv("LIBLOCK_COND_GENERIC", "1", 1);
         setenv("LIBLOCK_INTERPOSE_TEST_CHILD", "1", 1);
         execl(prog, prog, (char *)NULL);
         _exit(126);
@@ -109,13 +111,28 @@ static int driver(int argc, char **argv)
         const char *policy = NULL;
         pick_policy(*a, &policy);
         uint64_t t0 = th_now_ns();
-        int rc = run_child(argv[0], real, *a, policy);
+        int rc = run_child(argv[0], real, *a, policy, 0);
         CHECK(rc == 0, "C test under %s (%s): exit %d", *a, policy ? policy : "default", rc);
-        int rcx = have_cxx ? run_child(cxx, real, *a, policy) : 0;
+        int rcx = have_cxx ? run_child(cxx, real, *a, policy, 0) : 0;
         CHECK(rcx == 0, "C++ test under %s (%s): exit %d", *a, policy ? policy : "default", rcx);
         printf("  %-16s %-15s C %s, C++ %s (%.1f s)\n", *a, policy ? policy : "default", rc == 0 ? "ok" : "FAILED",
                rcx == 0 ? "ok" : "FAILED", (th_now_ns() - t0) / 1e9);
         fflush(stdout);
+    }
+    /* the interposer's own condition-variable protocol (used for algorithms
+     * without LIBLOCK_PROP_COND), forced on a queue lock and a node-less one */
+    static const char *const generic[] = {"mcs", "ttas"};
+    for (size_t i = 0; i < 2; i++) {
+        if (!th_selected(argc, argv, generic[i]) || liblock_algorithm_info(generic[i], &(liblock_algorithm_info_t){0}))
+            continue;
+        const char *policy = NULL;
+        pick_policy(generic[i], &policy);
+        int rc = run_child(argv[0], real, generic[i], policy, 1);
+        CHECK(rc == 0, "C test under %s with LIBLOCK_COND_GENERIC=1: exit %d", generic[i], rc);
+        int rcx = have_cxx ? run_child(cxx, real, generic[i], policy, 1) : 0;
+        CHECK(rcx == 0, "C++ test under %s with LIBLOCK_COND_GENERIC=1: exit %d", generic[i], rcx);
+        printf("  %-16s %-15s generic condvars: C %s, C++ %s\n", generic[i], policy ? policy : "default",
+               rc == 0 ? "ok" : "FAILED", rcx == 0 ? "ok" : "FAILED");
     }
     free(real);
     return th_report("test_interpose");

@@ -107,7 +107,8 @@
  * LIBLOCK_LOCK (unset: interposer inactive, everything goes to glibc; an
  * unknown name: one line on stderr listing the valid names, then glibc, or
  * exit status 127 under LIBLOCK_STRICT=1), LIBLOCK_WAIT, LIBLOCK_COND,
- * LIBLOCK_COND_FIFO_PROB, LIBLOCK_STRICT.  Falling back rather than exiting is
+ * LIBLOCK_COND_FIFO_PROB, LIBLOCK_COND_GENERIC (testing), LIBLOCK_STRICT.
+ * Falling back rather than exiting is
  * the default because the variables are inherited by every child process
  * (shells, helpers) and killing all of them is worse than one warning;
  * `liblock run` validates names before starting the program and sets
@@ -232,6 +233,7 @@ static struct {
     liblock_attr_t attr;
     liblock_condattr_t cattr;
     int lifo;                      /* LIBLOCK_COND=mostly-lifo granted */
+    int generic_cond;              /* LIBLOCK_COND_GENERIC=1: own protocol for every algorithm */
 } cfg;
 static _Atomic int cfg_ready;
 static pthread_mutex_t cfg_mutex = PTHREAD_MUTEX_INITIALIZER; /* real glibc mutex */
@@ -292,6 +294,7 @@ static void config_load(void)
         }
     }
     liblock_condattr_init(&cfg.cattr);
+    cfg.generic_cond = ll_env_long("LIBLOCK_COND_GENERIC", 0, 0, 1) == 1;
     const char *c = getenv("LIBLOCK_COND");
     if (c && *c && strcmp(c, "fifo") != 0) {
         if (strcmp(c, "mostly-lifo") != 0) {
@@ -1034,7 +1037,7 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
     unsigned count = w->count;
     clockid_t eff = has_clock ? clk : n->clock;
     int r;
-    if (LL_OPS(&w->lock)->props & LIBLOCK_PROP_COND) {
+    if ((LL_OPS(&w->lock)->props & LIBLOCK_PROP_COND) && !cfg.generic_cond) {
         atomic_store_explicit(&n->used_lc, 1, memory_order_seq_cst);
         /* liblock_cond_wait releases and retakes the lock through the API
          * hold stack: node algorithms lend it their node, direct-path
