@@ -283,7 +283,7 @@ static void *counter_main(void *arg)
 static void test_counters(void)
 {
     th_context = "counters";
-    iters = scale(3000);
+    iters = scale(1500);
     pthread_t t[NTHREADS];
     pthread_barrier_init(&start_barrier, NULL, NTHREADS);
     for (uintptr_t i = 0; i < NTHREADS; i++)
@@ -517,7 +517,7 @@ static void *robust_signaller(void *arg)
 static void test_cond(void)
 {
     th_context = "bounded buffer";
-    bb_items = scale(5000);
+    bb_items = scale(2000);
     pthread_t p[2], c[2];
     for (int i = 0; i < 2; i++)
         pthread_create(&p[i], NULL, producer_main, (void *)(intptr_t)(i * 1000000L));

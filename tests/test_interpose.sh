@@ -55,10 +55,25 @@ out=$("$liblock" run --lock ticket --wait park -- touch "$tmp/started" 2>&1); rc
 [ $rc -ne 0 ] && [ ! -e "$tmp/started" ] || fail "unsupported policy: rc=$rc out=$out"
 "$liblock" run --lock mcs -- sh -c 'exit 7'; rc=$?
 [ $rc -eq 7 ] || fail "exit status not passed through: got $rc, expected 7"
-"$liblock" run --lock ttas -- sh -c 'kill -TERM $$'; rc=$?
+{ "$liblock" run --lock ttas -- sh -c 'kill -TERM $$'; } 2>/dev/null; rc=$?
 [ $rc -eq 143 ] || fail "death by signal not passed through: got $rc, expected 143"
 out=$("$liblock" run --lock mcs --wait spin-then-park -- sh -c 'echo "$LIBLOCK_LOCK $LIBLOCK_WAIT $LD_PRELOAD"'); rc=$?
 [ $rc -eq 0 ] && [ "$out" = "mcs spin-then-park $lib" ] || fail "environment of the program: '$out'"
+# ---- the interposer's own configuration errors ---------------------------------
+out=$(env LD_PRELOAD="$lib" LIBLOCK_LOCK=no-such-lock sh -c 'echo ran' 2>"$tmp/err"); rc=$?
+[ $rc -eq 0 ] && [ "$out" = ran ] || fail "bad LIBLOCK_LOCK without LIBLOCK_STRICT: rc=$rc out=$out (expected the program to run on glibc)"
+[ "$(grep -c 'liblock-interpose: unknown LIBLOCK_LOCK' "$tmp/err")" -ge 1 ] && grep -q 'valid: .*mcs' "$tmp/err" ||
+  fail "bad LIBLOCK_LOCK: no one-line message listing the valid names: $(cat "$tmp/err")"
+out=$(env LD_PRELOAD="$lib" LIBLOCK_LOCK=no-such-lock LIBLOCK_STRICT=1 sh -c 'echo ran' 2>"$tmp/err"); rc=$?
+[ $rc -eq 127 ] && [ -z "$out" ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "bad LIBLOCK_LOCK with LIBLOCK_STRICT=1: rc=$rc out=$out err=$(cat "$tmp/err")"
+out=$(env LD_PRELOAD="$lib" LIBLOCK_LOCK=ticket LIBLOCK_WAIT=park sh -c 'echo ran' 2>"$tmp/err"); rc=$?
+[ $rc -eq 0 ] && [ "$out" = ran ] && grep -q "not supported by 'ticket'" "$tmp/err" || fail "unsupported LIBLOCK_WAIT: rc=$rc err=$(cat "$tmp/err")"
+out=$("$liblock" run --lock mcs --cond mostly-lifo -- sh -c 'echo ran' 2>"$tmp/err"); rc=$?
+if grep -q 'mostly-LIFO condition variables are not available' "$tmp/err"; then
+  [ $rc -eq 127 ] && [ -z "$out" ] || fail "--cond mostly-lifo unavailable: rc=$rc out=$out"
+else
+  [ $rc -eq 0 ] && [ "$out" = ran ] || fail "--cond mostly-lifo: rc=$rc out=$out err=$(cat "$tmp/err")"
+fi
 echo "liblock run: checks done"
 
 # ---- algorithms and policies ----------------------------------------------------

@@ -57,14 +57,14 @@ int main()
         std::vector<std::thread> ts;
         for (int t = 0; t < 4; t++)
             ts.emplace_back([&] {
-                for (int i = 0; i < 5000; i++) {
+                for (int i = 0; i < 3000; i++) {
                     std::lock_guard<std::mutex> g(m);
                     counter++;
                 }
             });
         for (auto &t : ts)
             t.join();
-        CHECK(counter == 20000);
+        CHECK(counter == 12000);
         CHECK(m.try_lock());
         bool other = true;
         std::thread([&] { other = m.try_lock(); }).join();
@@ -124,7 +124,7 @@ int main()
         std::mutex m;
         std::condition_variable not_full, not_empty;
         std::deque<long> q;
-        const int per = 3000;
+        const int per = 1500;
         long sum = 0, got = 0;
         std::vector<std::thread> ts;
         for (int p = 0; p < 2; p++)
