@@ -334,6 +334,8 @@ static void config_ensure(void)
 {
     if (LL_LIKELY(atomic_load_explicit(&cfg_ready, memory_order_acquire)))
         return;
+    if (ip_in_setup)
+        return; /* re-entered from config_load's own allocations: treat as inactive */
     ip_resolve();
     R.mutex_lock(&cfg_mutex);
     if (!atomic_load_explicit(&cfg_ready, memory_order_relaxed)) {
@@ -483,7 +485,7 @@ static struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
     uintptr_t p = atomic_load_explicit(pw, memory_order_acquire);
     if (p > IP_GLIBC)
         return (struct ip_mutex *)p;
-    if (p == IP_GLIBC || !cfg.active)
+    if (p == IP_GLIBC)
         return NULL;
     if (ip_in_setup) {
         /* An allocator's mutex, met while we set up another one: glibc's for life. */
@@ -493,6 +495,8 @@ static struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
             return NULL;
         return (struct ip_mutex *)z;
     }
+    if (!cfg.active)
+        return NULL;
     ip_in_setup++;
     struct ip_mutex *w = mutex_new(kind_to_type(mkind(m)));
     ip_in_setup--;
@@ -696,12 +700,12 @@ LL_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *
             pthread_mutexattr_getprotocol(a, &proto) || pthread_mutexattr_getrobust(a, &robust))
             return EINVAL;
     }
-    if (!cfg.active || pshared != PTHREAD_PROCESS_PRIVATE || proto != PTHREAD_PRIO_NONE ||
-        robust != PTHREAD_MUTEX_STALLED)
+    if (pshared != PTHREAD_PROCESS_PRIVATE || proto != PTHREAD_PRIO_NONE || robust != PTHREAD_MUTEX_STALLED)
         return R.mutex_init(m, a); /* the kind bits route every later call to glibc */
-    if (ip_in_setup) {
-        /* Initialised while we set up another lock (an allocator's mutex):
-         * glibc's for life, marked so it is never converted later. */
+    if (ip_in_setup || !cfg.active) {
+        /* Inactive, or initialised while we set up another lock (an
+         * allocator's mutex): glibc's for life, marked so it is never
+         * converted later. */
         int r = R.mutex_init(m, a);
         if (r == 0)
             atomic_store_explicit(mptr(m), IP_GLIBC, memory_order_release);
