@@ -95,10 +95,13 @@
  * does not allocate on success, so it does not re-enter us; if an allocator
  * that takes pthread mutexes re-enters anyway while we resolve, the
  * re-entrant mutex calls return 0 without locking (the process is still in
- * its constructors; we make no claim about threads there).  Set-up of a
- * wrapper allocates; a mutex first used *while* this thread is setting up
- * another wrapper (an allocator's own mutex) is marked IP_GLIBC and stays
- * with glibc for its life, so no recursion is possible.
+ * its constructors; we make no claim about threads there).  Set-up (of
+ * the configuration or of a wrapper) allocates; a mutex first used or
+ * initialised *while* this thread is setting something up (an allocator's
+ * own mutex) is marked IP_GLIBC and stays with glibc for its life, and a
+ * configuration check re-entered from the configuration's own set-up sees
+ * "inactive" instead of waiting for itself, so neither recursion nor
+ * self-deadlock is possible (tests/test_interpose_malloc.c).
  * The liblock objects linked into this .so (src/core, src/locks/posix.c ...)
  * call pthread_mutex_* themselves; the Makefile links them with
  * -Wl,--wrap=<fn> so those calls reach __wrap_<fn> below, which calls glibc.
