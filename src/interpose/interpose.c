@@ -748,17 +748,28 @@ LL_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
     return 0;
 }
 
+/* The uncontended paths: a NORMAL mutex goes straight to the algorithm
+ * (node-less: cached function pointer; queue lock: node path), other types
+ * through w_lock/w_unlock.  (Measured: routing NORMAL queue locks through
+ * the generic w_lock/w_unlock cost ~10 ns more per pair.) */
 LL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
     struct ip_mutex *w = mutex_fast(m);
-    if (LL_LIKELY(w && w->lockfn)) {
-        int r = w->lockfn(&w->lock, NULL);
-        atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
+    if (LL_LIKELY(w != NULL)) {
+        int r;
+        if (LL_LIKELY(w->lockfn))
+            r = w->lockfn(&w->lock, NULL);
+        else if (w->type == PTHREAD_MUTEX_NORMAL)
+            r = w_node_acquire(w, 0);
+        else
+            return w_lock(w);
+        if (LL_LIKELY(r == 0))
+            atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
         return r;
     }
     if (LL_UNLIKELY(!atomic_load_explicit(&resolved, memory_order_acquire)) && ip_resolving)
         return 0; /* bootstrap re-entry, see header */
-    if (!w && !(w = mutex_resolve(m)))
+    if (!(w = mutex_resolve(m)))
         return R.mutex_lock(m);
     return w_lock(w);
 }
@@ -766,13 +777,20 @@ LL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
     struct ip_mutex *w = mutex_fast(m);
-    if (LL_LIKELY(w && w->unlockfn)) {
-        atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
-        return w->unlockfn(&w->lock, NULL);
+    if (LL_LIKELY(w != NULL)) {
+        if (LL_LIKELY(w->unlockfn)) {
+            atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+            return w->unlockfn(&w->lock, NULL);
+        }
+        if (w->type == PTHREAD_MUTEX_NORMAL) {
+            atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+            return w_node_release(w);
+        }
+        return w_unlock(w);
     }
     if (LL_UNLIKELY(!atomic_load_explicit(&resolved, memory_order_acquire)) && ip_resolving)
         return 0;
-    if (!w && !(w = mutex_resolve(m)))
+    if (!(w = mutex_resolve(m)))
         return R.mutex_unlock(m);
     return w_unlock(w);
 }
