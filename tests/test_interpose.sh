@@ -94,14 +94,20 @@ for entry in "${algos[@]}"; do
   threads=(4 8 16); t=${threads[$((i % 3))]}; i=$((i+1))
   start=$(date +%s.%N)
   wait_opt=(); [ -n "$pol" ] && wait_opt=(--wait "$pol")
-  "$liblock" run --lock "$algo" "${wait_opt[@]}" -- memcached -t "$t" -p "$port" -U 0 -l 127.0.0.1 -u root -m 64 \
-      >"$tmp/mc.out" 2>&1 &
-  mc_pid=$!
   up=0
-  for _ in $(seq 100); do
-    if memcstat --servers=127.0.0.1:$port >/dev/null 2>&1; then up=1; break; fi
-    kill -0 "$mc_pid" 2>/dev/null || break
-    sleep 0.05
+  for attempt in 1 2 3 4 5; do # another program may hold the port: try the next one
+    "$liblock" run --lock "$algo" "${wait_opt[@]}" -- memcached -t "$t" -p "$port" -U 0 -l 127.0.0.1 -u root -m 64 \
+        >"$tmp/mc.out" 2>&1 &
+    mc_pid=$!
+    for _ in $(seq 100); do
+      if memcstat --servers=127.0.0.1:$port >/dev/null 2>&1; then up=1; break; fi
+      kill -0 "$mc_pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    [ $up -eq 1 ] && break
+    kill -9 "$mc_pid" 2>/dev/null; wait "$mc_pid" 2>/dev/null
+    grep -q 'Address already in use' "$tmp/mc.out" || break
+    port=$((port + 7))
   done
   if [ $up -ne 1 ]; then fail "memcached under $algo did not start: $(head -3 "$tmp/mc.out")"; kill -9 $mc_pid 2>/dev/null; wait $mc_pid 2>/dev/null; mc_pid=; port=$((port+1)); continue; fi
   grep -q liblock-interpose.so "/proc/$mc_pid/maps" || fail "memcached under $algo: interposer not mapped"
