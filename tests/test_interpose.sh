@@ -100,7 +100,7 @@ for entry in "${algos[@]}"; do
         >"$tmp/mc.out" 2>&1 &
     mc_pid=$!
     for _ in $(seq 100); do
-      if memcstat --servers=127.0.0.1:$port >/dev/null 2>&1; then up=1; break; fi
+      if memcstat --servers=127.0.0.1:$port >/dev/null 2>&1 && sleep 0.1 && kill -0 "$mc_pid" 2>/dev/null; then up=1; break; fi
       kill -0 "$mc_pid" 2>/dev/null || break
       sleep 0.05
     done
