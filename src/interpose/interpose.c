@@ -1126,16 +1126,34 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
     return r;
 }
 
-LL_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) { return cond_wait_common(c, m, 0, 0, NULL); }
+/* Cancellation: a glibc wait inside the liblock condvar would, if the
+ * thread were cancelled there, unwind holding the condvar's inner mutex and
+ * without our lock.  So cancellation is disabled during the wait and acted
+ * on right after it, with the mutex held again - the state POSIX specifies
+ * for cleanup handlers - at the cost that a cancel request does not by
+ * itself end the wait (a signal, broadcast or timeout must). */
+static int cond_wait_cancel(pthread_cond_t *c, pthread_mutex_t *m, int has_clock, clockid_t clk,
+                            const struct timespec *abstime)
+{
+    int old;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    int r = cond_wait_common(c, m, has_clock, clk, abstime);
+    pthread_setcancelstate(old, NULL);
+    if (old == PTHREAD_CANCEL_ENABLE)
+        pthread_testcancel();
+    return r;
+}
+
+LL_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) { return cond_wait_cancel(c, m, 0, 0, NULL); }
 
 LL_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime)
 {
-    return cond_wait_common(c, m, 0, 0, abstime);
+    return cond_wait_cancel(c, m, 0, 0, abstime);
 }
 
 LL_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk, const struct timespec *abstime)
 {
-    return cond_wait_common(c, m, 1, clk, abstime);
+    return cond_wait_cancel(c, m, 1, clk, abstime);
 }
 
 /* ---- fork ------------------------------------------------------------------------------ */
