@@ -514,8 +514,50 @@ static void *robust_signaller(void *arg)
     return NULL;
 }
 
+static pthread_mutex_t cx_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cx_cond = PTHREAD_COND_INITIALIZER;
+static volatile int cx_waiting, cx_cleanup_held;
+
+static void cx_cleanup(void *arg)
+{
+    (void)arg;
+    /* POSIX: the mutex is held again when cleanup handlers run */
+    cx_cleanup_held = pthread_mutex_trylock(&cx_mutex) == EBUSY;
+    pthread_mutex_unlock(&cx_mutex);
+}
+
+static void *cx_waiter(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&cx_mutex);
+    pthread_cleanup_push(cx_cleanup, NULL);
+    cx_waiting = 1;
+    for (;;)
+        pthread_cond_wait(&cx_cond, &cx_mutex);
+    pthread_cleanup_pop(0);
+    return NULL;
+}
+
 static void test_cond(void)
 {
+    th_context = "cancel in wait";
+    {
+        pthread_t t;
+        pthread_create(&t, NULL, cx_waiter, NULL);
+        while (!cx_waiting)
+            usleep(1000);
+        pthread_mutex_lock(&cx_mutex); /* the waiter is inside the wait */
+        pthread_cancel(t);
+        pthread_cond_signal(&cx_cond);
+        pthread_mutex_unlock(&cx_mutex);
+        void *ret;
+        pthread_join(t, &ret);
+        CHECK(ret == PTHREAD_CANCELED, "cancelled waiter returned %p", ret);
+        CHECK(cx_cleanup_held, "cleanup handler ran without the mutex");
+        CHECK_EQ(pthread_mutex_trylock(&cx_mutex), 0);
+        pthread_mutex_unlock(&cx_mutex);
+    }
+
     th_context = "bounded buffer";
     bb_items = scale(2000);
     pthread_t p[2], c[2];
