@@ -1166,11 +1166,11 @@ static void fork_child(void)
     uintptr_t me = self_tag();
     for (struct ip_mutex *w = reg_mutexes; w; w = w->next) {
         int mine = atomic_load_explicit(&w->owner, memory_order_relaxed) == me;
-        w->hold = NULL; /* the old node belongs to the old state (leaked) */
         liblock_t fresh;
         if (liblock_init(&fresh, LL_OPS(&w->lock)->name, &cfg.attr) != 0)
             continue; /* out of memory: left as it was */
-        w->lock = fresh; /* the old state is leaked on purpose */
+        w->lock = fresh; /* the old state (and node) is leaked on purpose */
+        w->hold = NULL;
         if (mine && w_raw_lock(w) == 0)
             continue; /* still held by this thread, same count */
         atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
