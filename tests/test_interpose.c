@@ -347,6 +347,18 @@ static void test_types(void)
         CHECK(t == 0, "%s: lock from another thread gave %d", k_names[k], t);
     }
 
+    th_context = "unlock by another thread";
+    /* NORMAL-like kinds: glibc lets another thread unlock; so must we */
+    static const int normal_kinds[] = {K_S_NORMAL, K_S_ADAPTIVE, K_D_DEFAULT, K_D_NORMAL};
+    for (size_t i = 0; i < sizeof normal_kinds / sizeof *normal_kinds; i++) {
+        pthread_mutex_t *m = k_mutex[normal_kinds[i]];
+        CHECK_EQ(pthread_mutex_lock(m), 0);
+        int r = in_thread(m, 1);
+        CHECK(r == 0, "%s: unlock by another thread gave %d", k_names[normal_kinds[i]], r);
+        CHECK_EQ(pthread_mutex_trylock(m), 0);
+        CHECK_EQ(pthread_mutex_unlock(m), 0);
+    }
+
     th_context = "pass-through";
     /* glibc's own mutexes: the interposer leaves their words alone ... */
     for (int k = K_D_PI; k <= K_D_PSHARED; k++) {
