@@ -110,7 +110,8 @@
  * LIBLOCK_LOCK (unset: interposer inactive, everything goes to glibc; an
  * unknown name: one line on stderr listing the valid names, then glibc, or
  * exit status 127 under LIBLOCK_STRICT=1), LIBLOCK_WAIT, LIBLOCK_COND,
- * LIBLOCK_COND_FIFO_PROB, LIBLOCK_COND_GENERIC (testing), LIBLOCK_STRICT.
+ * LIBLOCK_COND_FIFO_PROB, LIBLOCK_COND_GENERIC and LIBLOCK_INTERPOSE_API
+ * (testing), LIBLOCK_STRICT.
  * Falling back rather than exiting is
  * the default because the variables are inherited by every child process
  * (shells, helpers) and killing all of them is worse than one warning;
@@ -123,11 +124,15 @@
  * on the calling thread under the algorithm's lock/unlock path, which the
  * liblock contract requires to exclude delegated sections.  Mutual exclusion
  * holds for every algorithm; delegation's speed-up does not apply.
- * Algorithms are called through their ops table, not through the API's
- * per-thread hold stack (too slow for the uncontended target): algorithms
- * with per-hold nodes (node_size > 0) get a node from the thread's free list
- * (see "per-thread nodes" below), the others a NULL node.  So an algorithm
- * must not depend on the hold stack outside liblock_cond_* (none does).
+ * Classic algorithms are called through their ops table, not through the
+ * API's per-thread hold stack (too slow for the uncontended target):
+ * algorithms with per-hold nodes (node_size > 0) get a node from the
+ * thread's free list (see "per-thread nodes" below), the others a NULL node;
+ * such an algorithm must not depend on the hold stack (none does).
+ * Delegating algorithms (LIBLOCK_PROP_DELEGATES) go through the API layer
+ * (ll_api_lock/ll_api_unlock/liblock_trylock), whatever per-thread state
+ * they keep there; a mutex of theirs must be unlocked by its locker (EPERM
+ * otherwise, as the API answers).
  */
 #include "../internal.h"
 
@@ -237,6 +242,7 @@ static struct {
     liblock_condattr_t cattr;
     int lifo;                      /* LIBLOCK_COND=mostly-lifo granted */
     int generic_cond;              /* LIBLOCK_COND_GENERIC=1: own protocol for every algorithm */
+    int force_api;                 /* LIBLOCK_INTERPOSE_API=1: API layer for every algorithm */
 } cfg;
 static _Atomic int cfg_ready;
 static pthread_mutex_t cfg_mutex = PTHREAD_MUTEX_INITIALIZER; /* real glibc mutex */
@@ -298,6 +304,7 @@ static void config_load(void)
     }
     liblock_condattr_init(&cfg.cattr);
     cfg.generic_cond = ll_env_long("LIBLOCK_COND_GENERIC", 0, 0, 1) == 1;
+    cfg.force_api = ll_env_long("LIBLOCK_INTERPOSE_API", 0, 0, 1) == 1;
     const char *c = getenv("LIBLOCK_COND");
     if (c && *c && strcmp(c, "fifo") != 0) {
         if (strcmp(c, "mostly-lifo") != 0) {
@@ -370,6 +377,7 @@ struct ip_mutex {
     unsigned count;                       /* recursion depth while held */
     int type;                             /* PTHREAD_MUTEX_NORMAL/RECURSIVE/ERRORCHECK */
     int holds;                            /* algorithm needs per-hold nodes (node path) */
+    int api;                              /* delegating algorithm: through the API layer */
     struct ip_mutex *prev, *next;         /* registry (fork) */
 };
 _Static_assert(offsetof(struct ip_mutex, owner) + sizeof(uintptr_t) <= LL_CACHELINE, "hot fields in one line");
@@ -436,9 +444,14 @@ static void reg_del_cond(struct ip_cond *c)
 static void mutex_set_fns(struct ip_mutex *w)
 {
     const struct ll_ops *o = LL_OPS(&w->lock);
-    w->holds = o->node_size > 0;
+    /* Delegating algorithms (RCL, combining) may keep per-thread state the
+     * API layer sets up; they go through liblock's own lock/unlock (speed
+     * is not what they offer under interposition).  LIBLOCK_INTERPOSE_API=1
+     * forces this path for every algorithm (for testing). */
+    w->api = (o->props & LIBLOCK_PROP_DELEGATES) || cfg.force_api;
+    w->holds = !w->api && o->node_size > 0;
     w->trylockfn = o->trylock;
-    int direct = !w->holds && w->type == PTHREAD_MUTEX_NORMAL;
+    int direct = !w->holds && !w->api && w->type == PTHREAD_MUTEX_NORMAL;
     w->lockfn = direct ? o->lock : NULL;
     w->unlockfn = direct ? o->unlock : NULL;
 }
@@ -617,16 +630,22 @@ static void reclaim_hold(ll_thread_t *s, struct ip_mutex *w)
 /* ---- acquire / release on a wrapper -------------------------------------------- */
 static int w_raw_lock(struct ip_mutex *w)
 {
+    if (w->api)
+        return ll_api_lock(&w->lock);
     return w->holds ? w_node_acquire(w, 0) : LL_OPS(&w->lock)->lock(&w->lock, NULL);
 }
 
 static int w_raw_trylock(struct ip_mutex *w)
 {
+    if (w->api)
+        return liblock_trylock(&w->lock);
     return w->holds ? w_node_acquire(w, 1) : w->trylockfn(&w->lock, NULL);
 }
 
 static int w_raw_unlock(struct ip_mutex *w)
 {
+    if (w->api)
+        return ll_api_unlock(&w->lock);
     return w->holds ? w_node_release(w) : LL_OPS(&w->lock)->unlock(&w->lock, NULL);
 }
 
@@ -759,7 +778,7 @@ LL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
         int r;
         if (LL_LIKELY(w->lockfn))
             r = w->lockfn(&w->lock, NULL);
-        else if (w->type == PTHREAD_MUTEX_NORMAL)
+        else if (w->holds && w->type == PTHREAD_MUTEX_NORMAL)
             r = w_node_acquire(w, 0);
         else
             return w_lock(w);
@@ -782,7 +801,7 @@ LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
             atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
             return w->unlockfn(&w->lock, NULL);
         }
-        if (w->type == PTHREAD_MUTEX_NORMAL) {
+        if (w->holds && w->type == PTHREAD_MUTEX_NORMAL) {
             atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
             return w_node_release(w);
         }
@@ -1070,7 +1089,9 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
         ll_thread_t *self = ip_get_self();
         if (!self)
             return ENOMEM;
-        if (w->holds) {
+        if (w->api) {
+            /* the API layer's own hold is already on the stack */
+        } else if (w->holds) {
             if (!w->hold)
                 return EPERM; /* the mutex is not locked */
             if (adopt_hold(self, w))
@@ -1085,7 +1106,9 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
         } else {
             r = liblock_cond_wait(&n->lc, &w->lock);
         }
-        if (w->holds) {
+        if (w->api) {
+            /* retaken through the API: its hold is on the stack again */
+        } else if (w->holds) {
             reclaim_hold(self, w);
         } else {
             ll_hold_t *h = ll_hold_find(self, &w->lock);
@@ -1166,9 +1189,15 @@ static void fork_child(void)
     uintptr_t me = self_tag();
     for (struct ip_mutex *w = reg_mutexes; w; w = w->next) {
         int mine = atomic_load_explicit(&w->owner, memory_order_relaxed) == me;
+        ll_thread_t *self = ll_self_tls;
         liblock_t fresh;
         if (liblock_init(&fresh, LL_OPS(&w->lock)->name, &cfg.attr) != 0)
             continue; /* out of memory: left as it was */
+        if (w->api && self) {
+            ll_hold_t *h = ll_hold_find(self, &w->lock); /* the hold of the old state */
+            if (h)
+                ll_hold_pop(self, h);
+        }
         w->lock = fresh; /* the old state (and node) is leaked on purpose */
         w->hold = NULL;
         if (mine && w_raw_lock(w) == 0)
