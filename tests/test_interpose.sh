@@ -111,7 +111,7 @@ for entry in "${algos[@]}"; do
   done
   if [ $up -ne 1 ]; then fail "memcached under $algo did not start: $(head -3 "$tmp/mc.out")"; kill -9 $mc_pid 2>/dev/null; wait $mc_pid 2>/dev/null; mc_pid=; port=$((port+1)); continue; fi
   grep -q liblock-interpose.so "/proc/$mc_pid/maps" || fail "memcached under $algo: interposer not mapped"
-  c=4; e=400
+  c=4; e=200
   timeout 60 memcslap -s 127.0.0.1:$port -t set -c $c -e $e >"$tmp/set.out" 2>&1 || fail "memcslap set under $algo: exit $? $(tail -2 "$tmp/set.out")"
   timeout 60 memcslap -s 127.0.0.1:$port -t get -c $c -e $e >"$tmp/get.out" 2>&1 || fail "memcslap get under $algo: exit $? $(tail -2 "$tmp/get.out")"
   grep -qiE 'error|fail' "$tmp/set.out" "$tmp/get.out" && fail "memcslap under $algo reported: $(grep -hiE 'error|fail' "$tmp/set.out" "$tmp/get.out" | head -2)"
