@@ -35,6 +35,31 @@
  * acq_rel and every reader loads the word with acquire, so a reader that
  * sees the pointer sees the initialised wrapper.
  *
+ * ---- Invariants and memory ordering -------------------------------------------
+ *  I1 The pointer word of a mutex changes only 0 -> W or 0 -> IP_GLIBC (CAS,
+ *     acq_rel), W -> 0 (pthread_mutex_destroy, when POSIX allows no other
+ *     use) or by pthread_mutex_init (release store).  Readers load it with
+ *     acquire, so whoever sees W sees W fully built (algorithm state included).
+ *  I2 w->owner equals thread T's tag (address of a TLS byte) only while T
+ *     holds w, for RECURSIVE/ERRORCHECK: it is stored after the acquire and
+ *     cleared before the release, and a thread compares it only with its own
+ *     tag, which no other thread stores; so relaxed accesses suffice.  For
+ *     NORMAL it is bookkeeping for fork only.
+ *  I3 w->count and w->hold are read and written only by the holder, between
+ *     its acquire and its release: the algorithm's own acquire/release
+ *     ordering (every algorithm's contract) orders them like any data the
+ *     mutex protects.
+ *  The critical sections themselves are ordered by the algorithm's lock
+ *  (acquire) and unlock (release); the interposer adds no ordering of its own
+ *  on the lock path.
+ *
+ * ---- Waiting ---------------------------------------------------------------------
+ * Threads wait where the algorithm makes them wait, with the policy from
+ * LIBLOCK_WAIT (else the algorithm's default).  The interposer itself waits
+ * only in timedlock (yield, then nanosleep back-off) and in condition
+ * variables (liblock_cond_*, or glibc's futex-based condvar for glibc's
+ * mutexes and the generic protocol).
+ *
  * ---- Mutex types -------------------------------------------------------------
  *  - NORMAL, DEFAULT, ADAPTIVE: the selected algorithm.  Relocking a
  *    NORMAL mutex deadlocks as POSIX says; unlocking one that another thread
