@@ -408,6 +408,34 @@ static void test_types(void)
         CHECK_EQ(pthread_mutex_unlock(&m), 0);
         CHECK_EQ(pthread_mutex_destroy(&m), 0);
     }
+    /* mutexes that are never destroyed (freed, or re-initialised): the
+     * interposer's memory stays bounded by the addresses used */
+    long (*wrappers)(void) = (long (*)(void))dlsym(RTLD_DEFAULT, "liblock_interpose_debug_wrappers");
+    CHECK(wrappers != NULL, "liblock_interpose_debug_wrappers not exported");
+    if (wrappers) {
+        long before = wrappers();
+        for (int i = 0; i < 20000; i++) {
+            pthread_mutex_t *f = calloc(1, sizeof *f);
+            CHECK_EQ(pthread_mutex_lock(f), 0);
+            CHECK_EQ(pthread_mutex_unlock(f), 0);
+            free(f); /* no pthread_mutex_destroy */
+        }
+        pthread_mutex_t again;
+        for (int i = 0; i < 1000; i++) {
+            CHECK_EQ(pthread_mutex_init(&again, NULL), 0); /* no destroy in between */
+            CHECK_EQ(pthread_mutex_lock(&again), 0);
+            CHECK_EQ(pthread_mutex_unlock(&again), 0);
+        }
+        long grown = wrappers() - before;
+        CHECK(grown < 200, "20000 freed + 1000 re-initialised mutexes left %ld wrappers", grown);
+        /* a busy one left behind is not reused: the new mutex must be free */
+        pthread_mutex_t *b = calloc(1, sizeof *b);
+        CHECK_EQ(pthread_mutex_lock(b), 0);
+        memset(b, 0, sizeof *b); /* a new zeroed mutex at the address of a held one */
+        CHECK_EQ(in_thread(b, 0), 0);
+        CHECK_EQ(pthread_mutex_destroy(b), 0);
+        free(b);
+    }
     /* a zeroed mutex (what PTHREAD_MUTEX_INITIALIZER and std::mutex give) */
     pthread_mutex_t *z = calloc(1, sizeof *z);
     CHECK_EQ(pthread_mutex_lock(z), 0);

@@ -81,6 +81,22 @@ int main()
         }
         CHECK(sum == 999L * 1000 / 2);
     }
+    // heap std::mutex objects created and deleted (no pthread_mutex_destroy):
+    // the interposer's memory stays bounded
+    {
+        auto wrappers = reinterpret_cast<long (*)()>(dlsym(RTLD_DEFAULT, "liblock_interpose_debug_wrappers"));
+        if (want && *want)
+            CHECK(wrappers != nullptr);
+        long before = wrappers ? wrappers() : 0;
+        for (int i = 0; i < 20000; i++) {
+            auto *m = new std::mutex;
+            m->lock();
+            m->unlock();
+            delete m;
+        }
+        if (wrappers)
+            CHECK(wrappers() - before < 200);
+    }
     // std::recursive_mutex
     {
         std::recursive_mutex r;

@@ -22,7 +22,8 @@
  * __data.__list.__prev word, which glibc uses only for robust mutexes.  The
  * uncontended path is: load __kind and that pointer (one line), call the
  * algorithm's lock through a pointer cached in the wrapper, store the owner.
- * No hash table, no global lookup.
+ * No hash table, no global lookup on that path (an address table is used
+ * only when a lock is set up or destroyed; see "the registry" below).
  *
  *   pointer word  __kind pass bits   meaning
  *   any           set                glibc's mutex (robust/PI/PP/pshared)
@@ -403,6 +404,7 @@ struct ip_mutex {
     int type;                             /* PTHREAD_MUTEX_NORMAL/RECURSIVE/ERRORCHECK */
     int holds;                            /* algorithm needs per-hold nodes (node path) */
     int api;                              /* delegating algorithm: through the API layer */
+    const void *addr;                     /* the pthread_mutex_t it was made for (reuse table) */
     struct ip_mutex *prev, *next;         /* registry (fork) */
 };
 _Static_assert(offsetof(struct ip_mutex, owner) + sizeof(uintptr_t) <= LL_CACHELINE, "hot fields in one line");
@@ -420,26 +422,107 @@ static pthread_mutex_t reg_mutex = PTHREAD_MUTEX_INITIALIZER; /* real glibc mute
 static struct ip_mutex *reg_mutexes;
 static struct ip_cond *reg_conds;
 
-static void reg_add_mutex(struct ip_mutex *w)
+/* ---- the registry: a list (for fork) and an address table (for reuse) -----
+ * Both are guarded by reg_mutex and touched only when a lock is set up or
+ * destroyed, never on the lock path.  The table maps a pthread_mutex_t's
+ * address to the wrapper last made for it.  A mutex that is never destroyed
+ * (std::mutex, whose destructor does not call pthread_mutex_destroy; C code
+ * that frees a mutex without destroying it) leaves its wrapper behind; when
+ * a new mutex later appears at the same address (zeroed again, or
+ * initialised again), the old wrapper is reused if it is idle, so the memory
+ * kept is bounded by the number of distinct addresses ever used as mutexes
+ * rather than growing with every object. */
+static struct ip_mutex **tab;
+static size_t tab_cap, tab_n;
+static _Atomic long live_wrappers;
+
+static size_t tab_hash(const void *a)
 {
-    R.mutex_lock(&reg_mutex);
+    uint64_t x = (uint64_t)(uintptr_t)a;
+    x ^= x >> 29;
+    x *= 0x9e3779b97f4a7c15ull;
+    return (size_t)(x >> 17);
+}
+
+static long tab_index(const void *a)
+{
+    if (!tab_cap)
+        return -1;
+    for (size_t i = tab_hash(a) & (tab_cap - 1);; i = (i + 1) & (tab_cap - 1)) {
+        if (!tab[i])
+            return -1;
+        if (tab[i]->addr == a)
+            return (long)i;
+    }
+}
+
+static void tab_put(struct ip_mutex *w) /* w->addr not in the table */
+{
+    if ((tab_n + 1) * 2 > tab_cap) {
+        size_t nc = tab_cap ? tab_cap * 2 : 256;
+        struct ip_mutex **nt = calloc(nc, sizeof *nt);
+        if (!nt)
+            return; /* no reuse for this one; nothing else depends on the table */
+        for (size_t i = 0; i < tab_cap; i++)
+            if (tab[i]) {
+                size_t j = tab_hash(tab[i]->addr) & (nc - 1);
+                while (nt[j])
+                    j = (j + 1) & (nc - 1);
+                nt[j] = tab[i];
+            }
+        free(tab);
+        tab = nt;
+        tab_cap = nc;
+    }
+    size_t i = tab_hash(w->addr) & (tab_cap - 1);
+    while (tab[i])
+        i = (i + 1) & (tab_cap - 1);
+    tab[i] = w;
+    tab_n++;
+}
+
+static void tab_del_at(size_t i) /* linear probing: shift the cluster back */
+{
+    tab[i] = NULL;
+    tab_n--;
+    for (size_t j = (i + 1) & (tab_cap - 1); tab[j]; j = (j + 1) & (tab_cap - 1)) {
+        struct ip_mutex *e = tab[j];
+        size_t h = tab_hash(e->addr) & (tab_cap - 1);
+        /* e may move to the hole i if its home h is not in (i, j] */
+        if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
+            tab[i] = e;
+            tab[j] = NULL;
+            i = j;
+        }
+    }
+}
+
+static void list_add_locked(struct ip_mutex *w)
+{
     w->prev = NULL;
     w->next = reg_mutexes;
     if (reg_mutexes)
         reg_mutexes->prev = w;
     reg_mutexes = w;
-    R.mutex_unlock(&reg_mutex);
 }
 
-static void reg_del_mutex(struct ip_mutex *w)
+static void list_del_locked(struct ip_mutex *w)
 {
-    R.mutex_lock(&reg_mutex);
     if (w->prev)
         w->prev->next = w->next;
     else
         reg_mutexes = w->next;
     if (w->next)
         w->next->prev = w->prev;
+}
+
+static void reg_del_mutex(struct ip_mutex *w)
+{
+    R.mutex_lock(&reg_mutex);
+    list_del_locked(w);
+    long i = tab_index(w->addr);
+    if (i >= 0 && tab[i] == w)
+        tab_del_at((size_t)i);
     R.mutex_unlock(&reg_mutex);
 }
 
@@ -492,6 +575,7 @@ static struct ip_mutex *mutex_new(int type)
     }
     w->type = type;
     mutex_set_fns(w);
+    atomic_fetch_add_explicit(&live_wrappers, 1, memory_order_relaxed);
     return w;
 }
 
@@ -499,7 +583,11 @@ static void mutex_free(struct ip_mutex *w)
 {
     liblock_destroy(&w->lock);
     free(w);
+    atomic_fetch_sub_explicit(&live_wrappers, 1, memory_order_relaxed);
 }
+
+/* For tests: wrappers currently allocated. */
+LL_EXPORT long liblock_interpose_debug_wrappers(void) { return atomic_load_explicit(&live_wrappers, memory_order_relaxed); }
 
 static inline _Atomic uintptr_t *mptr(pthread_mutex_t *m) { return (_Atomic uintptr_t *)(void *)&m->__data.__list.__prev; }
 static inline int mkind(const pthread_mutex_t *m) { return *(const volatile int *)&m->__data.__kind; }
@@ -515,6 +603,8 @@ static int kind_to_type(int kind)
         return PTHREAD_MUTEX_NORMAL; /* NORMAL (== DEFAULT in glibc) and ADAPTIVE */
     }
 }
+
+static struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int init);
 
 /* The wrapper of m, setting it up if needed; NULL: glibc handles m. */
 static struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
@@ -549,12 +639,7 @@ static struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
             return NULL;
         return (struct ip_mutex *)z;
     }
-    reg_add_mutex(w);
-    if (atomic_compare_exchange_strong_explicit(pw, &z, (uintptr_t)w, memory_order_acq_rel, memory_order_acquire))
-        return w;
-    reg_del_mutex(w);
-    mutex_free(w);
-    return z == IP_GLIBC ? NULL : (struct ip_mutex *)z;
+    return mutex_install(m, w, 0);
 }
 
 static inline struct ip_mutex *mutex_fast(pthread_mutex_t *m)
@@ -674,6 +759,62 @@ static int w_raw_unlock(struct ip_mutex *w)
     return w->holds ? w_node_release(w) : LL_OPS(&w->lock)->unlock(&w->lock, NULL);
 }
 
+/* Install a wrapper for m (the slow path of set-up; serialised by
+ * reg_mutex).  fresh: a new wrapper of the right type.  init: from
+ * pthread_mutex_init (always install) rather than lazy set-up (install only
+ * if m is still unset; else use what another thread installed).  An idle
+ * wrapper left at m's address by a mutex that was never destroyed is reused
+ * instead of fresh (see the registry above).  Returns the wrapper in use,
+ * or NULL if m turned out to be glibc's. */
+static struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int init)
+{
+    _Atomic uintptr_t *pw = mptr(m);
+    struct ip_mutex *use = fresh;
+    ip_in_setup++; /* an allocator met here (table growth, nodes) stays glibc's */
+    R.mutex_lock(&reg_mutex);
+    uintptr_t p = atomic_load_explicit(pw, memory_order_acquire);
+    if (!init && p != 0) {
+        use = p == IP_GLIBC ? NULL : (struct ip_mutex *)p;
+    } else {
+        long i = tab_index(m);
+        struct ip_mutex *old = i >= 0 ? tab[i] : NULL;
+        int idle = 0;
+        if (old && old != (struct ip_mutex *)p && atomic_load_explicit(&old->owner, memory_order_relaxed) == 0 &&
+            !old->hold && w_raw_trylock(old) == 0) {
+            w_raw_unlock(old);
+            idle = 1;
+        } else if (old && old == (struct ip_mutex *)p && init &&
+                   atomic_load_explicit(&old->owner, memory_order_relaxed) == 0 && !old->hold &&
+                   w_raw_trylock(old) == 0) {
+            w_raw_unlock(old); /* re-initialised without destroy */
+            idle = 1;
+        }
+        if (idle) {
+            old->type = fresh->type;
+            mutex_set_fns(old);
+            atomic_store_explicit(&old->owner, 0, memory_order_relaxed);
+            old->count = 0;
+            use = old;
+        } else {
+            if (old)
+                tab_del_at((size_t)i); /* busy: left behind (leaked), fresh takes its place */
+            fresh->addr = m;
+            list_add_locked(fresh);
+            tab_put(fresh);
+        }
+        if (init) {
+            memset(m, 0, sizeof *m);
+            m->__data.__kind = use->type;
+        }
+        atomic_store_explicit(pw, (uintptr_t)use, memory_order_release);
+    }
+    R.mutex_unlock(&reg_mutex);
+    ip_in_setup--;
+    if (use != fresh)
+        mutex_free(fresh);
+    return use;
+}
+
 /* Relock / owner checks for RECURSIVE and ERRORCHECK.  Returns -1 when the
  * caller must really acquire; otherwise the result of the call. */
 static int w_owner_check(struct ip_mutex *w, int try)
@@ -765,10 +906,7 @@ LL_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *
     ip_in_setup--;
     if (!w)
         return ENOMEM;
-    reg_add_mutex(w);
-    memset(m, 0, sizeof *m);
-    m->__data.__kind = type;
-    atomic_store_explicit(mptr(m), (uintptr_t)w, memory_order_release);
+    mutex_install(m, w, 1);
     return 0;
 }
 
@@ -788,6 +926,7 @@ LL_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
         return r; /* EBUSY: held or waited on; left intact */
     reg_del_mutex(w);
     free(w);
+    atomic_fetch_sub_explicit(&live_wrappers, 1, memory_order_relaxed);
     atomic_store_explicit(mptr(m), 0, memory_order_release);
     return 0;
 }
