@@ -83,8 +83,13 @@ ifneq ($(INTERPOSE_SRCS),)
 INTERPOSE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(INTERPOSE_SRCS))
 $(INTERPOSE_SO): $(INTERPOSE_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $(INTERPOSE_OBJS) $(LIB_OBJS) $(LIBS) -ldl
+	$(CC) -shared -o $@ $(INTERPOSE_OBJS) $(LIB_OBJS) $(LIBS) -ldl $(INTERPOSE_WRAP)
 endif
+# The library objects linked into the interposer call pthread_mutex_* and
+# pthread_cond_* themselves; --wrap sends those calls to __wrap_* in
+# src/interpose/interpose.c (glibc's functions) instead of the interposer's.
+INTERPOSE_WRAP := $(foreach f,mutex_init mutex_destroy mutex_lock mutex_trylock mutex_unlock mutex_timedlock \
+    mutex_clocklock cond_init cond_destroy cond_wait cond_timedwait cond_clockwait cond_signal cond_broadcast,-Wl,--wrap=pthread_$(f))
 
 ifneq ($(PROFILE_SRCS),)
 PROFILE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(PROFILE_SRCS))
