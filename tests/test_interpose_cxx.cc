@@ -94,8 +94,11 @@ int main()
             m->unlock();
             delete m;
         }
+        // Bounded by the distinct addresses the allocator hands out (a few
+        // hundred: wrapper sizes differ per algorithm), not by the 20,000
+        // objects: a leak per object would exceed a tenth of them.
         if (wrappers)
-            CHECK(wrappers() - before < 200);
+            CHECK(wrappers() - before < 2000);
     }
     // std::recursive_mutex
     {

@@ -362,6 +362,13 @@ static void config_load(void)
         return;
     }
     liblock_destroy(&probe);
+    /* Run the library's lazy, once-only initialisations now, inside set-up:
+     * done later from within an interposed lock (e.g. mcscrn asking for its
+     * NUMA node) they would call into hwloc, which takes pthread mutexes that
+     * come back here, and pthread_once would deadlock on itself. */
+    (void)ll_topology_source();
+    (void)ll_cycles_per_ns();
+    (void)ll_spin_budget_cycles();
     cfg.ops = o;
     cfg.active = 1;
 }
