@@ -21,6 +21,8 @@
  *            into another lock of the server, and lock/unlock sections, all
  *            at once; exact counts, no overlap, pool back to one thread.
  *   bad      bad input: errno values and nothing changed.
+ *   fork     a child of fork() gets its servers restarted: the forking
+ *            thread's hold is still its own, CSs run in the child.
  *   stats    statistics readable through the API.
  * Every section runs under the watchdog; no timing is asserted.
  * usage: test_rcl [SECTION...]   (default: all)
@@ -29,6 +31,7 @@
 
 #include <sched.h>
 #include <stdatomic.h>
+#include <sys/wait.h>
 
 static int want(int argc, char **argv, const char *name)
 {
@@ -678,6 +681,37 @@ static void test_bad(void)
     CHECK_EQ(liblock_destroy(&l), 0);
 }
 
+/* ---- fork ----------------------------------------------------------------------------- */
+static void test_fork(void)
+{
+    th_context = "fork";
+    liblock_t l;
+    CHECK_EQ(liblock_init(&l, "rcl", NULL), 0);
+    qcount = 0;
+    CHECK(liblock_execute(&l, cs_inc, &qcount) == &qcount, "before fork");
+    CHECK_EQ(liblock_lock(&l), 0); /* held by the forking thread across the fork */
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* child: the server was restarted; our hold is still ours */
+        alarm(20);
+        int ok = liblock_unlock(&l) == 0;
+        for (int i = 0; i < 100 && ok; i++)
+            ok = liblock_execute(&l, cs_inc, &qcount) == &qcount;
+        ok = ok && qcount == 101;
+        _exit(ok ? 0 : 1);
+    }
+    CHECK(pid > 0, "fork: %s", strerror(errno));
+    CHECK_EQ(liblock_unlock(&l), 0);
+    int st = 0;
+    if (pid > 0) {
+        CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %d", st);
+    }
+    CHECK(liblock_execute(&l, cs_inc, &qcount) == &qcount, "after fork");
+    CHECK_EQ(qcount, 2);
+    CHECK_EQ(liblock_destroy(&l), 0);
+}
+
 /* ---- stats -------------------------------------------------------------------------- */
 static void test_stats(void)
 {
@@ -725,6 +759,8 @@ int main(int argc, char **argv)
         test_chaos();
     if (want(argc, argv, "nested"))
         test_nested();
+    if (want(argc, argv, "fork"))
+        test_fork();
     if (want(argc, argv, "stats"))
         test_stats();
     /* the default server is stopped here so no SCHED_FIFO thread outlives the test */

@@ -112,6 +112,11 @@ static int id_alloc(void)
     return id;
 }
 
+/* fork() support (server.c): the ids bitmap must not be copied mid-update. */
+void rcl_ids_fork_prepare(void) { pthread_mutex_lock(&ids_mutex); }
+void rcl_ids_fork_parent(void) { pthread_mutex_unlock(&ids_mutex); }
+void rcl_ids_fork_child(void) { pthread_mutex_init(&ids_mutex, NULL); }
+
 static void id_free(int id)
 {
     pthread_mutex_lock(&ids_mutex);

@@ -123,6 +123,9 @@ struct rcl_tls {
 };
 extern __thread struct rcl_tls rcl_tls __attribute__((tls_model("initial-exec")));
 
+void rcl_ids_fork_prepare(void);
+void rcl_ids_fork_parent(void);
+void rcl_ids_fork_child(void);
 unsigned rcl_slot_capacity(void);
 unsigned rcl_client_watermark(void);  /* 1 + highest client id in use */
 unsigned rcl_clients_in_use(void);

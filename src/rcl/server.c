@@ -127,6 +127,7 @@ char rcl_op_markers[4];
 #endif
 
 static pthread_mutex_t servers_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t default_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct rcl_server *all_servers;    /* every server ever started (records are kept) */
 
 /* ======================================================================
@@ -809,8 +810,6 @@ static void parse_default_cpus(void)
         default_cpus[ndefault++] = ncpus - 1;
 }
 
-static pthread_mutex_t default_mutex = PTHREAD_MUTEX_INITIALIZER;
-
 static struct rcl_server *default_get(int idx)
 {
     struct rcl_server *s = default_srv[idx];
@@ -940,6 +939,87 @@ LL_EXPORT int liblock_server_stats(liblock_server_t *h, liblock_server_stats_t *
     o->slow_path_rate = o->passes ? (double)o->slow_path_passes / (double)o->passes : 0.0;
     pthread_mutex_unlock(&servers_mutex);
     return 0;
+}
+
+/* ---- fork() ----------------------------------------------------------------
+ * The child of a fork has only the forking thread: every server's threads
+ * are gone.  The child handler restarts each running server in the child
+ * (same slots, same locks): it drops the requests of threads that do not
+ * exist there, clears the slot claims, resets the pool and creates a new
+ * servicing thread, manager and backup.  Locks keep their state: a lock
+ * held through liblock_lock by the forking thread is still held by it; one
+ * held by another thread, or by a CS that was running on the server, stays
+ * held (as a glibc mutex would).  The handlers are registered by a
+ * high-priority constructor so that the child handler runs before those of
+ * other components (the interposer's child handler takes locks). */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&default_mutex);
+    pthread_mutex_lock(&servers_mutex);
+    rcl_ids_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+    rcl_ids_fork_parent();
+    pthread_mutex_unlock(&servers_mutex);
+    pthread_mutex_unlock(&default_mutex);
+}
+
+static void restart_in_child(struct rcl_server *s)
+{
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
+    pthread_mutex_init(&s->pool_mutex, &ma);
+    pthread_mutexattr_destroy(&ma);
+    for (unsigned i = 0; i < s->nslots; i++) {
+        atomic_store_explicit(&s->slots[i].fn, NULL, memory_order_relaxed);
+        atomic_store_explicit(&s->busy[i], 0, memory_order_relaxed);
+    }
+    for (int i = 0; i < s->nthreads; i++)
+        free(s->threads[i]); /* their threads do not exist here */
+    s->nthreads = 0;
+    s->prepared = NULL;
+    s->nprepared = 0;
+    atomic_store_explicit(&s->n_free, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->n_servicing, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->idle, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->backup_req, 0, memory_order_relaxed);
+    s->have_manager = s->have_backup = 0;
+    pthread_mutex_lock(&s->pool_mutex);
+    int err = spawn_sthread(s);
+    if (err == EPERM && !s->degraded) {
+        s->degraded = 1;
+        err = spawn_sthread(s);
+    }
+    pthread_mutex_unlock(&s->pool_mutex);
+    if (err) {
+        ll_warn_once("rcl_fork", "liblock: rcl: cannot restart the server on CPU %d after fork (%s)", s->cpu,
+                     strerror(err));
+        return;
+    }
+    if (create_aux(s, &s->manager, manager_main, s->prio_mgr) == 0)
+        s->have_manager = 1;
+    if (create_aux(s, &s->backup, backup_main, s->prio_backup) == 0)
+        s->have_backup = 1;
+}
+
+static void fork_child(void)
+{
+    rcl_ids_fork_child();
+    pthread_mutex_init(&servers_mutex, NULL);
+    pthread_mutex_init(&default_mutex, NULL);
+    if (rcl_tls.my_server)
+        return; /* forked from a server thread: leave the servers alone */
+    for (struct rcl_server *s = all_servers; s; s = s->next_all)
+        if (!atomic_load_explicit(&s->stopping, memory_order_relaxed))
+            restart_in_child(s);
+}
+
+__attribute__((constructor(101))) static void rcl_register_fork(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 /* At exit: print statistics when LIBLOCK_STATS=1, then stop every server
