@@ -48,7 +48,7 @@ LIB_A  := $(BUILD)/lib/liblock.a
 INTERPOSE_SO := $(if $(INTERPOSE_SRCS),$(BUILD)/lib/liblock-interpose.so)
 PROFILE_SO := $(if $(PROFILE_SRCS),$(BUILD)/lib/liblock-profile.so)
 
-.PHONY: all deps test demo install clean tsan-test FORCE
+.PHONY: all deps test demo install clean tsan-test tsan-build FORCE
 all: $(LIB_SO) $(LIB_A) $(INTERPOSE_SO) $(PROFILE_SO) $(TEST_BINS) $(TEST_CXX_BINS) $(BENCH_BINS) $(TOOL_BINS)
 
 # The registry is generated from the file names in src/locks/: NAME.c must
@@ -114,18 +114,22 @@ $(BUILD)/bin/%: tools/%.c $(LIB_A)
 deps:
 	@scripts/deps.sh
 
-# `make test`: install what is missing, build, run every test program under a
-# time bound, then the stress tests under ThreadSanitizer, then the install
-# test.  tests/run.sh prints the "N passed, N failed" summary.
+# `make test`: install what is missing, build (normal and ThreadSanitizer
+# trees), then tests/run.sh runs every test program and script under a time
+# bound, the TSan subset at a smaller scale, and prints "N passed, N failed".
+# Tests that also run under ThreadSanitizer (smaller scale).
+TSAN_TESTS ?= test_stress test_api test_cond test_wait
+TSAN_LIBS := -pthread -lm -fsanitize=thread $(filter-out -pthread -lm,$(LIBS))
 test: deps
 	$(MAKE) all
-	tests/run.sh $(BUILD)
-	$(MAKE) tsan-test
-	tests/install_test.sh
+	$(MAKE) tsan-build
+	LIBLOCK_TSAN_BUILD=build-tsan LIBLOCK_TSAN_TESTS="$(TSAN_TESTS)" tests/run.sh $(BUILD)
 
-tsan-test:
-	$(MAKE) BUILD=build-tsan OPT=-O1 EXTRA_CFLAGS="-fsanitize=thread" LIBS="-pthread -lm -fsanitize=thread $(filter-out -pthread -lm,$(LIBS))" build-tsan/tests/test_stress
-	LIBLOCK_TEST_SCALE=tsan tests/run.sh build-tsan test_stress
+tsan-build:
+	$(MAKE) BUILD=build-tsan OPT=-O1 EXTRA_CFLAGS="-fsanitize=thread" LIBS="$(TSAN_LIBS)" $(addprefix build-tsan/tests/,$(TSAN_TESTS))
+
+tsan-test: tsan-build
+	LIBLOCK_TSAN_BUILD=build-tsan LIBLOCK_TSAN_TESTS="$(TSAN_TESTS)" tests/run.sh $(BUILD) --only-tsan
 
 demo: deps
 	$(MAKE) all
