@@ -194,6 +194,23 @@ def print_table(rows):
             print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
 
 
+def print_matrix(rows, combos, threads_list):
+    """Sweep: median throughput, one row per thread count, one column per combination."""
+    labels = [c[0] for c in combos if any(r["combo"] == c[0] for r in rows)]
+    lines = [["threads"] + labels]
+    for t in threads_list:
+        line = [str(t)]
+        for lab in labels:
+            r = next((r for r in rows if r["combo"] == lab and r["threads"] == t), None)
+            line.append(fmt(r["throughput_median"]) if r else "-")
+        lines.append(line)
+    widths = [max(len(l[i]) for l in lines) for i in range(len(lines[0]))]
+    for i, l in enumerate(lines):
+        print("| " + " | ".join(c.rjust(w) for c, w in zip(l, widths)) + " |")
+        if i == 0:
+            print("|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|")
+
+
 def plot(path, rows, combos, workload):
     import matplotlib
     matplotlib.use("Agg")
@@ -274,6 +291,9 @@ def run(args, env):
           f"ratios vs {ref}; probe {fmt(min(r['probe_min_ns'] or 0 for r in rows))}-"
           f"{fmt(max(r['probe_max_ns'] or 0 for r in rows))} ns")
     print_table(rows)
+    if args.mode == "sweep":
+        print("\nmedian throughput (operations/s):")
+        print_matrix(rows, combos, threads_list)
     print(f"raw runs: {raw}\nsummary:  {summ}")
     if args.mode == "sweep" and not args.no_plot:
         png = os.path.join(outdir, stem + ".png")
