@@ -48,7 +48,7 @@ LIB_A  := $(BUILD)/lib/liblock.a
 INTERPOSE_SO := $(if $(INTERPOSE_SRCS),$(BUILD)/lib/liblock-interpose.so)
 PROFILE_SO := $(if $(PROFILE_SRCS),$(BUILD)/lib/liblock-profile.so)
 
-.PHONY: all deps test demo install clean tsan-test tsan-build FORCE
+.PHONY: all deps test demo install clean sanitizer-test sanitizer-build FORCE
 all: $(LIB_SO) $(LIB_A) $(INTERPOSE_SO) $(PROFILE_SO) $(TEST_BINS) $(TEST_CXX_BINS) $(BENCH_BINS) $(TOOL_BINS)
 
 # The registry is generated from the file names in src/locks/: NAME.c must
@@ -83,8 +83,13 @@ ifneq ($(INTERPOSE_SRCS),)
 INTERPOSE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(INTERPOSE_SRCS))
 $(INTERPOSE_SO): $(INTERPOSE_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $(INTERPOSE_OBJS) $(LIB_OBJS) $(LIBS) -ldl
+	$(CC) -shared -o $@ $(INTERPOSE_OBJS) $(LIB_OBJS) $(LIBS) -ldl $(INTERPOSE_WRAP)
 endif
+# The library objects linked into the interposer call pthread_mutex_* and
+# pthread_cond_* themselves; --wrap sends those calls to __wrap_* in
+# src/interpose/interpose.c (glibc's functions) instead of the interposer's.
+INTERPOSE_WRAP := $(foreach f,mutex_init mutex_destroy mutex_lock mutex_trylock mutex_unlock mutex_timedlock \
+    mutex_clocklock cond_init cond_destroy cond_wait cond_timedwait cond_clockwait cond_signal cond_broadcast,-Wl,--wrap=pthread_$(f))
 
 ifneq ($(PROFILE_SRCS),)
 PROFILE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(PROFILE_SRCS))
@@ -114,22 +119,27 @@ $(BUILD)/bin/%: tools/%.c $(LIB_A)
 deps:
 	@scripts/deps.sh
 
-# `make test`: install what is missing, build (normal and ThreadSanitizer
-# trees), then tests/run.sh runs every test program and script under a time
-# bound, the TSan subset at a smaller scale, and prints "N passed, N failed".
-# Tests that also run under ThreadSanitizer (smaller scale).
-TSAN_TESTS ?= test_stress test_api test_cond test_wait
+# `make test`: install what is missing, build (normal, ThreadSanitizer and
+# AddressSanitizer+UBSan trees), then tests/run.sh runs every test program
+# and script under a time bound, the sanitizer subsets at a smaller scale,
+# and prints "N passed, N failed".
+TSAN_TESTS ?= test_stress test_api test_cond test_wait test_lifo_cond
+ASAN_TESTS ?= test_threads test_api test_stress
 TSAN_LIBS := -pthread -lm -fsanitize=thread $(filter-out -pthread -lm,$(LIBS))
+ASAN_LIBS := -pthread -lm -fsanitize=address,undefined $(filter-out -pthread -lm,$(LIBS))
+SAN_ENV = LIBLOCK_TSAN_BUILD=build-tsan LIBLOCK_TSAN_TESTS="$(TSAN_TESTS)" \
+          LIBLOCK_ASAN_BUILD=build-asan LIBLOCK_ASAN_TESTS="$(ASAN_TESTS)"
 test: deps
 	$(MAKE) all
-	$(MAKE) tsan-build
-	LIBLOCK_TSAN_BUILD=build-tsan LIBLOCK_TSAN_TESTS="$(TSAN_TESTS)" tests/run.sh $(BUILD)
+	$(MAKE) sanitizer-build
+	$(SAN_ENV) tests/run.sh $(BUILD)
 
-tsan-build:
+sanitizer-build:
 	$(MAKE) BUILD=build-tsan OPT=-O1 EXTRA_CFLAGS="-fsanitize=thread" LIBS="$(TSAN_LIBS)" $(addprefix build-tsan/tests/,$(TSAN_TESTS))
+	$(MAKE) BUILD=build-asan OPT=-O1 EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" LIBS="$(ASAN_LIBS)" $(addprefix build-asan/tests/,$(ASAN_TESTS))
 
-tsan-test: tsan-build
-	LIBLOCK_TSAN_BUILD=build-tsan LIBLOCK_TSAN_TESTS="$(TSAN_TESTS)" tests/run.sh $(BUILD) --only-tsan
+sanitizer-test: sanitizer-build
+	$(SAN_ENV) tests/run.sh $(BUILD) --only-sanitizers
 
 demo: deps
 	$(MAKE) all
@@ -148,6 +158,6 @@ install: $(LIB_SO) $(LIB_A) $(INTERPOSE_SO) $(PROFILE_SO) $(TOOL_BINS) $(BENCH_B
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBS@|$(LIBS)|g' liblock.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/liblock.pc
 
 clean:
-	rm -rf build build-tsan
+	rm -rf build build-tsan build-asan
 
 FORCE:

@@ -2,22 +2,25 @@
 # Run the tests, each under a time bound, and print "N passed, N failed".
 #   tests/run.sh BUILD_DIR                 every build/tests/test_* program and tests/test_*.sh
 #   tests/run.sh BUILD_DIR NAME...         just those
-#   tests/run.sh BUILD_DIR --only-tsan     just the ThreadSanitizer subset
-# With LIBLOCK_TSAN_BUILD and LIBLOCK_TSAN_TESTS set, the programs named in
-# LIBLOCK_TSAN_TESTS are also run from the TSan build at a smaller scale.
+#   tests/run.sh BUILD_DIR --only-sanitizers   just the sanitizer subsets
+# With LIBLOCK_TSAN_BUILD/LIBLOCK_TSAN_TESTS (ThreadSanitizer) and
+# LIBLOCK_ASAN_BUILD/LIBLOCK_ASAN_TESTS (AddressSanitizer + UBSan + leak
+# checking) set, those programs also run from the sanitizer builds at a
+# smaller scale.
 set -u
 build=${1:-build}; shift || true
 cd "$(dirname "$0")/.." || exit 2
-only_tsan=0
-if [ "${1:-}" = "--only-tsan" ]; then only_tsan=1; shift; fi
+only_san=0
+if [ "${1:-}" = "--only-sanitizers" ]; then only_san=1; shift; fi
 tests=()
 if [ $# -gt 0 ]; then tests=("$@");
-elif [ $only_tsan -eq 0 ]; then
+elif [ $only_san -eq 0 ]; then
   for f in "$build"/tests/test_*; do [ -x "$f" ] && tests+=("$(basename "$f")"); done
   for f in tests/test_*.sh; do [ -f "$f" ] && tests+=("$(basename "$f")"); done
 fi
-if [ -n "${LIBLOCK_TSAN_BUILD:-}" ] && [ $# -eq 0 ]; then
-  for t in ${LIBLOCK_TSAN_TESTS:-}; do tests+=("tsan:$t"); done
+if [ $# -eq 0 ]; then
+  [ -n "${LIBLOCK_TSAN_BUILD:-}" ] && for t in ${LIBLOCK_TSAN_TESTS:-}; do tests+=("tsan:$t"); done
+  [ -n "${LIBLOCK_ASAN_BUILD:-}" ] && for t in ${LIBLOCK_ASAN_TESTS:-}; do tests+=("asan:$t"); done
 fi
 limit=${LIBLOCK_TEST_LIMIT:-900}
 pass=0; fail=0; failed=()
@@ -28,6 +31,8 @@ for t in "${tests[@]}"; do
   case "$t" in
     tsan:*) cmd=("$LIBLOCK_TSAN_BUILD/tests/${t#tsan:}")
             envs=(LIBLOCK_TEST_SCALE=tsan "TSAN_OPTIONS=halt_on_error=0 exitcode=66 ${TSAN_OPTIONS:-}") ;;
+    asan:*) cmd=("$LIBLOCK_ASAN_BUILD/tests/${t#asan:}")
+            envs=(LIBLOCK_TEST_SCALE=small "ASAN_OPTIONS=detect_leaks=1 ${ASAN_OPTIONS:-}") ;;
     *.sh)   cmd=(bash "tests/$t" "$build") ;;
     *)      cmd=("$build/tests/$t") ;;
   esac
