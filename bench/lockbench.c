@@ -360,7 +360,7 @@ int main(int argc, char **argv)
         }
     }
 
-    double probe0 = cfg.probe && ncpu > 1 ? probe_default() : -1;
+    double probe0 = cfg.probe && ncpu > 1 ? probe_quick() : -1;
 
     pthread_barrier_init(&start_bar, NULL, (unsigned)nworkers + 1);
     for (long i = 0; i < nworkers; i++) {
@@ -391,7 +391,7 @@ int main(int argc, char **argv)
         for (long i = 0; i < nworkers; i++)
             pthread_join(w[i].th, NULL);
 
-    double probe1 = cfg.probe && ncpu > 1 && !stuck ? probe_default() : -1;
+    double probe1 = cfg.probe && ncpu > 1 && !stuck ? probe_quick() : -1;
 
     /* ---- results ---- */
     struct hist all;
