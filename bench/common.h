@@ -275,12 +275,23 @@ static inline double hist_quantile(const struct hist *h, double q)
 }
 
 /* ---- small helpers ------------------------------------------------------- */
+/* The cycle clock as a compiler barrier: ll_cycles() is an asm without a
+ * memory clobber, so the compiler could move the loads being timed across
+ * it (a pointer chase would then be timed as nothing). */
+static inline uint64_t bench_cycles(void)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    uint64_t c = ll_cycles();
+    atomic_signal_fence(memory_order_seq_cst);
+    return c;
+}
+
 static inline void busy_cycles(uint64_t n)
 {
     if (!n)
         return;
-    uint64_t t0 = ll_cycles();
-    while (ll_cycles() - t0 < n)
+    uint64_t t0 = bench_cycles();
+    while (bench_cycles() - t0 < n)
         ll_pause();
 }
 

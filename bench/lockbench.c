@@ -146,9 +146,9 @@ static void *worker_main(void *p)
         if (a->c)
             chain_walk_fast(a->cbase, a->chead, a->c); /* context used before the CS */
         a->ran = 0;
-        uint64_t t0 = ll_cycles();
+        uint64_t t0 = bench_cycles();
         void *r = liblock_execute(&lock, critical_section, a);
-        uint64_t t1 = ll_cycles();
+        uint64_t t1 = bench_cycles();
         if (!r || !a->ran) {
             w->err = errno ? errno : EIO;
             break;
@@ -156,7 +156,7 @@ static void *worker_main(void *p)
         hist_add(&w->h, t1 - t0);
         w->count = i + 1;
         if (delay)
-            while (ll_cycles() - t1 < delay)
+            while (bench_cycles() - t1 < delay)
                 ll_pause();
     }
     w->end_ns = ll_now_ns();
