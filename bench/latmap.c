@@ -23,6 +23,7 @@
 #include <getopt.h>
 #include <sys/mman.h>
 #include "common.h"
+#include "probe.h"
 
 static const char usage_text[] =
     "usage: latmap [options]\n"
@@ -238,6 +239,7 @@ int main(int argc, char **argv)
         for (int oi = 0; oi < nc; oi++)
             for (int ri = 0; ri < nc; ri++) {
                 double v[101];
+                double probe0 = m.ncpus > 1 ? probe_quick() : -1;
                 for (long r = 0; r < reps; r++) {
                     if (cpus[oi] == cpus[ri]) {
                         run_on(cpus[oi], owner_reader_main, &j);
@@ -247,6 +249,7 @@ int main(int argc, char **argv)
                     }
                     v[r] = (double)j.cycles / (double)n;
                 }
+                double probe1 = m.ncpus > 1 ? probe_quick() : -1;
                 qsort(v, (size_t)reps, sizeof *v, cmpd);
                 struct record rec = {0};
                 REC_S(&rec, "benchmark", "latmap");
@@ -260,6 +263,8 @@ int main(int argc, char **argv)
                 REC_N(&rec, "cycles_per_line_max", "%.2f", v[reps - 1]);
                 REC_N(&rec, "ns_per_line", "%.2f", v[reps / 2] / ghz);
                 REC_S(&rec, "caches", "%s", caches);
+                REC_N(&rec, "probe_before_ns", "%.1f", probe0);
+                REC_N(&rec, "probe_after_ns", "%.1f", probe1);
                 rec_machine(&rec, &m);
                 rec_print(&rec, FMT_JSON, 0, stdout);
                 rec_free(&rec);

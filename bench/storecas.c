@@ -2,6 +2,10 @@
  * storecas - the cost of a store and of a CAS on one shared cache line as
  * the number of threads writing it grows.
  *
+ * Operations: a plain store (its cost to the writer is mostly hidden by the
+ * store buffer until the buffer fills), a store followed by a full fence
+ * (the writer waits until it owns the line: the coherence cost), and a CAS.
+ *
  * Source: thesis section 2.5 (seed 000, Fig. 2.7b; digest section 2): one
  * monitored thread times its operations on a shared variable while the other
  * threads write random values to the same variable.  Here the monitored
@@ -16,11 +20,13 @@
  */
 #include <getopt.h>
 #include "common.h"
+#include "probe.h"
 
 static const char usage_text[] =
     "usage: storecas [options]\n"
     "  -t, --threads LIST  thread counts incl. the monitored one (default 1..CPUs, 2xCPUs, 4xCPUs)\n"
-    "  -o, --ops LIST      store,cas (default both)\n"
+    "  -o, --ops LIST      of store, cas, store-fence (store then a full fence: the cost of\n"
+    "                      the store becoming visible, not hidden by the store buffer) (default all)\n"
     "  -n, --batches N     timed batches of 100 operations (default 20000)\n"
     "  -r, --reps N        repetitions, median reported (default 3)\n"
     "      --quick         tiny run for tests\n"
@@ -40,7 +46,10 @@ static int op_cas;
 
 static inline void do_op(uint64_t v)
 {
-    if (op_cas) {
+    if (op_cas == 2) { /* the store, and waiting until it is visible to the other CPUs */
+        atomic_store_explicit(&shared_word, v, memory_order_relaxed);
+        atomic_thread_fence(memory_order_seq_cst);
+    } else if (op_cas) {
         uint64_t old = atomic_load_explicit(&shared_word, memory_order_relaxed);
         atomic_compare_exchange_strong_explicit(&shared_word, &old, v, memory_order_seq_cst, memory_order_relaxed);
     } else {
@@ -118,7 +127,7 @@ int main(int argc, char **argv)
         tl[nt++] = t;
     tl[nt++] = 2 * ncpu;
     tl[nt++] = 4 * ncpu;
-    int ops[2] = {0, 1}, nops = 2;
+    int ops[3] = {0, 1, 2}, nops = 3;
     long batches = 20000, reps = 3;
     int o;
     opterr = 0;
@@ -138,16 +147,20 @@ int main(int argc, char **argv)
                 usage_fail("--threads: empty list", optarg);
             break;
         }
-        case 'o':
-            if (!strcmp(optarg, "store"))
-                ops[0] = 0, nops = 1;
-            else if (!strcmp(optarg, "cas"))
-                ops[0] = 1, nops = 1;
-            else if (!strcmp(optarg, "store,cas") || !strcmp(optarg, "cas,store"))
-                nops = 2;
-            else
-                usage_fail("--ops must be store, cas or store,cas, not", optarg);
+        case 'o': {
+            char buf[128];
+            snprintf(buf, sizeof buf, "%s", optarg);
+            nops = 0;
+            for (char *sv, *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
+                int op = !strcmp(t, "store") ? 0 : !strcmp(t, "cas") ? 1 : !strcmp(t, "store-fence") ? 2 : -1;
+                if (op < 0 || nops >= 3)
+                    usage_fail("--ops: each must be store, cas or store-fence:", t);
+                ops[nops++] = op;
+            }
+            if (!nops)
+                usage_fail("--ops: empty list", optarg);
             break;
+        }
         case 'n':
             if (parse_long(optarg, 10, 100000000, &batches))
                 usage_fail("--batches must be 10..1e8, not", optarg);
@@ -173,16 +186,18 @@ int main(int argc, char **argv)
     machine_describe(&m);
     double ghz = m.tsc_ghz > 0 ? m.tsc_ghz : 1;
     for (int ti = 0; ti < nt; ti++)
-        for (int oi = 0; oi < nops; oi++) { /* store and CAS interleaved at each count */
+        for (int oi = 0; oi < nops; oi++) { /* the operations interleaved at each count */
             op_cas = ops[oi];
             double md[101], p9[101];
+            double probe0 = m.ncpus > 1 ? probe_quick() : -1;
             for (long r = 0; r < reps; r++)
                 measure(tl[ti], batches, &md[r], &p9[r]);
+            double probe1 = m.ncpus > 1 ? probe_quick() : -1;
             qsort(md, (size_t)reps, sizeof *md, cmpd);
             qsort(p9, (size_t)reps, sizeof *p9, cmpd);
             struct record rec = {0};
             REC_S(&rec, "benchmark", "storecas");
-            REC_S(&rec, "op", "%s", op_cas ? "cas" : "store");
+            REC_S(&rec, "op", "%s", op_cas == 2 ? "store-fence" : op_cas ? "cas" : "store");
             REC_N(&rec, "threads", "%d", tl[ti]);
             REC_N(&rec, "oversubscribed", "%d", tl[ti] > ncpu);
             REC_N(&rec, "batch", "%d", BATCH);
@@ -193,6 +208,8 @@ int main(int argc, char **argv)
             REC_N(&rec, "cycles_per_op_max", "%.2f", md[reps - 1]);
             REC_N(&rec, "cycles_per_op_p90", "%.2f", p9[reps / 2]);
             REC_N(&rec, "ns_per_op", "%.2f", md[reps / 2] / ghz);
+                REC_N(&rec, "probe_before_ns", "%.1f", probe0);
+                REC_N(&rec, "probe_after_ns", "%.1f", probe1);
             rec_machine(&rec, &m);
             rec_print(&rec, FMT_JSON, 0, stdout);
             rec_free(&rec);

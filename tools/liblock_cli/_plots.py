@@ -135,7 +135,9 @@ def heatmap(matrix, rows, cols, title, cbar_label, path, fmt="{:.0f}", log=False
     for r, row in enumerate(matrix):
         for c, v in enumerate(row):
             if v is not None and not (isinstance(v, float) and math.isnan(v)):
-                ax.text(c, r, fmt.format(v), ha="center", va="center", fontsize=7, color="white")
+                frac = im.norm(v)  # light cells get dark text
+                ax.text(c, r, fmt.format(v), ha="center", va="center", fontsize=7,
+                        color="black" if frac is not None and float(frac) > 0.6 else "white")
     if overlay:
         overlay(ax)
     cb = fig.colorbar(im, ax=ax)
