@@ -25,7 +25,7 @@ bad() { checks=$((checks+1)); fail=$((fail+1)); echo "FAIL: $*" >&2; }
 "$build/bin/liblock-info" > "$tmp/algos.jsonl"
 while read -r line; do
   name=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["name"])' "$line")
-  for k in 1 5; do
+  for k in 5; do
     out=$(timeout 60 "$lb" -a "$name" -t 3 -n 300 -k $k -c 1 -d 200 -T 20 --no-probe -l "t-$name")
     rc=$?
     echo "$out" > "$tmp/run.json"
@@ -101,7 +101,7 @@ for cmd in "latmap --quick" "storecas --quick" "nullrpc --quick" "rpcbench --qui
   prog=${cmd%% *}
   [ -x "$build/bin/$prog" ] || { bad "$prog missing"; continue; }
   # shellcheck disable=SC2086
-  if timeout 60 "$build/bin/$cmd" > "$tmp/$prog.jsonl" 2> "$tmp/$prog.err" &&
+  if timeout 60 "$build/bin/$prog" ${cmd#* } > "$tmp/$prog.jsonl" 2> "$tmp/$prog.err" &&
      python3 -c '
 import json,sys
 rs=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]

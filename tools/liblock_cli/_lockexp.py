@@ -101,10 +101,20 @@ def run(args, env):
     dom = R.dominant_regime(rows)
     meta = R.write_meta(d, env, args, {"experiment": exp, "algorithms": algos, "duration_s": duration,
                                        "dominant_regime": dom, "runs": len(rows), "baseline": args.baseline})
-    print_table(exp, rows, summary, algos, args.baseline, dom, keys)
+    if dom is None and any(r.get("status") == "ok" for r in rows):
+        print_table(exp, rows, summary, algos, args.baseline, None, keys)
+        print("no run had agreeing probes (the machine is busy?): medians of all ok runs, unfiltered,"
+              " shown without ratios; they are NOT comparable across algorithms")
+        print_table(exp, rows, R.unfiltered_summary(rows, keys, METRICS), algos, args.baseline, R.UNFILTERED, keys)
+    else:
+        print_table(exp, rows, summary, algos, args.baseline, dom, keys)
     if not args.no_plot:
         from . import _plots
-        for f in _plots.lockbench_plots(exp, summary, dom, d, meta):
+        psum, preg = summary, dom
+        if dom is None:
+            psum, preg = R.unfiltered_summary(rows, keys, METRICS), R.UNFILTERED
+            print("no run had agreeing probes: the plot shows all ok runs, unfiltered (not comparable)")
+        for f in _plots.lockbench_plots(exp, psum, preg, d, meta):
             print(f"plot: {f}")
     print(f"results: {d}/runs.csv, {d}/summary.csv")
     return 0

@@ -246,3 +246,18 @@ def write_meta(d, env, args, extra=None):
     with open(os.path.join(d, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
     return meta
+
+
+UNFILTERED = "unfiltered"
+
+
+def unfiltered_summary(rows, keys, metrics):
+    """When no run had agreeing probes (a loaded machine): medians over all
+    ok runs, under the regime name 'unfiltered', so plots still show
+    something; tables and plots say that these are not comparable."""
+    tmp = []
+    for r in rows:
+        r2 = dict(r)
+        r2["regime"], r2["probe_agree"] = UNFILTERED, 1
+        tmp.append(r2)
+    return [s for s in summarise(tmp, keys, metrics) if s.get("n")]
