@@ -28,10 +28,13 @@ def lockbench_plots(exp, summary, regime, d, meta):
         return []
     plt = _plt()
     sel = [s for s in summary if s.get("regime") == regime and s.get("n")]
-    algos = []
-    for s in sel:
-        if s["algorithm"] not in algos:
-            algos.append(s["algorithm"])
+    present = {s["algorithm"] for s in sel}
+    algos = [a for a in meta.get("algorithms", []) if a in present]
+    base = meta.get("baseline")
+    if base in algos:  # the baseline first, then the registry order
+        algos.remove(base)
+        algos.insert(0, base)
+    algos += sorted(present - set(algos))
     files = []
     if exp in ("contention", "headline"):
         lines = sorted({s["lines"] for s in sel})
@@ -93,12 +96,15 @@ def lockbench_plots(exp, summary, regime, d, meta):
         fig, ax = plt.subplots(figsize=(max(7, 1.1 * len(algos) + 3), 4.6))
         width = 0.8 / max(1, len(pts))
         for j, (k, dl) in enumerate(pts):
-            ys = []
+            ys, lo, hi = [], [], []
             for a in algos:
                 s = next((s for s in sel if s["algorithm"] == a and s["lines"] == k and s["delay_cycles"] == dl), None)
                 ys.append(s["lat_cycles_mean_median"] if s else 0)
+                lo.append(s["lat_cycles_mean_median"] - s["lat_cycles_mean_min"] if s else 0)
+                hi.append(s["lat_cycles_mean_max"] - s["lat_cycles_mean_median"] if s else 0)
             cont = {100: "high", 2000000: "low"}.get(int(dl), f"d={dl:g}")
             ax.bar([i + (j - (len(pts) - 1) / 2) * width for i in range(len(algos))], ys, width,
+                   yerr=[lo, hi], capsize=2, error_kw=dict(lw=0.7),
                    label=f"{cont} contention, {k} line{'s' if k != 1 else ''}")
         ax.set_xticks(range(len(algos)))
         ax.set_xticklabels(algos, rotation=30, ha="right")
@@ -106,7 +112,8 @@ def lockbench_plots(exp, summary, regime, d, meta):
         ax.set_ylabel("cycles per critical section (mean)")
         ax.grid(True, axis="y", which="both", alpha=0.3)
         ax.legend(fontsize=8)
-        ax.set_title(f"headline: every algorithm, lower is better\n{_subtitle(meta, regime)}", fontsize=9)
+        ax.set_title(f"headline: every algorithm, lower is better (missing bar: no usable run in this regime)\n"
+                     f"{_subtitle(meta, regime)}", fontsize=9)
         fig.tight_layout()
         f = os.path.join(d, "headline.png")
         fig.savefig(f, dpi=110)
