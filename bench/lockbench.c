@@ -21,14 +21,19 @@
  * ping-pong probe before and after the run (bench/probe.h, ARCHITECTURE.md
  * section 7).
  *
- * Hardware-thread budget (thesis section 5.2: "with RCL, one hardware thread
- * is the server"): for an algorithm with LIBLOCK_PROP_DELEGATES the default
- * convention "server" keeps one CPU for the server and runs T-1 client
- * threads on the others; "all" runs T threads whatever the algorithm.  The
- * output states which was used.  When the library provides RCL servers
+ * Hardware-thread budget (thesis section 5.2: "in the case of RCL, critical
+ * sections are executed on h - 2 hardware threads only, since ... another
+ * one is dedicated to a RCL server"): for an algorithm with
+ * LIBLOCK_PROP_DELEGATES that runs its critical sections on a server, the
+ * default convention "server" keeps one CPU for the server and runs T-1
+ * client threads on the others.  Delegating algorithms without a server
+ * (combining locks: the combiner is one of the workers) run T workers, as
+ * in the thesis.  Which is which is asked of the library
+ * (liblock_server_of); if it cannot say, every delegating algorithm gets the
+ * server convention.  "--convention all|server" forces one.  The output
+ * states which was used.  When the library provides RCL servers
  * (liblock_server_start), lockbench starts one on the server CPU and passes
- * it to the lock through its attribute; otherwise the algorithm places its
- * own server or combiner.
+ * it to the lock through its attribute.
  *
  * Every run is bounded in time: a run that has not finished TIMEOUT seconds
  * after its end (fixed time) or its start (fixed count) is reported with
@@ -51,6 +56,8 @@
  * reference is NULL and the algorithm manages its own server. */
 #pragma weak liblock_server_start
 #pragma weak liblock_server_stop
+liblock_server_t *liblock_server_of(const liblock_t *lock); /* from the RCL runtime, when present */
+#pragma weak liblock_server_of
 
 static const char usage_text[] =
     "usage: lockbench [options]\n"
@@ -295,12 +302,11 @@ int main(int argc, char **argv)
     liblock_algorithm_info_t info;
     liblock_algorithm_info(cfg.algo, &info);
     int delegates = !!(info.properties & LIBLOCK_PROP_DELEGATES);
-    int server_conv = cfg.convention == 1 || (cfg.convention == 0 && delegates);
     int ncpu = m.ncpus > 0 ? m.ncpus : 1;
-    long server_cpu = server_conv ? (cfg.server_cpu >= 0 ? cfg.server_cpu : ncpu - 1) : -1;
-    long nworkers = server_conv ? (cfg.threads > 1 ? cfg.threads - 1 : 1) : cfg.threads;
+    long server_cpu = cfg.server_cpu >= 0 ? cfg.server_cpu : ncpu - 1;
 
-    /* the lock, with a server on the server CPU when the library has them */
+    /* the lock; for a delegating algorithm, with a server started on the
+     * server CPU when the library has RCL servers */
     liblock_attr_t attr;
     liblock_attr_init(&attr);
     if (cfg.wait != LIBLOCK_WAIT_DEFAULT && liblock_attr_setwait(&attr, cfg.wait)) {
@@ -309,22 +315,46 @@ int main(int argc, char **argv)
         return 2;
     }
     liblock_server_t *server = NULL;
-    const char *server_mode = "none";
-    if (server_conv && delegates) {
-        server_mode = "algorithm-managed";
-        if (liblock_server_start) {
-            server = liblock_server_start((int)server_cpu);
-            if (server && liblock_attr_setserver(&attr, server) == 0)
-                server_mode = "liblock_server_start";
+    if (delegates && cfg.convention != 2 && liblock_server_start) {
+        server = liblock_server_start((int)server_cpu);
+        if (server && liblock_attr_setserver(&attr, server) != 0) {
+            if (liblock_server_stop)
+                liblock_server_stop(server);
+            server = NULL;
         }
-    } else if (server_conv) {
-        server_mode = "reserved-idle"; /* convention forced on a non-delegating lock */
     }
     int r = liblock_init(&lock, cfg.algo, &attr);
     if (r) {
         fprintf(stderr, "lockbench: liblock_init(%s): %s\n", cfg.algo, strerror(r));
         return 1;
     }
+    /* Which convention.  auto: a delegating algorithm that runs its critical
+     * sections on a server (liblock_server_of() says so, when the library
+     * has it) gets the server CPU and T-1 clients; a delegating algorithm
+     * without a server (combining: the combiner is one of the workers, as in
+     * the thesis) gets T workers; without liblock_server_of every delegating
+     * algorithm gets the server convention. */
+    const char *server_mode = "none";
+    liblock_server_t *bound = liblock_server_of ? liblock_server_of(&lock) : NULL;
+    int has_server = delegates && (liblock_server_of ? bound != NULL : 1);
+    int server_conv = cfg.convention == 1 || (cfg.convention == 0 && has_server);
+    if (server_conv) {
+        if (!delegates)
+            server_mode = "reserved-idle"; /* convention forced on a classic lock */
+        else if (bound && bound == server)
+            server_mode = "liblock_server_start";
+        else if (bound)
+            server_mode = "library-default-server";
+        else
+            server_mode = "algorithm-managed";
+    }
+    if (server && bound != server && liblock_server_stop) { /* not used by this algorithm */
+        liblock_server_stop(server);
+        server = NULL;
+    }
+    if (!server_conv)
+        server_cpu = -1;
+    long nworkers = server_conv ? (cfg.threads > 1 ? cfg.threads - 1 : 1) : cfg.threads;
     int eff_wait = 0;
     liblock_getwait(&lock, &eff_wait);
 
