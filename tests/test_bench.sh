@@ -37,9 +37,13 @@ errs = []
 if r["status"] != "ok": errs.append(f"status {r['status']} {r['error']}")
 if r["check"] != "ok": errs.append(f"check {r['check']}")
 deleg = "delegates" in info["properties"]
-want_workers = 2 if deleg else 3
+# classic locks: T workers; delegating locks with a server: server CPU + T-1
+# clients; delegating locks without one (combining): T workers
+if not deleg and r["convention"] != "all": errs.append(f"convention {r['convention']} for a classic lock")
+if r["convention"] == "server" and r["server_mode"] in ("none", "reserved-idle"): errs.append("server convention without a server")
+if r["convention"] == "all" and r["server_mode"] != "none": errs.append(f"server_mode {r['server_mode']} with T workers")
+want_workers = 2 if r["convention"] == "server" else 3
 if r["workers"] != want_workers: errs.append(f"workers {r['workers']} want {want_workers}")
-if r["convention"] != ("server" if deleg else "all"): errs.append(f"convention {r['convention']}")
 if r["total_cs"] != 300 * want_workers: errs.append(f"total {r['total_cs']}")
 pt = r["per_thread_counts"]
 if len(pt) != want_workers or sum(pt) != r["total_cs"] or any(c != 300 for c in pt): errs.append(f"per-thread {pt}")
