@@ -27,8 +27,11 @@ static const char usage_text[] =
     "  -S, --server-cpu N   server CPU (default 1, or 0 on a 1-CPU machine)\n"
     "  -n, --rpcs N         round trips per measurement (default 200000)\n"
     "  -r, --reps N         interleaved repetitions per layout (default 5)\n"
+    "      --no-probe       skip the ping-pong probes\n"
     "      --quick          tiny run for tests\n"
     "  -h, --help\n";
+
+static int no_probe; /* --no-probe, and --quick (a harness check, not a measurement) */
 
 static void usage_fail(const char *what, const char *arg)
 {
@@ -98,7 +101,7 @@ int main(int argc, char **argv)
                                          {"server-cpu", required_argument, 0, 'S'},
                                          {"rpcs", required_argument, 0, 'n'},
                                          {"reps", required_argument, 0, 'r'},
-                                         {"quick", no_argument, 0, 1},
+                                         {"quick", no_argument, 0, 1}, {"no-probe", no_argument, 0, 4},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int ncpu = ll_ncpus();
@@ -123,7 +126,8 @@ int main(int argc, char **argv)
             if (parse_long(optarg, 1, 101, &reps))
                 usage_fail("--reps must be 1..101, not", optarg);
             break;
-        case 1: n = 2000, reps = 1; break;
+        case 4: no_probe = 1; break;
+        case 1: no_probe = 1; n = 2000, reps = 1; break;
         case 'h': fputs(usage_text, stdout); return 0;
         case ':': usage_fail("option needs a value:", argv[optind - 1]); break;
         default: usage_fail("unknown option", argv[optind - 1]); break;
@@ -136,12 +140,12 @@ int main(int argc, char **argv)
     struct machine m;
     machine_describe(&m);
     double ghz = m.tsc_ghz > 0 ? m.tsc_ghz : 1;
-    double probe0 = ncpu > 1 ? probe_quick() : -1;
+    double probe0 = !no_probe && ncpu > 1 ? probe_quick() : -1;
     double v[2][101];
     for (long r = 0; r < reps; r++)
         for (int lay = 0; lay < 2; lay++)
             v[lay][r] = one(lay, (int)ccpu, (int)scpu, n);
-    double probe1 = ncpu > 1 ? probe_quick() : -1;
+    double probe1 = !no_probe && ncpu > 1 ? probe_quick() : -1;
     for (int lay = 0; lay < 2; lay++) {
         qsort(v[lay], (size_t)reps, sizeof(double), cmpd);
         struct record rec = {0};

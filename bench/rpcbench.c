@@ -358,6 +358,7 @@ int main(int argc, char **argv)
     struct machine m;
     machine_describe(&m);
     if (quick) {
+        cfg.probe = 0;
         cfg.duration = 0.05, cfg.shared_n = 3, cfg.ctx_n = 2, cfg.delay = 100;
         int rc = 0;
         for (int lock = 0; lock < 2; lock++) {

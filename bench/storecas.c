@@ -29,8 +29,11 @@ static const char usage_text[] =
     "                      the store becoming visible, not hidden by the store buffer) (default all)\n"
     "  -n, --batches N     timed batches of 100 operations (default 20000)\n"
     "  -r, --reps N        repetitions, median reported (default 3)\n"
+    "      --no-probe       skip the ping-pong probes\n"
     "      --quick         tiny run for tests\n"
     "  -h, --help\n";
+
+static int no_probe; /* --no-probe, and --quick (a harness check, not a measurement) */
 
 static void usage_fail(const char *what, const char *arg)
 {
@@ -119,7 +122,7 @@ int main(int argc, char **argv)
 {
     static const struct option opts[] = {{"threads", required_argument, 0, 't'}, {"ops", required_argument, 0, 'o'},
                                          {"batches", required_argument, 0, 'n'}, {"reps", required_argument, 0, 'r'},
-                                         {"quick", no_argument, 0, 1},           {"help", no_argument, 0, 'h'},
+                                         {"quick", no_argument, 0, 1}, {"no-probe", no_argument, 0, 4},           {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int ncpu = ll_ncpus();
     int tl[64], nt = 0;
@@ -169,7 +172,8 @@ int main(int argc, char **argv)
             if (parse_long(optarg, 1, 101, &reps))
                 usage_fail("--reps must be 1..101, not", optarg);
             break;
-        case 1:
+        case 4: no_probe = 1; break;
+        case 1: no_probe = 1;
             batches = 200, reps = 1, nt = 0;
             tl[nt++] = 1;
             if (ncpu > 1)
@@ -189,10 +193,10 @@ int main(int argc, char **argv)
         for (int oi = 0; oi < nops; oi++) { /* the operations interleaved at each count */
             op_cas = ops[oi];
             double md[101], p9[101];
-            double probe0 = m.ncpus > 1 ? probe_quick() : -1;
+            double probe0 = !no_probe && m.ncpus > 1 ? probe_quick() : -1;
             for (long r = 0; r < reps; r++)
                 measure(tl[ti], batches, &md[r], &p9[r]);
-            double probe1 = m.ncpus > 1 ? probe_quick() : -1;
+            double probe1 = !no_probe && m.ncpus > 1 ? probe_quick() : -1;
             qsort(md, (size_t)reps, sizeof *md, cmpd);
             qsort(p9, (size_t)reps, sizeof *p9, cmpd);
             struct record rec = {0};
