@@ -126,7 +126,9 @@ static void *probe_responder_capped(void *p)
 /* Like probe_roundtrip_ns, but a batch ends after cap_ns even if it has not
  * done all its round trips (on a loaded machine, where the responder waits
  * for a time slice, a probe must not take seconds): the mean is over the
- * round trips done.  Same method and units otherwise. */
+ * round trips done; if the responder has not even started after 20 caps
+ * (its CPU held by a real-time thread), the probe gives up and returns -1
+ * (unknown).  Same method and units otherwise. */
 static inline double probe_roundtrip_capped_ns(int cpu_a, int cpu_b, int reps, long batch, uint64_t cap_ns)
 {
     if (cpu_a == cpu_b)
@@ -134,23 +136,40 @@ static inline double probe_roundtrip_capped_ns(int cpu_a, int cpu_b, int reps, l
     double res[64];
     if (reps > 64)
         reps = 64;
+    int got = 0;
     for (int r = 0; r < reps; r++) {
         struct probe_line *line = aligned_alloc(64, sizeof *line);
         line->word = 0;
-        struct probe_arg arg = {line, cpu_b, batch};
+        struct probe_arg *arg = malloc(sizeof *arg);
+        *arg = (struct probe_arg){line, cpu_b, batch};
         pthread_t th;
-        pthread_create(&th, NULL, probe_responder_capped, &arg);
+        if (pthread_create(&th, NULL, probe_responder_capped, arg)) {
+            free(arg);
+            free(line);
+            break;
+        }
         cpu_set_t old;
         pthread_getaffinity_np(pthread_self(), sizeof old, &old);
         probe_pin(cpu_a);
-        uint64_t t0 = 0, t1 = 0;
+        uint64_t start = probe_now_ns(), t0 = 0, t1 = 0;
         long done = 0;
+        int started = 1;
         for (long i = 0; i < batch; i++) {
             if (i == 1)
                 t0 = probe_now_ns(); /* the first exchange also waits for the responder to start */
             __atomic_store_n(&line->word, 2 * (uint64_t)i + 1, __ATOMIC_RELEASE);
-            while (__atomic_load_n(&line->word, __ATOMIC_ACQUIRE) != 2 * (uint64_t)i + 2)
+            unsigned spins = 0;
+            while (__atomic_load_n(&line->word, __ATOMIC_ACQUIRE) != 2 * (uint64_t)i + 2) {
                 __builtin_ia32_pause();
+                /* the responder's CPU may be held by another (real-time)
+                 * thread: do not wait for it to start for ever */
+                if (i == 0 && (++spins & 1023) == 0 && probe_now_ns() - start > 20 * cap_ns) {
+                    started = 0;
+                    break;
+                }
+            }
+            if (!started)
+                break;
             if (i >= 1) {
                 done = i;
                 if ((i & 63) == 0 && probe_now_ns() - t0 > cap_ns)
@@ -159,13 +178,21 @@ static inline double probe_roundtrip_capped_ns(int cpu_a, int cpu_b, int reps, l
         }
         t1 = probe_now_ns();
         __atomic_store_n(&line->word, PROBE_STOP, __ATOMIC_RELEASE);
-        pthread_join(th, NULL);
         pthread_setaffinity_np(pthread_self(), sizeof old, &old);
-        res[r] = done > 0 ? (double)(t1 - t0) / (double)done : -1;
+        if (!started) { /* leave the responder to find PROBE_STOP whenever it runs */
+            pthread_detach(th);
+            break;
+        }
+        pthread_join(th, NULL);
+        free(arg);
         free(line);
+        if (done > 0)
+            res[got++] = (double)(t1 - t0) / (double)done;
     }
-    qsort(res, (size_t)reps, sizeof *res, probe_cmp);
-    return res[reps / 2];
+    if (!got)
+        return -1;
+    qsort(res, (size_t)got, sizeof *res, probe_cmp);
+    return res[got / 2];
 }
 
 /* A shorter probe for benchmarks that take one before and after every run:
