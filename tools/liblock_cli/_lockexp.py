@@ -136,6 +136,8 @@ def run(args, env):
 def _fmt(v):
     if v is None or v == "":
         return "-"
+    if v >= 1e9:
+        return f"{v / 1e9:.2f}G"
     if v >= 1e6:
         return f"{v / 1e6:.2f}M"
     if v >= 1e4:
@@ -190,7 +192,7 @@ def print_table(exp, rows, summary, algos, baseline, dom, keys):
                 else:
                     x = allsum.get(c + (a,))
                     cell = (x["excluded"] if x else "no run")[:w - 1]
-            line += f"{cell:>{w}}"
+            line += " " + f"{cell:>{w - 1}}"
         print(line)
     if unfiltered:
         print(f"[n] = no run of this algorithm at this point fell in the '{dom}' regime with agreeing probes:"
