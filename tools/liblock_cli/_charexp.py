@@ -123,7 +123,8 @@ def store_cas(args, env, d):
         f = _plots.lines_plot(series, f"store / CAS on one shared line vs threads writing it\n"
                               f"{meta['date_utc'][:16]} UTC, {rows[0].get('ncpus')} CPUs (beyond: oversubscribed)",
                               "threads (monitored + contenders)", "cycles per operation (median)",
-                              os.path.join(d, "store-cas.png"), logx=True, logy=True)
+                              os.path.join(d, "store-cas.png"), logx=True, logy=True,
+                              xticks=sorted({int(r["threads"]) for r in rows}))
         print(f"plot: {f}")
     print(f"results: {d}/runs.csv")
     return 0

@@ -156,7 +156,7 @@ def heatmap(matrix, rows, cols, title, cbar_label, path, fmt="{:.0f}", log=False
     return path
 
 
-def lines_plot(series, title, xlabel, ylabel, path, logx=False, logy=False, twin=None):
+def lines_plot(series, title, xlabel, ylabel, path, logx=False, logy=False, twin=None, xticks=None):
     """series: list of (label, xs, ys[, lo, hi]); twin: same for a right axis."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
@@ -172,6 +172,17 @@ def lines_plot(series, title, xlabel, ylabel, path, logx=False, logy=False, twin
         ax.set_xscale("symlog" if any(x == 0 for s in series for x in s[1]) else "log")
     if logy:
         ax.set_yscale("log")
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    if xticks:
+        ax.set_xticks(xticks)
+        ax.xaxis.set_major_formatter(plain)
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    if logy:
+        lo, hi = ax.get_ylim()
+        ax.yaxis.set_major_formatter(plain)
+        if lo > 0 and hi / lo < 100:  # less than two decades: label the minor ticks too
+            ax.yaxis.set_minor_formatter(plain)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, which="both", alpha=0.3)
