@@ -282,18 +282,24 @@ def cost_model(args, env, d):
                              lock_peak_delay=a[1] if a else "", rpc_peak=b[0] if b else "",
                              rpc_peak_delay=b[1] if b else "", rpc_over_lock=round(b[0] / a[0], 3) if a and b else ""))
     R.write_csv(os.path.join(d, "grid.csv"), grid)
-    # break-even: per context count, the smallest shared count (linear interpolation) where rpc >= lock
+    # break-even: per context count, the shared count from which delegation
+    # wins at every larger point of the grid (interpolated on log(ratio)
+    # between the last losing and the first winning point); a single noisy
+    # winning point followed by losing ones is not a break-even
     breakeven = []
     for c in context:
         pts = [(g["shared_lines"], g["rpc_over_lock"]) for g in grid if g["context_lines"] == c and g["rpc_over_lock"] != ""]
         pts.sort()
         be = None
-        for (s0, r0), (s1, r1) in zip(pts, pts[1:]):
-            if r0 < 1 <= r1:
+        k = len(pts)
+        while k > 0 and pts[k - 1][1] >= 1:
+            k -= 1
+        if k < len(pts):  # pts[k:] all win
+            if k == 0:
+                be = pts[0][0]
+            else:
+                (s0, r0), (s1, r1) = pts[k - 1], pts[k]
                 be = s0 + (s1 - s0) * (math.log(r0) / (math.log(r0) - math.log(r1)))
-                break
-        if pts and be is None and pts[0][1] >= 1:
-            be = pts[0][0]
         breakeven.append((c, be))
     found = [(c, s) for c, s in breakeven if s is not None]
     fit = None

@@ -86,7 +86,7 @@ def add_arguments(p):
     sp.add_argument("--delays", default="0,100,300,1000,3000,10000,30000", help="client delay after each RPC, cycles")
 
     sp = sub.add_parser("cost-model", help="local locking vs delegation over (shared, context) lines")
-    common(sp, reps=3)
+    common(sp)
     sp.add_argument("--shared", default="0,5,10,20,40,80", help="shared lines (default 0,5,10,20,40,80)")
     sp.add_argument("--context", default="0,2,5,10,20", help="context lines (default 0,2,5,10,20)")
     sp.add_argument("--delays", default="0,300,1000,3000", help="client delays swept for the peak (cycles)")
