@@ -153,24 +153,29 @@ static inline double probe_roundtrip_capped_ns(int cpu_a, int cpu_b, int reps, l
         probe_pin(cpu_a);
         uint64_t start = probe_now_ns(), t0 = 0, t1 = 0;
         long done = 0;
-        int started = 1;
-        for (long i = 0; i < batch; i++) {
+        int started = 1, cut = 0;
+        for (long i = 0; i < batch && !cut; i++) {
             if (i == 1)
                 t0 = probe_now_ns(); /* the first exchange also waits for the responder to start */
             __atomic_store_n(&line->word, 2 * (uint64_t)i + 1, __ATOMIC_RELEASE);
             unsigned spins = 0;
             while (__atomic_load_n(&line->word, __ATOMIC_ACQUIRE) != 2 * (uint64_t)i + 2) {
                 __builtin_ia32_pause();
-                /* the responder's CPU may be held by another (real-time)
-                 * thread: do not wait for it to start for ever */
-                if (i == 0 && (++spins & 1023) == 0 && probe_now_ns() - start > 20 * cap_ns) {
-                    started = 0;
-                    break;
+                if ((++spins & 1023) == 0) {
+                    uint64_t now = probe_now_ns();
+                    /* the responder's CPU may be held by another (real-time)
+                     * thread: never wait for it for ever */
+                    if (i == 0 && now - start > 20 * cap_ns) {
+                        started = 0, cut = 1;
+                        break;
+                    }
+                    if (i > 0 && now - t0 > cap_ns) {
+                        cut = 1; /* this exchange is not complete: i - 1 are */
+                        break;
+                    }
                 }
             }
-            if (!started)
-                break;
-            if (i >= 1) {
+            if (!cut && i >= 1) {
                 done = i;
                 if ((i & 63) == 0 && probe_now_ns() - t0 > cap_ns)
                     break;
@@ -179,13 +184,18 @@ static inline double probe_roundtrip_capped_ns(int cpu_a, int cpu_b, int reps, l
         t1 = probe_now_ns();
         __atomic_store_n(&line->word, PROBE_STOP, __ATOMIC_RELEASE);
         pthread_setaffinity_np(pthread_self(), sizeof old, &old);
-        if (!started) { /* leave the responder to find PROBE_STOP whenever it runs */
+        if (cut) {
+            /* the responder may not run for a while: do not wait for it;
+             * it finds PROBE_STOP whenever it runs (its line and argument
+             * are left to it) */
             pthread_detach(th);
-            break;
+        } else {
+            pthread_join(th, NULL);
+            free(arg);
+            free(line);
         }
-        pthread_join(th, NULL);
-        free(arg);
-        free(line);
+        if (!started)
+            break;
         if (done > 0)
             res[got++] = (double)(t1 - t0) / (double)done;
     }
