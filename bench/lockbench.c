@@ -305,6 +305,10 @@ int main(int argc, char **argv)
     int ncpu = m.ncpus > 0 ? m.ncpus : 1;
     long server_cpu = cfg.server_cpu >= 0 ? cfg.server_cpu : ncpu - 1;
 
+    /* the probe before: taken before any server exists (an RCL server spins
+     * on its CPU at real-time priority and would stall the probe) */
+    double probe0 = cfg.probe && ncpu > 1 ? probe_quick() : -1;
+
     /* the lock; for a delegating algorithm, with a server started on the
      * server CPU when the library has RCL servers */
     liblock_attr_t attr;
@@ -390,7 +394,6 @@ int main(int argc, char **argv)
         }
     }
 
-    double probe0 = cfg.probe && ncpu > 1 ? probe_quick() : -1;
 
     pthread_barrier_init(&start_bar, NULL, (unsigned)nworkers + 1);
     for (long i = 0; i < nworkers; i++) {
@@ -421,6 +424,12 @@ int main(int argc, char **argv)
         for (long i = 0; i < nworkers; i++)
             pthread_join(w[i].th, NULL);
 
+    /* the lock and its server go before the probe after, for the same reason */
+    if (!stuck) {
+        liblock_destroy(&lock);
+        if (server && liblock_server_stop)
+            liblock_server_stop(server);
+    }
     double probe1 = cfg.probe && ncpu > 1 && !stuck ? probe_quick() : -1;
 
     /* ---- results ---- */
@@ -529,9 +538,6 @@ int main(int argc, char **argv)
 
     if (stuck)
         _exit(3); /* threads may still be spinning in the lock: leave at once */
-    liblock_destroy(&lock);
-    if (server && liblock_server_stop)
-        liblock_server_stop(server);
     for (long i = 0; i < nworkers; i++)
         if (cfg.context)
             chain_destroy(&w[i].ctx);
