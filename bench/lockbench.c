@@ -21,9 +21,8 @@
  * ping-pong probe before and after the run (bench/probe.h, ARCHITECTURE.md
  * section 7).
  *
- * Hardware-thread budget (thesis section 5.2: "in the case of RCL, critical
- * sections are executed on h - 2 hardware threads only, since ... another
- * one is dedicated to a RCL server"): for an algorithm with
+ * Hardware-thread budget (thesis section 5.2: with RCL one hardware thread is
+ * the server, so one fewer runs critical sections): for an algorithm with
  * LIBLOCK_PROP_DELEGATES that runs its critical sections on a server, the
  * default convention "server" keeps one CPU for the server and runs T-1
  * client threads on the others.  Delegating algorithms without a server
