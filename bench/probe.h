@@ -29,6 +29,7 @@ struct probe_arg {
     struct probe_line *line;
     int cpu;
     long rounds;
+    int orphan; /* capped probe: set (before PROBE_STOP) when nobody will join the responder */
 };
 
 static inline uint64_t probe_now_ns(void)
@@ -114,8 +115,13 @@ static void *probe_responder_capped(void *p)
     for (long i = 0; i < a->rounds; i++) {
         uint64_t want = 2 * (uint64_t)i + 1, v;
         while ((v = __atomic_load_n(&a->line->word, __ATOMIC_ACQUIRE)) != want) {
-            if (v == PROBE_STOP)
+            if (v == PROBE_STOP) {
+                if (__atomic_load_n(&a->orphan, __ATOMIC_ACQUIRE)) { /* detached: clean up */
+                    free(a->line);
+                    free(a);
+                }
                 return NULL;
+            }
             __builtin_ia32_pause();
         }
         __atomic_store_n(&a->line->word, want + 1, __ATOMIC_RELEASE);
@@ -182,12 +188,13 @@ static inline double probe_roundtrip_capped_ns(int cpu_a, int cpu_b, int reps, l
             }
         }
         t1 = probe_now_ns();
+        if (cut) /* the responder frees the line and argument when it sees PROBE_STOP */
+            __atomic_store_n(&arg->orphan, 1, __ATOMIC_RELEASE);
         __atomic_store_n(&line->word, PROBE_STOP, __ATOMIC_RELEASE);
         pthread_setaffinity_np(pthread_self(), sizeof old, &old);
         if (cut) {
             /* the responder may not run for a while: do not wait for it;
-             * it finds PROBE_STOP whenever it runs (its line and argument
-             * are left to it) */
+             * it finds PROBE_STOP whenever it runs */
             pthread_detach(th);
         } else {
             pthread_join(th, NULL);
