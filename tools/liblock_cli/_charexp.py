@@ -343,8 +343,10 @@ def cost_model(args, env, d):
             lo, hi = min(vs + [0.99]), max(vs + [1.01])
             sc = ax.scatter(xs, ys, c=[math.log10(v) for v in vs], cmap="RdBu", s=420, marker="s",
                             norm=TwoSlopeNorm(vcenter=0, vmin=math.log10(lo), vmax=math.log10(hi)))
-            for x, y, v in zip(xs, ys, vs):
-                ax.text(x, y, f"{v:.2f}", ha="center", va="center", fontsize=7)
+            span = max(abs(math.log10(lo)), abs(math.log10(hi)))
+            for x, y, v in zip(xs, ys, vs):  # white text on the dark (far from 1) cells
+                dark = span > 0 and abs(math.log10(v)) > 0.6 * span
+                ax.text(x, y, f"{v:.2f}", ha="center", va="center", fontsize=7, color="white" if dark else "black")
             cb = fig.colorbar(sc, ax=ax)
             cb.set_label("log10(delegation / local peak throughput)  (blue: delegation wins)")
         cx = [c for c, _ in found]
