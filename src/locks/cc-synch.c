@@ -94,6 +94,7 @@ struct ccs_lock {
     LL_ALIGNED unsigned max_cs;        /* read-only after init */
     _Atomic unsigned max_pass;         /* statistics: longest pass seen */
     _Atomic unsigned long passes;
+    _Atomic(struct ccs_node *) holder; /* lock()/trylock() holder's node, for tests */
 };
 
 struct ccs_hold {
@@ -276,6 +277,7 @@ static int ccs_lock(liblock_t *l, void *hold)
     if (!was_free)
         ll_wait_while(&cur->state, CCS_WAIT, l->_wait); /* a marker is never run: COMBINE */
     ((struct ccs_hold *)hold)->cur = cur;
+    atomic_store_explicit(&s->holder, cur, memory_order_relaxed);
     return 0;
 }
 
@@ -302,6 +304,7 @@ static int ccs_trylock(liblock_t *l, void *hold)
     cur->arg = NULL;
     atomic_store_explicit(&cur->next, n, memory_order_release);
     ((struct ccs_hold *)hold)->cur = cur;
+    atomic_store_explicit(&s->holder, cur, memory_order_relaxed);
     return 0;
 }
 
@@ -309,6 +312,7 @@ static int ccs_unlock(liblock_t *l, void *hold)
 {
     struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
     struct ccs_node *cur = ((struct ccs_hold *)hold)->cur;
+    atomic_store_explicit(&s->holder, NULL, memory_order_relaxed);
     combine(l, s, cur, 1);
     spare_push(cur);
     return 0;
@@ -336,6 +340,26 @@ unsigned ll_ccsynch_debug_max_pass(liblock_t *l, unsigned long *passes)
     if (passes)
         *passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
     return atomic_load_explicit(&s->max_pass, memory_order_relaxed);
+}
+
+/* For tests, called by the thread that holds the lock through lock():
+ * number of requests published (linked) behind it. */
+long ll_ccsynch_debug_pending(liblock_t *l)
+{
+    struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
+    struct ccs_node *h = atomic_load_explicit(&s->holder, memory_order_relaxed);
+    if (!h)
+        return -1;
+    long n = 0;
+    struct ccs_node *t = atomic_load_explicit(&h->next, memory_order_acquire);
+    while (t) {
+        struct ccs_node *nx = atomic_load_explicit(&t->next, memory_order_acquire);
+        if (!nx)
+            break;
+        n++;
+        t = nx;
+    }
+    return n;
 }
 
 const struct ll_ops ll_ops_cc_synch = {

@@ -107,6 +107,7 @@ struct dsm_lock {
     _Atomic unsigned max_pass;
     _Atomic unsigned long passes;
     struct ll_trec_list recs;
+    _Atomic(struct dsm_node *) holder; /* lock()/trylock() holder's node, for tests */
 };
 
 struct dsm_hold {
@@ -246,6 +247,7 @@ static int dsm_lock(liblock_t *l, void *hold)
         ll_wait_while(&my->state, DSM_WAIT, l->_wait); /* a marker is never run: COMBINE */
     }
     ((struct dsm_hold *)hold)->my = my;
+    atomic_store_explicit(&s->holder, my, memory_order_relaxed);
     return 0;
 }
 
@@ -265,12 +267,15 @@ static int dsm_trylock(liblock_t *l, void *hold)
         return EBUSY;
     }
     ((struct dsm_hold *)hold)->my = my;
+    atomic_store_explicit(&s->holder, my, memory_order_relaxed);
     return 0;
 }
 
 static int dsm_unlock(liblock_t *l, void *hold)
 {
-    combine(l, LL_STATE(l, struct dsm_lock), ((struct dsm_hold *)hold)->my, 1);
+    struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
+    atomic_store_explicit(&s->holder, NULL, memory_order_relaxed);
+    combine(l, s, ((struct dsm_hold *)hold)->my, 1);
     return 0;
 }
 
@@ -304,6 +309,20 @@ long ll_dsmsynch_debug_records(liblock_t *l)
     struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
     long n = 0;
     for (struct ll_trec *r = atomic_load_explicit(&s->recs.head, memory_order_acquire); r; r = r->all_next)
+        n++;
+    return n;
+}
+
+/* For tests, called by the lock() holder: requests linked behind it. */
+long ll_dsmsynch_debug_pending(liblock_t *l)
+{
+    struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
+    struct dsm_node *h = atomic_load_explicit(&s->holder, memory_order_relaxed);
+    if (!h)
+        return -1;
+    long n = 0;
+    for (struct dsm_node *t = atomic_load_explicit(&h->next, memory_order_acquire); t;
+         t = atomic_load_explicit(&t->next, memory_order_acquire))
         n++;
     return n;
 }

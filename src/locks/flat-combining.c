@@ -270,6 +270,19 @@ long ll_fc_debug_records(liblock_t *l)
     return n;
 }
 
+/* For tests, called by the lock() holder: linked records with a pending
+ * request. */
+long ll_fc_debug_pending(liblock_t *l)
+{
+    struct fc_lock *s = LL_STATE(l, struct fc_lock);
+    long n = 0;
+    for (struct fc_rec *r = atomic_load_explicit(&s->head, memory_order_acquire); r;
+         r = atomic_load_explicit(&r->next, memory_order_acquire))
+        if (atomic_load_explicit(&r->req, memory_order_acquire))
+            n++;
+    return n;
+}
+
 const struct ll_ops ll_ops_flat_combining = {
     .name = "flat-combining",
     .description = "Flat Combining: publication list of per-thread records, one combiner at a time",

@@ -95,6 +95,7 @@ struct tp_lock {
     LL_ALIGNED _Atomic uint64_t cs_start; /* cycles */
     LL_ALIGNED uint64_t max_cs, update_delay, patience; /* cycles, read-only after init */
     int fix;
+    _Atomic unsigned long timeouts, failed; /* statistics, for tests */
 };
 
 static inline int64_t since(uint64_t now, uint64_t t) { return (int64_t)(now - t); }
@@ -152,6 +153,7 @@ static int tp_attempt(liblock_t *l, struct tp_lock *s, struct tp_node *n)
             return 1;
         }
         if (st == TP_FAILED) {
+            atomic_fetch_add_explicit(&s->failed, 1, memory_order_relaxed);
             holder_check(s, ll_cycles());
             n->last_lock = s;
             return 0;
@@ -167,6 +169,7 @@ static int tp_attempt(liblock_t *l, struct tp_lock *s, struct tp_node *n)
             if (!atomic_compare_exchange_strong_explicit(&n->status, &w, TP_TIMED_OUT, memory_order_acq_rel,
                                                          memory_order_acquire))
                 break; /* handed over or removed meanwhile: re-examine */
+            atomic_fetch_add_explicit(&s->timeouts, 1, memory_order_relaxed);
             holder_check(s, now);
             if (s->fix)
                 n->last_lock = s; /* line 38 */
@@ -251,6 +254,16 @@ static int tp_unlock(liblock_t *l, void *vnode)
         }
         cur = nx;
     }
+}
+
+/* For tests: attempts that timed out (PATIENCE) and that were removed by a
+ * releaser (FAILED). */
+unsigned long ll_mcstp_debug_timeouts(liblock_t *l, unsigned long *failed)
+{
+    struct tp_lock *s = LL_STATE(l, struct tp_lock);
+    if (failed)
+        *failed = atomic_load_explicit(&s->failed, memory_order_relaxed);
+    return atomic_load_explicit(&s->timeouts, memory_order_relaxed);
 }
 
 const struct ll_ops ll_ops_mcs_tp = {

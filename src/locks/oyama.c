@@ -177,15 +177,14 @@ static void *oy_execute(liblock_t *l, void *(*cs)(void *), void *arg)
     n.arg = arg;
     n.rest = NULL;
     atomic_store_explicit(&n.state, OY_WAIT, memory_order_relaxed);
-    if (oy_acquire_or_push(s, &n)) {
-        void *r = cs(arg);
-        oy_release(l, s, NULL, 1);
-        return r;
-    }
-    if (ll_wait_while(&n.state, OY_WAIT, l->_wait) == OY_DONE)
+    if (!oy_acquire_or_push(s, &n) && ll_wait_while(&n.state, OY_WAIT, l->_wait) == OY_DONE)
         return n.ret;
-    /* handed the lock: run ours, then the rest of the batch */
+    /* we own the lock (took it, or were handed it with the rest of a
+     * batch): run ours, then what is pending */
+    const liblock_t *saved = oy_combining;
+    oy_combining = l;
     void *r = cs(arg);
+    oy_combining = saved;
     oy_release(l, s, n.rest, 1);
     return r;
 }
@@ -242,6 +241,18 @@ unsigned ll_oyama_debug_max_pass(liblock_t *l, unsigned long *passes)
     if (passes)
         *passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
     return atomic_load_explicit(&s->max_pass, memory_order_relaxed);
+}
+
+/* For tests, called by the holder: requests pushed while it holds. */
+long ll_oyama_debug_pending(liblock_t *l)
+{
+    uintptr_t w = atomic_load_explicit(&LL_STATE(l, struct oy_lock)->word, memory_order_acquire);
+    if (w == OY_FREE)
+        return -1;
+    long n = 0;
+    for (struct oy_req *r = w == OY_LOCKED ? NULL : (struct oy_req *)w; r; r = r->next)
+        n++;
+    return n;
 }
 
 const struct ll_ops ll_ops_oyama = {
