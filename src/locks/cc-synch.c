@@ -78,6 +78,7 @@
 #include <stdlib.h>
 
 enum { CCS_WAIT = 1, CCS_DONE = 2, CCS_COMBINE = 3 };
+#define CCS_AWAKE_NS 5000
 #define CCS_FREE ((uintptr_t)1)
 
 struct ccs_node {
@@ -86,12 +87,14 @@ struct ccs_node {
     void *(*cs)(void *);
     void *arg;
     void *ret;
+    _Atomic uint64_t seen;       /* yield policy: last time the waiter checked in (cycles) */
     struct ccs_node *spare_next; /* per-thread spare stack link */
 } __attribute__((aligned(LL_CACHELINE)));
 
 struct ccs_lock {
     LL_ALIGNED _Atomic uintptr_t tail; /* struct ccs_node * | CCS_FREE */
     LL_ALIGNED unsigned max_cs;        /* read-only after init */
+    uint64_t awake_cycles;             /* "checked in recently": AWAKE_NS in cycles */
     _Atomic unsigned max_pass;         /* statistics: longest pass seen */
     _Atomic unsigned long passes;
     _Atomic(struct ccs_node *) holder; /* lock()/trylock() holder's node, for tests */
@@ -160,6 +163,7 @@ static int ccs_init(liblock_t *l, const liblock_attr_t *attr)
         return ENOMEM;
     long dflt = 3L * ll_ncpus();
     s->max_cs = (unsigned)ll_env_long("LIBLOCK_CCSYNCH_MAX_COMBINER_CS", dflt < 1 ? 1 : dflt, 1, 1L << 30);
+    s->awake_cycles = ll_ns_to_cycles(CCS_AWAKE_NS);
     atomic_store_explicit(&s->tail, (uintptr_t)dummy | CCS_FREE, memory_order_release);
     return 0;
 }
@@ -173,6 +177,33 @@ static int ccs_destroy(liblock_t *l)
     free((void *)(t & ~CCS_FREE));
     atomic_store_explicit(&s->tail, 0, memory_order_relaxed);
     return 0;
+}
+
+/* Is the owner of n (waiting on it) unlikely to be running?  Parked
+ * (spin-then-park) or, with yield, not checked in for CCS_AWAKE_NS. */
+static inline int asleep(struct ccs_lock *s, struct ccs_node *n, int policy)
+{
+    if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK)
+        return (atomic_load_explicit(&n->state, memory_order_relaxed) & LL_PARKED) != 0;
+    if (policy == LIBLOCK_WAIT_YIELD)
+        return (int64_t)(ll_cycles() - atomic_load_explicit(&n->seen, memory_order_relaxed)) >
+               (int64_t)s->awake_cycles;
+    return 0;
+}
+
+/* Wait for DONE or COMBINE on our node.  With yield, check in (publish the
+ * time) before every yield so a combiner can tell we are being scheduled. */
+static uint32_t wait_node(struct ccs_node *n, int policy)
+{
+    if (policy != LIBLOCK_WAIT_YIELD)
+        return ll_wait_while(&n->state, CCS_WAIT, policy);
+    for (;;) {
+        uint32_t v = atomic_load_explicit(&n->state, memory_order_acquire) & ~LL_PARKED;
+        if (v != CCS_WAIT)
+            return v;
+        atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
+        ll_yield();
+    }
 }
 
 /* Combining pass starting at `start` (the combiner's own node).  If
@@ -191,7 +222,9 @@ static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, in
     }
     for (;;) {
         next = atomic_load_explicit(&tmp->next, memory_order_acquire);
-        if (!next || count >= max || (tmp != start && tmp->cs == ccs_lock_marker))
+        if (!next || (tmp != start && tmp->cs == ccs_lock_marker))
+            break;
+        if (count >= max && (count >= 2 * max || !asleep(s, tmp, policy)))
             break;
         tmp->ret = tmp->cs(tmp->arg);
         count++;
@@ -228,6 +261,7 @@ static struct ccs_node *enqueue(struct ccs_lock *s, void *(*cs)(void *), void *a
     struct ccs_node *cur = (struct ccs_node *)(p & ~CCS_FREE);
     cur->cs = cs;
     cur->arg = arg;
+    atomic_store_explicit(&cur->seen, ll_cycles(), memory_order_relaxed);
     atomic_store_explicit(&cur->next, n, memory_order_release);
     *was_free = (p & CCS_FREE) != 0;
     return cur;
@@ -254,7 +288,7 @@ static void *ccs_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         errno = ENOMEM;
         return NULL;
     }
-    if (!was_free && ll_wait_while(&cur->state, CCS_WAIT, l->_wait) == CCS_DONE) {
+    if (!was_free && wait_node(cur, l->_wait) == CCS_DONE) {
         void *r = cur->ret;
         spare_push(cur);
         return r;
@@ -275,7 +309,7 @@ static int ccs_lock(liblock_t *l, void *hold)
     if (LL_UNLIKELY(!cur))
         return ENOMEM;
     if (!was_free)
-        ll_wait_while(&cur->state, CCS_WAIT, l->_wait); /* a marker is never run: COMBINE */
+        wait_node(cur, l->_wait); /* a marker is never run: COMBINE */
     ((struct ccs_hold *)hold)->cur = cur;
     atomic_store_explicit(&s->holder, cur, memory_order_relaxed);
     return 0;

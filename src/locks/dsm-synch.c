@@ -86,6 +86,7 @@
 #include "thread_records.h"
 
 enum { DSM_WAIT = 1, DSM_DONE = 2, DSM_COMBINE = 3 };
+#define DSM_AWAKE_NS 5000
 
 struct dsm_node {
     _Atomic uint32_t state;
@@ -93,6 +94,7 @@ struct dsm_node {
     void *(*cs)(void *);
     void *arg;
     void *ret;
+    _Atomic uint64_t seen; /* yield policy: last time the waiter checked in (cycles) */
 } __attribute__((aligned(LL_CACHELINE)));
 
 struct dsm_rec {
@@ -104,6 +106,7 @@ struct dsm_rec {
 struct dsm_lock {
     LL_ALIGNED _Atomic(struct dsm_node *) tail;
     LL_ALIGNED unsigned max_cs;
+    uint64_t awake_cycles;
     _Atomic unsigned max_pass;
     _Atomic unsigned long passes;
     struct ll_trec_list recs;
@@ -128,6 +131,7 @@ static int dsm_init(liblock_t *l, const liblock_attr_t *attr)
     struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
     long dflt = 3L * ll_ncpus();
     s->max_cs = (unsigned)ll_env_long("LIBLOCK_DSMSYNCH_MAX_COMBINER_CS", dflt < 1 ? 1 : dflt, 1, 1L << 30);
+    s->awake_cycles = ll_ns_to_cycles(DSM_AWAKE_NS);
     ll_trec_list_init(&s->recs);
     atomic_store_explicit(&s->tail, NULL, memory_order_release);
     return 0;
@@ -140,6 +144,31 @@ static int dsm_destroy(liblock_t *l)
         return EBUSY;
     ll_trec_list_destroy(&s->recs);
     return 0;
+}
+
+/* Is the owner of n (waiting on it) unlikely to be running?  Parked
+ * (spin-then-park) or, with yield, not checked in for DSM_AWAKE_NS. */
+static inline int asleep(struct dsm_lock *s, struct dsm_node *n, int policy)
+{
+    if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK)
+        return (atomic_load_explicit(&n->state, memory_order_relaxed) & LL_PARKED) != 0;
+    if (policy == LIBLOCK_WAIT_YIELD)
+        return (int64_t)(ll_cycles() - atomic_load_explicit(&n->seen, memory_order_relaxed)) >
+               (int64_t)s->awake_cycles;
+    return 0;
+}
+
+static uint32_t wait_node(struct dsm_node *n, int policy)
+{
+    if (policy != LIBLOCK_WAIT_YIELD)
+        return ll_wait_while(&n->state, DSM_WAIT, policy);
+    for (;;) {
+        uint32_t v = atomic_load_explicit(&n->state, memory_order_acquire) & ~LL_PARKED;
+        if (v != DSM_WAIT)
+            return v;
+        atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
+        ll_yield();
+    }
 }
 
 /* Combining pass from `start` (our node).  own_done: our critical section
@@ -159,7 +188,9 @@ static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, in
         goto run;
     for (;;) {
         next = atomic_load_explicit(&tmp->next, memory_order_acquire);
-        if (!next || count >= max || next->cs == dsm_lock_marker)
+        if (!next || next->cs == dsm_lock_marker)
+            break;
+        if (count >= max && (count >= 2 * max || !asleep(s, next, policy)))
             break;
         tmp = next;
     run:
@@ -198,6 +229,7 @@ static inline struct dsm_node *prepare(struct dsm_rec *r, void *(*cs)(void *), v
     atomic_store_explicit(&my->next, NULL, memory_order_relaxed);
     my->cs = cs;
     my->arg = arg;
+    atomic_store_explicit(&my->seen, ll_cycles(), memory_order_relaxed);
     return my;
 }
 
@@ -225,7 +257,7 @@ static void *dsm_execute(liblock_t *l, void *(*cs)(void *), void *arg)
     struct dsm_node *pred = atomic_exchange_explicit(&s->tail, my, memory_order_acq_rel);
     if (pred) {
         atomic_store_explicit(&pred->next, my, memory_order_release);
-        if (ll_wait_while(&my->state, DSM_WAIT, l->_wait) == DSM_DONE)
+        if (wait_node(my, l->_wait) == DSM_DONE)
             return my->ret;
     }
     combine(l, s, my, 0);
@@ -244,7 +276,7 @@ static int dsm_lock(liblock_t *l, void *hold)
     struct dsm_node *pred = atomic_exchange_explicit(&s->tail, my, memory_order_acq_rel);
     if (pred) {
         atomic_store_explicit(&pred->next, my, memory_order_release);
-        ll_wait_while(&my->state, DSM_WAIT, l->_wait); /* a marker is never run: COMBINE */
+        wait_node(my, l->_wait); /* a marker is never run: COMBINE */
     }
     ((struct dsm_hold *)hold)->my = my;
     atomic_store_explicit(&s->holder, my, memory_order_relaxed);

@@ -133,7 +133,9 @@ static int tp_attempt(liblock_t *l, struct tp_lock *s, struct tp_node *n)
     uint64_t start = ll_cycles();
     uint32_t expect = TP_TIMED_OUT;
     atomic_store_explicit(&n->time, start, memory_order_relaxed);
-    if (!(atomic_load_explicit(&n->status, memory_order_relaxed) == TP_TIMED_OUT && n->last_lock == (const void *)s &&
+    /* acquire: if a releaser's FAILED is what we read here, its reads of
+     * our node (next) happen before we rewrite it below */
+    if (!(atomic_load_explicit(&n->status, memory_order_acquire) == TP_TIMED_OUT && n->last_lock == (const void *)s &&
           atomic_compare_exchange_strong_explicit(&n->status, &expect, TP_WAITING, memory_order_acquire,
                                                   memory_order_acquire))) {
         atomic_store_explicit(&n->status, TP_WAITING, memory_order_relaxed);
