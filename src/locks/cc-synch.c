@@ -74,6 +74,7 @@
  * EPERM instead of putting the combiner to sleep.
  */
 #include "../internal.h"
+#include "deferred_wake.h"
 
 #include <stdlib.h>
 
@@ -216,6 +217,8 @@ static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, in
     int policy = l->_wait;
     unsigned max = s->max_cs, count = 0;
     struct ccs_node *tmp = start, *next;
+    struct ll_deferred_wakes dw;
+    dw.n = 0;
     if (own_done) {
         tmp = atomic_load_explicit(&start->next, memory_order_acquire); /* set by our lock() */
         count = 1;
@@ -229,7 +232,7 @@ static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, in
         tmp->ret = tmp->cs(tmp->arg);
         count++;
         if (tmp != start)
-            ll_wake(&tmp->state, CCS_DONE, policy);
+            ll_wake_deferred(&dw, &tmp->state, CCS_DONE, policy);
         tmp = next;
     }
     ccs_tls.combining = saved;
@@ -241,11 +244,14 @@ static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, in
     if (!next) {
         uintptr_t expect = (uintptr_t)tmp;
         if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, (uintptr_t)tmp | CCS_FREE,
-                                                    memory_order_release, memory_order_relaxed))
-            return; /* queue empty: lock free */
+                                                    memory_order_release, memory_order_relaxed)) {
+            ll_wake_flush(&dw); /* queue empty: lock free */
+            return;
+        }
         /* somebody swapped tmp out and waits on it: hand over */
     }
     ll_wake(&tmp->state, CCS_COMBINE, policy);
+    ll_wake_flush(&dw);
 }
 
 /* Enqueue with request (cs, arg); returns our node, and whether the lock was

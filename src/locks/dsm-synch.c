@@ -84,6 +84,7 @@
  * EPERM (it may be running on the combiner, which must not sleep).
  */
 #include "thread_records.h"
+#include "deferred_wake.h"
 
 enum { DSM_WAIT = 1, DSM_DONE = 2, DSM_COMBINE = 3 };
 #define DSM_AWAKE_NS 5000
@@ -182,6 +183,8 @@ static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, in
     int step = policy == LIBLOCK_WAIT_YIELD ? LIBLOCK_WAIT_YIELD : LIBLOCK_WAIT_SPIN;
     unsigned max = s->max_cs, count = 0;
     struct dsm_node *tmp = start, *next;
+    struct ll_deferred_wakes dw;
+    dw.n = 0;
     if (own_done)
         count = 1;
     else
@@ -197,7 +200,7 @@ static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, in
         tmp->ret = tmp->cs(tmp->arg);
         count++;
         if (tmp != start)
-            ll_wake(&tmp->state, DSM_DONE, policy);
+            ll_wake_deferred(&dw, &tmp->state, DSM_DONE, policy);
     }
     dsm_combining = saved;
     if (count > atomic_load_explicit(&s->max_pass, memory_order_relaxed))
@@ -207,13 +210,16 @@ static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, in
     if (!next) {
         struct dsm_node *expect = tmp;
         if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
-                                                    memory_order_relaxed))
+                                                    memory_order_relaxed)) {
+            ll_wake_flush(&dw);
             return;
+        }
         while (!(next = atomic_load_explicit(&tmp->next, memory_order_acquire)))
             ll_wait_step(step); /* a thread swapped tmp out and is linking itself */
     }
     /* No write to tmp here (see the header: that is the lost update). */
     ll_wake(&next->state, DSM_COMBINE, policy);
+    ll_wake_flush(&dw);
 }
 
 static inline struct dsm_rec *my_rec(struct dsm_lock *s)

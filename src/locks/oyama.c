@@ -56,6 +56,7 @@
  * EPERM (it may be running on another thread, which must not sleep).
  */
 #include "../internal.h"
+#include "deferred_wake.h"
 
 #define OY_FREE ((uintptr_t)0)
 #define OY_LOCKED ((uintptr_t)1)
@@ -118,6 +119,8 @@ static void oy_release(liblock_t *l, struct oy_lock *s, struct oy_req *pending, 
     oy_combining = l;
     int policy = l->_wait;
     unsigned max = s->max_cs;
+    struct ll_deferred_wakes dw;
+    dw.n = 0;
     for (;;) {
         while (pending) {
             struct oy_req *n = pending;
@@ -129,7 +132,7 @@ static void oy_release(liblock_t *l, struct oy_lock *s, struct oy_req *pending, 
             }
             n->ret = n->cs(n->arg);
             served++;
-            ll_wake(&n->state, OY_DONE, policy);
+            ll_wake_deferred(&dw, &n->state, OY_DONE, policy);
         }
         uintptr_t expect = OY_LOCKED;
         if (atomic_compare_exchange_strong_explicit(&s->word, &expect, OY_FREE, memory_order_release,
@@ -139,6 +142,7 @@ static void oy_release(liblock_t *l, struct oy_lock *s, struct oy_req *pending, 
         pending = reverse((struct oy_req *)top);
     }
 out:
+    ll_wake_flush(&dw);
     oy_combining = saved;
     if (served > atomic_load_explicit(&s->max_pass, memory_order_relaxed))
         atomic_store_explicit(&s->max_pass, served, memory_order_relaxed);
