@@ -48,7 +48,7 @@ LIB_A  := $(BUILD)/lib/liblock.a
 INTERPOSE_SO := $(if $(INTERPOSE_SRCS),$(BUILD)/lib/liblock-interpose.so)
 PROFILE_SO := $(if $(PROFILE_SRCS),$(BUILD)/lib/liblock-profile.so)
 
-.PHONY: all deps test demo install clean tsan-test FORCE
+.PHONY: all deps test demo install clean sanitizer-test sanitizer-build FORCE
 all: $(LIB_SO) $(LIB_A) $(INTERPOSE_SO) $(PROFILE_SO) $(TEST_BINS) $(TEST_CXX_BINS) $(BENCH_BINS) $(TOOL_BINS)
 
 # The registry is generated from the file names in src/locks/: NAME.c must
@@ -114,18 +114,27 @@ $(BUILD)/bin/%: tools/%.c $(LIB_A)
 deps:
 	@scripts/deps.sh
 
-# `make test`: install what is missing, build, run every test program under a
-# time bound, then the stress tests under ThreadSanitizer, then the install
-# test.  tests/run.sh prints the "N passed, N failed" summary.
+# `make test`: install what is missing, build (normal, ThreadSanitizer and
+# AddressSanitizer+UBSan trees), then tests/run.sh runs every test program
+# and script under a time bound, the sanitizer subsets at a smaller scale,
+# and prints "N passed, N failed".
+TSAN_TESTS ?= test_stress test_api test_cond test_wait
+ASAN_TESTS ?= test_threads test_api test_stress
+TSAN_LIBS := -pthread -lm -fsanitize=thread $(filter-out -pthread -lm,$(LIBS))
+ASAN_LIBS := -pthread -lm -fsanitize=address,undefined $(filter-out -pthread -lm,$(LIBS))
+SAN_ENV = LIBLOCK_TSAN_BUILD=build-tsan LIBLOCK_TSAN_TESTS="$(TSAN_TESTS)" \
+          LIBLOCK_ASAN_BUILD=build-asan LIBLOCK_ASAN_TESTS="$(ASAN_TESTS)"
 test: deps
 	$(MAKE) all
-	tests/run.sh $(BUILD)
-	$(MAKE) tsan-test
-	tests/install_test.sh
+	$(MAKE) sanitizer-build
+	$(SAN_ENV) tests/run.sh $(BUILD)
 
-tsan-test:
-	$(MAKE) BUILD=build-tsan OPT=-O1 EXTRA_CFLAGS="-fsanitize=thread" LIBS="-pthread -lm -fsanitize=thread $(filter-out -pthread -lm,$(LIBS))" build-tsan/tests/test_stress
-	LIBLOCK_TEST_SCALE=tsan tests/run.sh build-tsan test_stress
+sanitizer-build:
+	$(MAKE) BUILD=build-tsan OPT=-O1 EXTRA_CFLAGS="-fsanitize=thread" LIBS="$(TSAN_LIBS)" $(addprefix build-tsan/tests/,$(TSAN_TESTS))
+	$(MAKE) BUILD=build-asan OPT=-O1 EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" LIBS="$(ASAN_LIBS)" $(addprefix build-asan/tests/,$(ASAN_TESTS))
+
+sanitizer-test: sanitizer-build
+	$(SAN_ENV) tests/run.sh $(BUILD) --only-sanitizers
 
 demo: deps
 	$(MAKE) all
@@ -144,6 +153,6 @@ install: $(LIB_SO) $(LIB_A) $(INTERPOSE_SO) $(PROFILE_SO) $(TOOL_BINS) $(BENCH_B
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBS@|$(LIBS)|g' liblock.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/liblock.pc
 
 clean:
-	rm -rf build build-tsan
+	rm -rf build build-tsan build-asan
 
 FORCE:

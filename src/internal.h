@@ -159,7 +159,9 @@ struct ll_exit_hook {
     struct ll_exit_hook *next;
 };
 
-extern __thread ll_thread_t *ll_self_tls;
+/* initial-exec: one %fs-relative load instead of a __tls_get_addr call in
+ * the -fPIC library (a few bytes of static TLS, fine for LD_PRELOAD too). */
+extern __thread ll_thread_t *ll_self_tls __attribute__((tls_model("initial-exec")));
 ll_thread_t *ll_self_slow(void);          /* creates the record; NULL on ENOMEM */
 static inline ll_thread_t *ll_self(void)
 {
@@ -172,9 +174,60 @@ void ll_thread_on_exit(ll_thread_t *self, struct ll_exit_hook *hook);
 unsigned ll_thread_max_id(void);          /* 1 + highest id in use (scan bound) */
 LL_EXPORT long liblock_debug_live_threads(void); /* for leak tests */
 
-ll_hold_t *ll_hold_push(ll_thread_t *self, liblock_t *lock); /* NULL on ENOMEM */
-ll_hold_t *ll_hold_find(ll_thread_t *self, const liblock_t *lock);
-void ll_hold_pop(ll_thread_t *self, ll_hold_t *h); /* removes h wherever it is in the stack */
+/* The hold stack is on every lock/unlock path, so its common case is inline:
+ * find scans from the top (the lock released is usually the last taken),
+ * push pops the per-thread free list, pop of the top entry is a decrement. */
+ll_hold_t *ll_hold_push_slow(ll_thread_t *self, liblock_t *lock); /* NULL on ENOMEM */
+void ll_hold_remove_at(ll_thread_t *self, unsigned idx);          /* any position */
+
+static inline int ll_hold_index(const ll_thread_t *self, const liblock_t *lock)
+{
+    for (unsigned i = self->nheld; i-- > 0;)
+        if (self->held[i]->lock == lock)
+            return (int)i;
+    return -1;
+}
+
+static inline ll_hold_t *ll_hold_find(ll_thread_t *self, const liblock_t *lock)
+{
+    int i = ll_hold_index(self, lock);
+    return i < 0 ? NULL : self->held[i];
+}
+
+static inline ll_hold_t *ll_hold_push(ll_thread_t *self, liblock_t *lock)
+{
+    ll_hold_t *h = self->free_holds;
+    if (LL_LIKELY(h != NULL && self->nheld < self->capheld)) {
+        self->free_holds = h->next_free;
+        h->lock = lock;
+        self->held[self->nheld++] = h;
+        return h;
+    }
+    return ll_hold_push_slow(self, lock);
+}
+
+static inline void ll_hold_pop_at(ll_thread_t *self, unsigned idx)
+{
+    if (LL_LIKELY(idx + 1 == self->nheld)) {
+        ll_hold_t *h = self->held[idx];
+        self->nheld = idx;
+        h->lock = NULL;
+        h->next_free = self->free_holds;
+        self->free_holds = h;
+        return;
+    }
+    ll_hold_remove_at(self, idx);
+}
+
+/* Removes h wherever it is in the stack. */
+static inline void ll_hold_pop(ll_thread_t *self, ll_hold_t *h)
+{
+    for (unsigned i = self->nheld; i-- > 0;)
+        if (self->held[i] == h) {
+            ll_hold_pop_at(self, i);
+            return;
+        }
+}
 
 static inline uint64_t ll_rand(ll_thread_t *self)
 {

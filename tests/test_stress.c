@@ -57,23 +57,23 @@ static void *worker_main(void *arg)
             errno = 0;
             void *r = liblock_execute(&sh->lock, critical, sh);
             if (r != (void *)0x5a) {
-                w->err = errno ? errno : -1;
+                __atomic_store_n(&w->err, errno ? errno : -1, __ATOMIC_RELAXED);
                 break;
             }
         } else {
             int e = liblock_lock(&sh->lock);
             if (e) {
-                w->err = e;
+                __atomic_store_n(&w->err, e, __ATOMIC_RELAXED);
                 break;
             }
             critical(sh);
             e = liblock_unlock(&sh->lock);
             if (e) {
-                w->err = e;
+                __atomic_store_n(&w->err, e, __ATOMIC_RELAXED);
                 break;
             }
         }
-        w->done++;
+        __atomic_store_n(&w->done, w->done + 1, __ATOMIC_RELAXED); /* main polls it */
     }
     return NULL;
 }
@@ -101,7 +101,7 @@ static void run_config(const char *algo, int policy, int nthreads, int use_execu
     while (th_now_ns() < deadline) {
         int all_done = 1;
         for (int i = 0; i < nthreads; i++)
-            if (__atomic_load_n(&ws[i].done, __ATOMIC_RELAXED) < sh.per_thread_max && !ws[i].err)
+            if (__atomic_load_n(&ws[i].done, __ATOMIC_RELAXED) < sh.per_thread_max && !__atomic_load_n(&ws[i].err, __ATOMIC_RELAXED))
                 all_done = 0;
         if (all_done)
             break;

@@ -216,12 +216,12 @@ int ll_api_lock(liblock_t *l)
 int ll_api_unlock(liblock_t *l)
 {
     ll_thread_t *self = ll_self_tls;
-    ll_hold_t *h = self ? ll_hold_find(self, l) : NULL;
-    if (LL_UNLIKELY(!h))
+    int i = self ? ll_hold_index(self, l) : -1;
+    if (LL_UNLIKELY(i < 0))
         return EPERM;
-    int r = LL_OPS(l)->unlock(l, h->node);
+    int r = LL_OPS(l)->unlock(l, self->held[i]->node);
     if (LL_LIKELY(r == 0))
-        ll_hold_pop(self, h);
+        ll_hold_pop_at(self, (unsigned)i);
     return r;
 }
 

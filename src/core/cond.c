@@ -60,6 +60,7 @@ LL_EXPORT int liblock_cond_init(liblock_cond_t *cond, const void *attrp)
     if (!cond || (attr && attr->_magic != LL_CONDATTR_MAGIC))
         return EINVAL;
     struct posix_cond *pc = (struct posix_cond *)cond->_storage;
+    pc->waiters = 0;
     int r = pthread_mutex_init(&pc->m, NULL);
     if (r)
         return r;

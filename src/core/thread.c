@@ -22,7 +22,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-__thread ll_thread_t *ll_self_tls;
+__thread ll_thread_t *ll_self_tls __attribute__((tls_model("initial-exec")));
 
 static pthread_key_t self_key;
 static pthread_once_t self_once = PTHREAD_ONCE_INIT;
@@ -137,9 +137,9 @@ static void thread_exit(void *arg)
     atomic_fetch_sub_explicit(&live_records, 1, memory_order_relaxed);
 }
 
-ll_hold_t *ll_hold_push(ll_thread_t *self, liblock_t *lock)
+ll_hold_t *ll_hold_push_slow(ll_thread_t *self, liblock_t *lock)
 {
-    if (LL_UNLIKELY(self->nheld == self->capheld)) {
+    if (self->nheld == self->capheld) {
         unsigned nc = self->capheld ? self->capheld * 2 : 8;
         ll_hold_t **nh = realloc(self->held, nc * sizeof *nh);
         if (!nh)
@@ -148,7 +148,7 @@ ll_hold_t *ll_hold_push(ll_thread_t *self, liblock_t *lock)
         self->capheld = nc;
     }
     ll_hold_t *h = self->free_holds;
-    if (LL_LIKELY(h != NULL)) {
+    if (h) {
         self->free_holds = h->next_free;
     } else {
         h = ll_alloc_aligned(sizeof *h);
@@ -160,23 +160,10 @@ ll_hold_t *ll_hold_push(ll_thread_t *self, liblock_t *lock)
     return h;
 }
 
-ll_hold_t *ll_hold_find(ll_thread_t *self, const liblock_t *lock)
+void ll_hold_remove_at(ll_thread_t *self, unsigned idx)
 {
-    for (unsigned i = self->nheld; i-- > 0;)
-        if (self->held[i]->lock == lock)
-            return self->held[i];
-    return NULL;
-}
-
-void ll_hold_pop(ll_thread_t *self, ll_hold_t *h)
-{
-    unsigned i = self->nheld;
-    while (i-- > 0)
-        if (self->held[i] == h)
-            break;
-    if (i + 1 == 0)
-        return;
-    memmove(&self->held[i], &self->held[i + 1], (self->nheld - i - 1) * sizeof *self->held);
+    ll_hold_t *h = self->held[idx];
+    memmove(&self->held[idx], &self->held[idx + 1], (self->nheld - idx - 1) * sizeof *self->held);
     self->nheld--;
     h->lock = NULL;
     h->next_free = self->free_holds;

@@ -24,6 +24,6 @@ int main(void)
 C
 cc "$prefix/tiny.c" -o "$prefix/tiny" $(pkg-config --cflags --libs liblock)
 out=$("$prefix/tiny")
-[ "$out" = 55 ] || { echo "install_test: tiny program printed '$out'"; exit 1; }
-"$prefix/bin/liblock" list | grep -q '^mcs ' || { echo "install_test: installed 'liblock list' does not list mcs"; exit 1; }
-echo "install_test: ok (pkg-config build against $prefix, installed liblock list)"
+[ "$out" = 55 ] || { echo "test_install: tiny program printed '$out'"; exit 1; }
+"$prefix/bin/liblock" list | grep -q '^mcs ' || { echo "test_install: installed 'liblock list' does not list mcs"; exit 1; }
+echo "test_install: ok (pkg-config build against $prefix, installed liblock list)"
