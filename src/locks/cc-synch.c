@@ -56,12 +56,27 @@
  * hand-off.  The FREE CAS is release and the next swap is acquire, so the
  * next combiner also sees the previous pass.
  *
+ *  4. Oversubscription (more threads than cores).  With yield or
+ *     spin-then-park, handing the role to a waiter that is not running
+ *     stalls every queued request until the scheduler runs it again (the
+ *     thesis notes this weakness).  So when a pass reaches MAX_COMBINER_CS
+ *     and the next waiter looks asleep -- parked (its word carries the
+ *     waiting layer's LL_PARKED bit) or, with yield, not checked in for
+ *     CCS_AWAKE_NS = 5 us (a yield-waiter stores the time before each
+ *     sched_yield) -- the combiner runs that request instead and looks at
+ *     the next one, up to MAX_COMBINER_CS more: a pass is at most
+ *     2 x MAX_COMBINER_CS.  With spin the bound is exactly MAX_COMBINER_CS.
+ *     Also, with spin-then-park, the futex_wake calls for served waiters
+ *     that parked are made after the hand-over (deferred_wake.h), not on
+ *     the lock's critical path.
+ *
  * Parameter: MAX_COMBINER_CS, env LIBLOCK_CCSYNCH_MAX_COMBINER_CS (read at
  * liblock_init), default 3 x the number of online CPUs (seed 000 section
- * 5.1).  A combiner hands over after at most that many critical sections.
+ * 5.1).  A combiner hands over after at most that many critical sections
+ * (2x with yield/spin-then-park when the successors sleep, see 4.).
  * Policies: spin, yield, spin-then-park (each waiter waits on its own node's
  * word).  FIFO (requests run in queue order) and starvation-free (a combiner
- * serves at most MAX_COMBINER_CS requests).
+ * serves at most 2 x MAX_COMBINER_CS requests).
  * Per-thread storage: every thread keeps a small stack of spare nodes
  * (normally one; one more per nesting level), freed at thread exit by an
  * ll_thread_on_exit hook.  The lock owns the node in its tail; destroy frees

@@ -69,6 +69,13 @@
  * are acquire; DONE/COMBINE go through ll_wake (release) and ll_wait_while
  * (acquire); CAS(tail, tmp, nil) is release and the next swap acquire.
  *
+ * Oversubscription: as in cc-synch.c (change 4 there), when a pass reaches
+ * MAX_COMBINER_CS and the next waiter looks asleep (parked, or with yield
+ * not checked in for DSM_AWAKE_NS = 5 us) the combiner runs its request
+ * instead of handing it the role, up to MAX_COMBINER_CS more (a pass is at
+ * most 2 x MAX_COMBINER_CS; exactly MAX with spin), and futex wake-ups of
+ * served waiters are made after the hand-over.
+ *
  * Parameter: MAX_COMBINER_CS, env LIBLOCK_DSMSYNCH_MAX_COMBINER_CS (read at
  * liblock_init), default 3 x the number of online CPUs (seed 000 section
  * 5.1).

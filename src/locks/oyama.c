@@ -44,7 +44,10 @@
  * acquire load, so the requester sees the result and everything before it.
  *
  * Parameter: MAX_COMBINER_CS, env LIBLOCK_OYAMA_MAX_COMBINER_CS (read at
- * liblock_init), default 3 x the number of online CPUs.
+ * liblock_init), default 3 x the number of online CPUs.  With
+ * spin-then-park the futex wake-ups of served requesters are made at the
+ * end of the release, after the lock is free or handed over
+ * (deferred_wake.h).
  * Policies: spin, yield, spin-then-park (a requester waits on its own
  * node's word; lock() callers that find the word LOCKED wait the same way).
  * Starvation-free (every request is in the next batch detached; a holder
