@@ -66,6 +66,20 @@
  *     sched_yield) -- the combiner runs that request instead and looks at
  *     the next one, up to MAX_COMBINER_CS more: a pass is at most
  *     2 x MAX_COMBINER_CS.  With spin the bound is exactly MAX_COMBINER_CS.
+ *  5. Orphaned combiner role (yield only).  When a pass must stop (2 x
+ *     MAX reached) and the next waiter still looks descheduled, the
+ *     combiner sets that node ORPHAN and publishes it in the lock's orphan
+ *     slot instead of handing the role to that one thread.  Every
+ *     yield-waiter checks the slot each time it is scheduled; the first to
+ *     CAS it to nil is the combiner, starting at the orphaned node (running
+ *     its request and releasing its owner with DONE like any other).  The
+ *     owner itself may be that first taker (then it simply combines from
+ *     its own node); if it is not, it waits until its state leaves ORPHAN
+ *     (DONE).  The state is stored before the slot, so a taker's DONE is
+ *     never overwritten; the slot is empty whenever a combiner exists (only
+ *     a combiner fills it, and it stops being one by doing so), so there is
+ *     still exactly one combiner.  Lock markers are never orphaned (only
+ *     their owner can take the role they ask for).
  *     Also, with spin-then-park, the futex_wake calls for served waiters
  *     that parked are made after the hand-over (deferred_wake.h), not on
  *     the lock's critical path.
@@ -93,7 +107,8 @@
 
 #include <stdlib.h>
 
-enum { CCS_WAIT = 1, CCS_DONE = 2, CCS_COMBINE = 3 };
+enum { CCS_WAIT = 1, CCS_DONE = 2, CCS_COMBINE = 3, CCS_ORPHAN = 4 };
+enum { COMB_OWN = 0, COMB_OWN_DONE = 1, COMB_FOREIGN = 2 };
 #define CCS_AWAKE_NS 5000
 #define CCS_FREE ((uintptr_t)1)
 
@@ -114,6 +129,7 @@ struct ccs_lock {
     _Atomic unsigned max_pass;         /* statistics: longest pass seen */
     _Atomic unsigned long passes;
     _Atomic(struct ccs_node *) holder; /* lock()/trylock() holder's node, for tests */
+    LL_ALIGNED _Atomic(struct ccs_node *) orphan; /* yield: combiner role left to any taker */
 };
 
 struct ccs_hold {
@@ -207,25 +223,38 @@ static inline int asleep(struct ccs_lock *s, struct ccs_node *n, int policy)
     return 0;
 }
 
+static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, int mode);
+
 /* Wait for DONE or COMBINE on our node.  With yield, check in (publish the
- * time) before every yield so a combiner can tell we are being scheduled. */
-static uint32_t wait_node(struct ccs_node *n, int policy)
+ * time) before every yield so a combiner can tell we are being scheduled,
+ * and take over an orphaned combiner role if there is one (ours or not). */
+static uint32_t wait_node(liblock_t *l, struct ccs_lock *s, struct ccs_node *n, int policy)
 {
     if (policy != LIBLOCK_WAIT_YIELD)
         return ll_wait_while(&n->state, CCS_WAIT, policy);
     for (;;) {
         uint32_t v = atomic_load_explicit(&n->state, memory_order_acquire) & ~LL_PARKED;
-        if (v != CCS_WAIT)
+        if (v == CCS_DONE || v == CCS_COMBINE)
             return v;
+        struct ccs_node *o = atomic_load_explicit(&s->orphan, memory_order_relaxed);
+        if (o && atomic_compare_exchange_strong_explicit(&s->orphan, &o, NULL, memory_order_acq_rel,
+                                                         memory_order_relaxed)) {
+            if (o == n)
+                return CCS_COMBINE; /* our own request is next: combine as usual */
+            combine(l, s, o, COMB_FOREIGN);
+            continue;
+        }
         atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
         ll_yield();
     }
 }
 
-/* Combining pass starting at `start` (the combiner's own node).  If
- * own_done, the combiner's own critical section already ran (unlock after
- * lock): start from its successor and count it as the first. */
-static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, int own_done)
+/* Combining pass starting at `start`.  COMB_OWN: start is the combiner's
+ * own node with its pending request.  COMB_OWN_DONE: the combiner's own
+ * critical section already ran (unlock after lock): start from its
+ * successor and count it as the first.  COMB_FOREIGN: start is an orphaned
+ * node taken over with yield (change 5): run it and release its owner. */
+static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, int mode)
 {
     const liblock_t *saved = ccs_tls.combining;
     ccs_tls.combining = l;
@@ -234,7 +263,7 @@ static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, in
     struct ccs_node *tmp = start, *next;
     struct ll_deferred_wakes dw;
     dw.n = 0;
-    if (own_done) {
+    if (mode == COMB_OWN_DONE) {
         tmp = atomic_load_explicit(&start->next, memory_order_acquire); /* set by our lock() */
         count = 1;
     }
@@ -246,7 +275,7 @@ static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, in
             break;
         tmp->ret = tmp->cs(tmp->arg);
         count++;
-        if (tmp != start)
+        if (tmp != start || mode == COMB_FOREIGN)
             ll_wake_deferred(&dw, &tmp->state, CCS_DONE, policy);
         tmp = next;
     }
@@ -264,6 +293,14 @@ static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, in
             return;
         }
         /* somebody swapped tmp out and waits on it: hand over */
+    } else if (policy == LIBLOCK_WAIT_YIELD && tmp->cs != ccs_lock_marker && asleep(s, tmp, policy)) {
+        /* tmp's owner looks descheduled: leave the role to whichever
+         * waiter runs first (state before slot: a taker may finish tmp at
+         * once and its DONE must not be overwritten) */
+        atomic_store_explicit(&tmp->state, CCS_ORPHAN, memory_order_release);
+        atomic_store_explicit(&s->orphan, tmp, memory_order_release);
+        ll_wake_flush(&dw);
+        return;
     }
     ll_wake(&tmp->state, CCS_COMBINE, policy);
     ll_wake_flush(&dw);
@@ -309,12 +346,12 @@ static void *ccs_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         errno = ENOMEM;
         return NULL;
     }
-    if (!was_free && wait_node(cur, l->_wait) == CCS_DONE) {
+    if (!was_free && wait_node(l, s, cur, l->_wait) == CCS_DONE) {
         void *r = cur->ret;
         spare_push(cur);
         return r;
     }
-    combine(l, s, cur, 0);
+    combine(l, s, cur, COMB_OWN);
     void *r = cur->ret;
     spare_push(cur);
     return r;
@@ -330,7 +367,7 @@ static int ccs_lock(liblock_t *l, void *hold)
     if (LL_UNLIKELY(!cur))
         return ENOMEM;
     if (!was_free)
-        wait_node(cur, l->_wait); /* a marker is never run: COMBINE */
+        wait_node(l, s, cur, l->_wait); /* a marker is never run: COMBINE */
     ((struct ccs_hold *)hold)->cur = cur;
     atomic_store_explicit(&s->holder, cur, memory_order_relaxed);
     return 0;
@@ -368,7 +405,7 @@ static int ccs_unlock(liblock_t *l, void *hold)
     struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
     struct ccs_node *cur = ((struct ccs_hold *)hold)->cur;
     atomic_store_explicit(&s->holder, NULL, memory_order_relaxed);
-    combine(l, s, cur, 1);
+    combine(l, s, cur, COMB_OWN_DONE);
     spare_push(cur);
     return 0;
 }
