@@ -74,7 +74,10 @@
  * not checked in for DSM_AWAKE_NS = 5 us) the combiner runs its request
  * instead of handing it the role, up to MAX_COMBINER_CS more (a pass is at
  * most 2 x MAX_COMBINER_CS; exactly MAX with spin), and futex wake-ups of
- * served waiters are made after the hand-over.
+ * served waiters are made after the hand-over.  With yield, if the waiter
+ * to hand over to still looks descheduled, the role is left in an orphan
+ * slot that the first waiter to run takes over (cc-synch.c change 5; the
+ * taker runs the orphaned node's request first).
  *
  * Parameter: MAX_COMBINER_CS, env LIBLOCK_DSMSYNCH_MAX_COMBINER_CS (read at
  * liblock_init), default 3 x the number of online CPUs (seed 000 section
@@ -93,7 +96,8 @@
 #include "thread_records.h"
 #include "deferred_wake.h"
 
-enum { DSM_WAIT = 1, DSM_DONE = 2, DSM_COMBINE = 3 };
+enum { DSM_WAIT = 1, DSM_DONE = 2, DSM_COMBINE = 3, DSM_ORPHAN = 4 };
+enum { COMB_OWN = 0, COMB_OWN_DONE = 1, COMB_FOREIGN = 2 };
 #define DSM_AWAKE_NS 5000
 
 struct dsm_node {
@@ -119,6 +123,7 @@ struct dsm_lock {
     _Atomic unsigned long passes;
     struct ll_trec_list recs;
     _Atomic(struct dsm_node *) holder; /* lock()/trylock() holder's node, for tests */
+    LL_ALIGNED _Atomic(struct dsm_node *) orphan; /* yield: combiner role left to any taker */
 };
 
 struct dsm_hold {
@@ -166,23 +171,36 @@ static inline int asleep(struct dsm_lock *s, struct dsm_node *n, int policy)
     return 0;
 }
 
-static uint32_t wait_node(struct dsm_node *n, int policy)
+static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, int mode);
+
+/* Wait for DONE or COMBINE on our node; with yield, check in before each
+ * yield and take over an orphaned combiner role (as in cc-synch.c). */
+static uint32_t wait_node(liblock_t *l, struct dsm_lock *s, struct dsm_node *n, int policy)
 {
     if (policy != LIBLOCK_WAIT_YIELD)
         return ll_wait_while(&n->state, DSM_WAIT, policy);
     for (;;) {
         uint32_t v = atomic_load_explicit(&n->state, memory_order_acquire) & ~LL_PARKED;
-        if (v != DSM_WAIT)
+        if (v == DSM_DONE || v == DSM_COMBINE)
             return v;
+        struct dsm_node *o = atomic_load_explicit(&s->orphan, memory_order_relaxed);
+        if (o && atomic_compare_exchange_strong_explicit(&s->orphan, &o, NULL, memory_order_acq_rel,
+                                                         memory_order_relaxed)) {
+            if (o == n)
+                return DSM_COMBINE;
+            combine(l, s, o, COMB_FOREIGN);
+            continue;
+        }
         atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
         ll_yield();
     }
 }
 
-/* Combining pass from `start` (our node).  own_done: our critical section
- * already ran (unlock after lock), count it and start with the hand-over
- * test. */
-static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, int own_done)
+/* Combining pass from `start`.  COMB_OWN: our node, request pending.
+ * COMB_OWN_DONE: our critical section already ran (unlock after lock),
+ * count it and start with the hand-over test.  COMB_FOREIGN: an orphaned
+ * node taken over with yield: run it and release its owner. */
+static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, int mode)
 {
     const liblock_t *saved = dsm_combining;
     dsm_combining = l;
@@ -192,7 +210,8 @@ static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, in
     struct dsm_node *tmp = start, *next;
     struct ll_deferred_wakes dw;
     dw.n = 0;
-    if (own_done)
+    int linked_late = 0;
+    if (mode == COMB_OWN_DONE)
         count = 1;
     else
         goto run;
@@ -206,7 +225,7 @@ static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, in
     run:
         tmp->ret = tmp->cs(tmp->arg);
         count++;
-        if (tmp != start)
+        if (tmp != start || mode == COMB_FOREIGN)
             ll_wake_deferred(&dw, &tmp->state, DSM_DONE, policy);
     }
     dsm_combining = saved;
@@ -223,9 +242,17 @@ static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, in
         }
         while (!(next = atomic_load_explicit(&tmp->next, memory_order_acquire)))
             ll_wait_step(step); /* a thread swapped tmp out and is linking itself */
+        linked_late = 1;        /* it is running: hand over to it */
     }
     /* No write to tmp here (see the header: that is the lost update). */
-    ll_wake(&next->state, DSM_COMBINE, policy);
+    if (!linked_late && policy == LIBLOCK_WAIT_YIELD && next->cs != dsm_lock_marker && asleep(s, next, policy)) {
+        /* next's owner looks descheduled: leave the role to whichever
+         * waiter runs first (state before slot, see cc-synch.c change 5) */
+        atomic_store_explicit(&next->state, DSM_ORPHAN, memory_order_release);
+        atomic_store_explicit(&s->orphan, next, memory_order_release);
+    } else {
+        ll_wake(&next->state, DSM_COMBINE, policy);
+    }
     ll_wake_flush(&dw);
 }
 
@@ -270,10 +297,10 @@ static void *dsm_execute(liblock_t *l, void *(*cs)(void *), void *arg)
     struct dsm_node *pred = atomic_exchange_explicit(&s->tail, my, memory_order_acq_rel);
     if (pred) {
         atomic_store_explicit(&pred->next, my, memory_order_release);
-        if (wait_node(my, l->_wait) == DSM_DONE)
+        if (wait_node(l, s, my, l->_wait) == DSM_DONE)
             return my->ret;
     }
-    combine(l, s, my, 0);
+    combine(l, s, my, COMB_OWN);
     return my->ret;
 }
 
@@ -289,7 +316,7 @@ static int dsm_lock(liblock_t *l, void *hold)
     struct dsm_node *pred = atomic_exchange_explicit(&s->tail, my, memory_order_acq_rel);
     if (pred) {
         atomic_store_explicit(&pred->next, my, memory_order_release);
-        wait_node(my, l->_wait); /* a marker is never run: COMBINE */
+        wait_node(l, s, my, l->_wait); /* a marker is never run: COMBINE */
     }
     ((struct dsm_hold *)hold)->my = my;
     atomic_store_explicit(&s->holder, my, memory_order_relaxed);
@@ -320,7 +347,7 @@ static int dsm_unlock(liblock_t *l, void *hold)
 {
     struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
     atomic_store_explicit(&s->holder, NULL, memory_order_relaxed);
-    combine(l, s, ((struct dsm_hold *)hold)->my, 1);
+    combine(l, s, ((struct dsm_hold *)hold)->my, COMB_OWN_DONE);
     return 0;
 }
 
