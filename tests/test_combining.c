@@ -130,7 +130,7 @@ static void test_delegation(const struct algo *al, int policy)
     CHECK(other > 0, "no request ran on a thread other than its requester");
     unsigned long passes = 0;
     unsigned mp = al->max_pass(&L, &passes);
-    if (al->max_env && (exact || !strcmp(al->name, "oyama"))) {
+    if (al->max_env && exact) {
         /* the unlocking holder counts its own section: it runs MAX-1 */
         CHECK(on_me == TEST_MAX - 1, "holder ran %d requests on unlock, expected %d", on_me, TEST_MAX - 1);
         CHECK(mp <= TEST_MAX, "a combining pass ran %u critical sections > MAX_COMBINER_CS %d", mp, TEST_MAX);

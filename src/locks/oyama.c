@@ -43,6 +43,15 @@
  * is acquire; DONE/OWNER go through ll_wake (release) and the waiter's
  * acquire load, so the requester sees the result and everything before it.
  *
+ *  4. Oversubscription: when the holder reaches MAX_COMBINER_CS and the
+ *     next requester looks asleep (parked, or with yield not checked in for
+ *     OY_AWAKE_NS = 5 us), it runs that request too, up to 2 x
+ *     MAX_COMBINER_CS; with yield, if it must stop and the next requester
+ *     still looks asleep, it leaves the lock (with the rest of the batch)
+ *     in an orphan slot that the first waiter to run takes over, as
+ *     cc-synch.c change 5 describes.  Lock markers are always handed to
+ *     their owner.
+ *
  * Parameter: MAX_COMBINER_CS, env LIBLOCK_OYAMA_MAX_COMBINER_CS (read at
  * liblock_init), default 3 x the number of online CPUs.  With
  * spin-then-park the futex wake-ups of served requesters are made at the
@@ -64,7 +73,8 @@
 #define OY_FREE ((uintptr_t)0)
 #define OY_LOCKED ((uintptr_t)1)
 
-enum { OY_WAIT = 1, OY_DONE = 2, OY_OWNER = 3 };
+enum { OY_WAIT = 1, OY_DONE = 2, OY_OWNER = 3, OY_ORPHAN = 4 };
+#define OY_AWAKE_NS 5000
 
 struct oy_req {
     struct oy_req *next;
@@ -72,6 +82,7 @@ struct oy_req {
     void *arg;
     void *ret;
     struct oy_req *rest; /* with OY_OWNER: the rest of the batch to run */
+    _Atomic uint64_t seen; /* yield: last time the requester checked in (cycles) */
     _Atomic uint32_t state;
 };
 _Static_assert(sizeof(struct oy_req) <= LL_NODE_BYTES, "oyama node too large");
@@ -79,8 +90,10 @@ _Static_assert(sizeof(struct oy_req) <= LL_NODE_BYTES, "oyama node too large");
 struct oy_lock {
     LL_ALIGNED _Atomic uintptr_t word;
     LL_ALIGNED unsigned max_cs;
+    uint64_t awake_cycles;
     _Atomic unsigned max_pass;
     _Atomic unsigned long passes;
+    LL_ALIGNED _Atomic(struct oy_req *) orphan; /* yield: lock left to any waiter */
 };
 
 static void *oy_lock_marker(void *arg) { return arg; }
@@ -93,6 +106,7 @@ static int oy_init(liblock_t *l, const liblock_attr_t *attr)
     struct oy_lock *s = LL_STATE(l, struct oy_lock);
     long dflt = 3L * ll_ncpus();
     s->max_cs = (unsigned)ll_env_long("LIBLOCK_OYAMA_MAX_COMBINER_CS", dflt < 1 ? 1 : dflt, 1, 1L << 30);
+    s->awake_cycles = ll_ns_to_cycles(OY_AWAKE_NS);
     atomic_store_explicit(&s->word, OY_FREE, memory_order_release);
     return 0;
 }
@@ -114,6 +128,16 @@ static struct oy_req *reverse(struct oy_req *n)
     return r;
 }
 
+static inline int asleep(struct oy_lock *s, struct oy_req *n, int policy)
+{
+    if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK)
+        return (atomic_load_explicit(&n->state, memory_order_relaxed) & LL_PARKED) != 0;
+    if (policy == LIBLOCK_WAIT_YIELD)
+        return (int64_t)(ll_cycles() - atomic_load_explicit(&n->seen, memory_order_relaxed)) >
+               (int64_t)s->awake_cycles;
+    return 0;
+}
+
 /* Called by the holder after its own critical section (served = 1): run
  * `pending`, then release or run what arrived meanwhile. */
 static void oy_release(liblock_t *l, struct oy_lock *s, struct oy_req *pending, unsigned served)
@@ -128,11 +152,23 @@ static void oy_release(liblock_t *l, struct oy_lock *s, struct oy_req *pending, 
         while (pending) {
             struct oy_req *n = pending;
             pending = n->next;
-            if (n->cs == oy_lock_marker || served >= max) {
+            int marker = n->cs == oy_lock_marker;
+            if (marker || served >= max) {
+                int sleepy = !marker && asleep(s, n, policy);
+                if (sleepy && served < 2 * max)
+                    goto run; /* do not hand the lock to a sleeper: run it */
                 n->rest = pending;
-                ll_wake(&n->state, OY_OWNER, policy);
+                if (sleepy && policy == LIBLOCK_WAIT_YIELD) {
+                    /* leave the lock to whichever waiter runs first
+                     * (state before slot, see cc-synch.c change 5) */
+                    atomic_store_explicit(&n->state, OY_ORPHAN, memory_order_release);
+                    atomic_store_explicit(&s->orphan, n, memory_order_release);
+                } else {
+                    ll_wake(&n->state, OY_OWNER, policy);
+                }
                 goto out;
             }
+        run:
             n->ret = n->cs(n->arg);
             served++;
             ll_wake_deferred(&dw, &n->state, OY_DONE, policy);
@@ -153,9 +189,42 @@ out:
                           memory_order_relaxed);
 }
 
+/* Wait until our request ran (DONE) or we own the lock (OWNER).  With
+ * yield, check in before each yield, and take over an orphaned lock: if it
+ * is our own request, we own the lock; otherwise run that request, release
+ * its owner and run the rest of its batch, then keep waiting for ours. */
+static uint32_t oy_wait(liblock_t *l, struct oy_lock *s, struct oy_req *n)
+{
+    int policy = l->_wait;
+    if (policy != LIBLOCK_WAIT_YIELD)
+        return ll_wait_while(&n->state, OY_WAIT, policy);
+    for (;;) {
+        uint32_t v = atomic_load_explicit(&n->state, memory_order_acquire) & ~LL_PARKED;
+        if (v == OY_DONE || v == OY_OWNER)
+            return v;
+        struct oy_req *o = atomic_load_explicit(&s->orphan, memory_order_relaxed);
+        if (o && atomic_compare_exchange_strong_explicit(&s->orphan, &o, NULL, memory_order_acq_rel,
+                                                         memory_order_relaxed)) {
+            if (o == n)
+                return OY_OWNER;
+            struct oy_req *rest = o->rest; /* read o before releasing its owner */
+            const liblock_t *saved = oy_combining;
+            oy_combining = l;
+            o->ret = o->cs(o->arg);
+            oy_combining = saved;
+            ll_wake(&o->state, OY_DONE, policy);
+            oy_release(l, s, rest, 1);
+            continue;
+        }
+        atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
+        ll_yield();
+    }
+}
+
 /* Take the lock or push `n`; returns 1 if we own the lock, 0 if pushed. */
 static int oy_acquire_or_push(struct oy_lock *s, struct oy_req *n)
 {
+    atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
     uintptr_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
     for (;;) {
         if (w == OY_FREE) {
@@ -184,7 +253,7 @@ static void *oy_execute(liblock_t *l, void *(*cs)(void *), void *arg)
     n.arg = arg;
     n.rest = NULL;
     atomic_store_explicit(&n.state, OY_WAIT, memory_order_relaxed);
-    if (!oy_acquire_or_push(s, &n) && ll_wait_while(&n.state, OY_WAIT, l->_wait) == OY_DONE)
+    if (!oy_acquire_or_push(s, &n) && oy_wait(l, s, &n) == OY_DONE)
         return n.ret;
     /* we own the lock (took it, or were handed it with the rest of a
      * batch): run ours, then what is pending */
@@ -207,7 +276,7 @@ static int oy_lock(liblock_t *l, void *hold)
     n->rest = NULL;
     atomic_store_explicit(&n->state, OY_WAIT, memory_order_relaxed);
     if (!oy_acquire_or_push(s, n))
-        ll_wait_while(&n->state, OY_WAIT, l->_wait); /* a marker is never run: OWNER */
+        oy_wait(l, s, n); /* a marker is never run: OWNER */
     return 0;
 }
 
