@@ -83,8 +83,13 @@ ifneq ($(INTERPOSE_SRCS),)
 INTERPOSE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(INTERPOSE_SRCS))
 $(INTERPOSE_SO): $(INTERPOSE_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $(INTERPOSE_OBJS) $(LIB_OBJS) $(LIBS) -ldl
+	$(CC) -shared -o $@ $(INTERPOSE_OBJS) $(LIB_OBJS) $(LIBS) -ldl $(INTERPOSE_WRAP)
 endif
+# The library objects linked into the interposer call pthread_mutex_* and
+# pthread_cond_* themselves; --wrap sends those calls to __wrap_* in
+# src/interpose/interpose.c (glibc's functions) instead of the interposer's.
+INTERPOSE_WRAP := $(foreach f,mutex_init mutex_destroy mutex_lock mutex_trylock mutex_unlock mutex_timedlock \
+    mutex_clocklock cond_init cond_destroy cond_wait cond_timedwait cond_clockwait cond_signal cond_broadcast,-Wl,--wrap=pthread_$(f))
 
 ifneq ($(PROFILE_SRCS),)
 PROFILE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(PROFILE_SRCS))
@@ -118,7 +123,7 @@ deps:
 # AddressSanitizer+UBSan trees), then tests/run.sh runs every test program
 # and script under a time bound, the sanitizer subsets at a smaller scale,
 # and prints "N passed, N failed".
-TSAN_TESTS ?= test_stress test_api test_cond test_wait
+TSAN_TESTS ?= test_stress test_api test_cond test_wait test_lifo_cond
 ASAN_TESTS ?= test_threads test_api test_stress
 TSAN_LIBS := -pthread -lm -fsanitize=thread $(filter-out -pthread -lm,$(LIBS))
 ASAN_LIBS := -pthread -lm -fsanitize=address,undefined $(filter-out -pthread -lm,$(LIBS))

@@ -61,7 +61,7 @@ typedef struct liblock_attr {
 
 typedef struct liblock_condattr {
     uint32_t _magic;
-    uint32_t _kind;            /* 0 = POSIX-backed FIFO-ish; see docs */
+    uint32_t _kind;            /* 0 = POSIX-backed; 1 = mostly-LIFO queue (set by setfifo); see docs */
     double _fifo_probability;  /* for mostly-LIFO condition variables */
     void *_reserved[2];
 } liblock_condattr_t;
@@ -73,6 +73,13 @@ typedef struct liblock_cond {
     void *_impl;
     _Alignas(16) unsigned char _storage[128];
 } liblock_cond_t;
+
+/* A counting semaphore with a mostly-LIFO waiter list (docs/malthusian.md). */
+typedef struct liblock_sem {
+    uint32_t _magic;
+    uint32_t _reserved;
+    _Alignas(16) unsigned char _storage[64];
+} liblock_sem_t;
 
 typedef struct liblock_server liblock_server_t; /* an RCL server bound to one CPU */
 
@@ -111,6 +118,18 @@ int liblock_cond_timedwait(liblock_cond_t *cond, liblock_t *lock, const struct t
 int liblock_cond_signal(liblock_cond_t *cond);
 int liblock_cond_broadcast(liblock_cond_t *cond);
 int liblock_cond_destroy(liblock_cond_t *cond);
+
+/* ---- semaphores (mostly-LIFO waiter list) -------------------------------
+ * fifo_probability: probability that a waiter is queued at the tail (FIFO)
+ * rather than the head; 1 = FIFO, 0 = LIFO, 0.001 = the Malthusian paper's
+ * mostly-LIFO.  post wakes the head waiter and hands it the unit. */
+int liblock_sem_init(liblock_sem_t *sem, unsigned value, double fifo_probability); /* EINVAL value > INT_MAX */
+int liblock_sem_destroy(liblock_sem_t *sem);  /* EBUSY while threads wait */
+int liblock_sem_wait(liblock_sem_t *sem);
+int liblock_sem_trywait(liblock_sem_t *sem);  /* EAGAIN when the value is 0 */
+int liblock_sem_timedwait(liblock_sem_t *sem, const struct timespec *abstime); /* CLOCK_REALTIME; ETIMEDOUT */
+int liblock_sem_post(liblock_sem_t *sem);     /* EOVERFLOW at INT_MAX */
+int liblock_sem_getvalue(liblock_sem_t *sem, int *value);
 
 /* ---- RCL servers ------------------------------------------------------- */
 liblock_server_t *liblock_server_start(int cpu); /* NULL + errno on failure */

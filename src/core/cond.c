@@ -21,10 +21,13 @@
  * cond_release/cond_reacquire hooks; algorithms that cannot support waiting
  * at all leave LIBLOCK_PROP_COND unset and get ENOTSUP.
  *
- * Mostly-LIFO condition variables (seed 001 section 6.10) use the kind field
- * and are implemented beside this file when available.
+ * Mostly-LIFO condition variables (seed 001 section 6.10): a condattr on
+ * which liblock_condattr_setfifo was called selects the explicit-queue kind
+ * (_kind = LL_COND_KIND_LIFO), implemented in cond_lifo.c; the functions
+ * here check arguments and dispatch on _kind.
  */
 #include "../internal.h"
+#include "cond_lifo.h"
 
 #include <string.h>
 
@@ -51,6 +54,7 @@ LL_EXPORT int liblock_condattr_setfifo(liblock_condattr_t *attr, double p)
     if (!attr || attr->_magic != LL_CONDATTR_MAGIC || !(p >= 0.0 && p <= 1.0))
         return EINVAL;
     attr->_fifo_probability = p;
+    attr->_kind = LL_COND_KIND_LIFO; /* choosing an order selects the explicit queue (cond_lifo.c) */
     return 0;
 }
 
@@ -59,6 +63,8 @@ LL_EXPORT int liblock_cond_init(liblock_cond_t *cond, const void *attrp)
     const liblock_condattr_t *attr = attrp;
     if (!cond || (attr && attr->_magic != LL_CONDATTR_MAGIC))
         return EINVAL;
+    if (attr && attr->_kind == LL_COND_KIND_LIFO)
+        return ll_cond_lifo_init(cond, attr->_fifo_probability);
     struct posix_cond *pc = (struct posix_cond *)cond->_storage;
     pc->waiters = 0;
     int r = pthread_mutex_init(&pc->m, NULL);
@@ -93,6 +99,9 @@ static int reacquire_outer(liblock_t *l)
     return r;
 }
 
+int ll_cond_release_outer(liblock_t *l) { return release_outer(l); }
+int ll_cond_reacquire_outer(liblock_t *l) { return reacquire_outer(l); }
+
 static int cond_wait_common(liblock_cond_t *cond, liblock_t *l, const struct timespec *abstime)
 {
     if (!cond || cond->_magic != LL_COND_MAGIC || !l || l->_magic != LL_LOCK_MAGIC)
@@ -107,6 +116,8 @@ static int cond_wait_common(liblock_cond_t *cond, liblock_t *l, const struct tim
         if (!self || !ll_hold_find(self, l))
             return EPERM;
     }
+    if (cond->_kind == LL_COND_KIND_LIFO)
+        return ll_cond_lifo_wait(cond, l, abstime);
     struct posix_cond *pc = cond->_impl;
     pthread_mutex_lock(&pc->m);
     int r = release_outer(l);
@@ -137,6 +148,8 @@ LL_EXPORT int liblock_cond_signal(liblock_cond_t *cond)
 {
     if (!cond || cond->_magic != LL_COND_MAGIC)
         return EINVAL;
+    if (cond->_kind == LL_COND_KIND_LIFO)
+        return ll_cond_lifo_signal(cond);
     struct posix_cond *pc = cond->_impl;
     pthread_mutex_lock(&pc->m);
     pthread_cond_signal(&pc->c);
@@ -148,6 +161,8 @@ LL_EXPORT int liblock_cond_broadcast(liblock_cond_t *cond)
 {
     if (!cond || cond->_magic != LL_COND_MAGIC)
         return EINVAL;
+    if (cond->_kind == LL_COND_KIND_LIFO)
+        return ll_cond_lifo_broadcast(cond);
     struct posix_cond *pc = cond->_impl;
     pthread_mutex_lock(&pc->m);
     pthread_cond_broadcast(&pc->c);
@@ -159,6 +174,8 @@ LL_EXPORT int liblock_cond_destroy(liblock_cond_t *cond)
 {
     if (!cond || cond->_magic != LL_COND_MAGIC)
         return EINVAL;
+    if (cond->_kind == LL_COND_KIND_LIFO)
+        return ll_cond_lifo_destroy(cond);
     struct posix_cond *pc = cond->_impl;
     pthread_mutex_lock(&pc->m);
     unsigned waiting = pc->waiters;

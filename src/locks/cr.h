@@ -1,0 +1,152 @@
+/*
+ * cr.h - helpers shared by the concurrency-restricting (Malthusian) locks
+ * mcscr, mcscrn, lifocr and loiter (seed 001, Dice, "Malthusian Locks").
+ *
+ *  - struct cr_node / struct cr_list: the MCS-style queue node these locks
+ *    use, and an owner-only doubly linked list of nodes (the passive set, or
+ *    MCSCRN's remote list).  head = most recently culled, tail = eldest.
+ *    Every list operation is O(1) and touches no shared atomics: the lists
+ *    are protected by the lock itself (only the owner edits them), so the
+ *    ownership hand-off (release/acquire through the waiting layer, or the
+ *    release CAS that frees the lock and the next acquirer's acquire swap)
+ *    orders one owner's list edits before the next owner's.
+ *  - the fairness Bernoulli trial: probability LIBLOCK_CR_FAIRNESS
+ *    (default 0.001, range [0, 1]) read when a lock is initialised, drawn on
+ *    the per-thread xorshift generator ll_rand(ll_self()).
+ *  - struct ll_cr_stats and the per-lock statistics readers, for tests and
+ *    for the fairness instrumentation.  Counters are written only by the
+ *    lock owner; readers load them without synchronisation, so they are
+ *    exact only once the lock is quiescent.
+ */
+#ifndef LIBLOCK_LOCKS_CR_H
+#define LIBLOCK_LOCKS_CR_H
+
+#include "../internal.h"
+
+struct cr_node {
+    _Atomic(struct cr_node *) next; /* MCS link (written by the next arrival, or by the owner when grafting) */
+    _Atomic uint32_t locked;        /* waiting word: 1 = wait, 0 = granted (bit 31 = policy) */
+    int numa;                       /* mcscrn: NUMA node of the waiter when it arrived */
+    struct cr_node *ps_prev, *ps_next; /* list links, owner-only */
+};
+_Static_assert(sizeof(struct cr_node) <= LL_NODE_BYTES, "cr node too large");
+
+struct cr_list {
+    struct cr_node *head, *tail;
+    unsigned count;
+};
+
+static inline void cr_push_head(struct cr_list *L, struct cr_node *n)
+{
+    n->ps_prev = NULL;
+    n->ps_next = L->head;
+    if (L->head)
+        L->head->ps_prev = n;
+    else
+        L->tail = n;
+    L->head = n;
+    L->count++;
+}
+
+static inline void cr_push_tail(struct cr_list *L, struct cr_node *n)
+{
+    n->ps_next = NULL;
+    n->ps_prev = L->tail;
+    if (L->tail)
+        L->tail->ps_next = n;
+    else
+        L->head = n;
+    L->tail = n;
+    L->count++;
+}
+
+static inline void cr_remove(struct cr_list *L, struct cr_node *n)
+{
+    if (n->ps_prev)
+        n->ps_prev->ps_next = n->ps_next;
+    else
+        L->head = n->ps_next;
+    if (n->ps_next)
+        n->ps_next->ps_prev = n->ps_prev;
+    else
+        L->tail = n->ps_prev;
+    n->ps_prev = n->ps_next = NULL;
+    L->count--;
+}
+
+static inline struct cr_node *cr_pop_head(struct cr_list *L)
+{
+    struct cr_node *n = L->head;
+    if (n)
+        cr_remove(L, n);
+    return n;
+}
+
+static inline struct cr_node *cr_pop_tail(struct cr_list *L)
+{
+    struct cr_node *n = L->tail;
+    if (n)
+        cr_remove(L, n);
+    return n;
+}
+
+/* Bernoulli trial with probability p: always = (p >= 1), else succeed when a
+ * 64-bit xorshift draw falls below p * 2^64. */
+struct cr_trial {
+    uint64_t threshold;
+    bool always;
+};
+
+static inline struct cr_trial cr_trial_make(double p)
+{
+    struct cr_trial t;
+    t.always = p >= 1.0;
+    t.threshold = t.always ? 0 : (uint64_t)(p * 18446744073709551616.0);
+    return t;
+}
+
+static inline struct cr_trial cr_trial_from_env(void)
+{
+    return cr_trial_make(ll_env_double("LIBLOCK_CR_FAIRNESS", 0.001, 0.0, 1.0));
+}
+
+static inline bool cr_trial_draw(const struct cr_trial *t)
+{
+    if (t->always)
+        return true;
+    if (t->threshold == 0)
+        return false;
+    ll_thread_t *self = ll_self();
+    return self ? ll_rand(self) < t->threshold : false;
+}
+
+/* The short wait of an unlocker for an arrival that has swapped the tail but
+ * not yet linked itself: that thread is running, so never park. */
+static inline void cr_link_wait_step(int policy)
+{
+    ll_wait_step(policy == LIBLOCK_WAIT_YIELD ? LIBLOCK_WAIT_YIELD : LIBLOCK_WAIT_SPIN);
+}
+
+/* Statistics of a concurrency-restricting lock (owner-written counters). */
+struct ll_cr_stats {
+    uint64_t culls;        /* waiters moved from the queue to the passive set    */
+    uint64_t grafts;       /* eldest passive waiter admitted by the fairness trial */
+    uint64_t reprovisions; /* passive waiter admitted because the queue was empty */
+    uint64_t remote_culls; /* mcscrn: waiters moved to the remote list            */
+    uint64_t home_changes; /* mcscrn: changes of the home NUMA node               */
+    uint64_t handoffs;     /* loiter: direct hand-offs to an impatient standby    */
+    uint64_t retries;      /* mcscr wake-parked mode: sleeping passive thread woken to re-arrive */
+    unsigned passive;      /* current passive-set size                           */
+    unsigned remote;       /* mcscrn: current remote-list size                    */
+    int home;              /* mcscrn: current home node                            */
+    double fairness;       /* the lock's fairness probability                     */
+    const void *tail;      /* queue tail / stack top (tests: is someone waiting?) */
+};
+
+/* Each fills *out and returns 0, or EINVAL if l is not a lock of that kind. */
+int ll_mcscr_stats(const liblock_t *l, struct ll_cr_stats *out);
+int ll_mcscrn_stats(const liblock_t *l, struct ll_cr_stats *out);
+int ll_lifocr_stats(const liblock_t *l, struct ll_cr_stats *out);
+int ll_loiter_stats(const liblock_t *l, struct ll_cr_stats *out);
+
+#endif

@@ -1,0 +1,317 @@
+/*
+ * mcscr - MCS with concurrency restriction (the paper's MCSCR).
+ *
+ * Source: seed 001 (Dice, "Malthusian Locks", EuroSys 2017, extended),
+ * section 4 "MCSCR"; digest shared/notes/001 section 2.1.
+ *
+ * Idea: when more threads circulate over a lock than it needs to stay
+ * saturated, the surplus only adds cache, pipeline and CPU pressure.  MCSCR
+ * keeps an explicit passive set (PS) of culled waiters next to the MCS
+ * chain; the active circulating set (owner, at most about one waiter,
+ * threads in their non-critical sections) is implicit.  The acquire path is
+ * plain MCS; everything happens in unlock, by the owner, under the lock:
+ *
+ *   unlock(n):   succ = n.next
+ *   (F) fairness: with probability P (LIBLOCK_CR_FAIRNESS, default 1/1000,
+ *       a Bernoulli trial on the unlocking thread's xorshift generator), this
+ *       unlock is a "fair" one: it culls nothing, and if the PS is not empty
+ *       its eldest member T (PS tail) is grafted right after the owner's node
+ *       and receives the lock (T.next = succ, or T becomes the tail if the
+ *       chain is empty -- see "races" below).  With an empty PS a fair
+ *       unlock is a plain MCS hand-off.  So P = 1 is exactly MCS (FIFO);
+ *       P = 0 gives no long-term fairness guarantee beyond reprovisioning.
+ *   (C) culling: if succ exists and succ.next exists, succ is an
+ *       intermediate node (the chain holds owner, succ, and at least one
+ *       more): it is surplus.  Unlink it, push it on the PS head, and hand
+ *       the lock to succ.next.  At most one node is culled per unlock, so
+ *       unlock stays O(1); the chain shrinks by two per unlock (one culled,
+ *       one admitted) while arrivals add at most about one, so it converges
+ *       to "owner + one waiter", the paper's ideal steady state.  Culling
+ *       the owner's immediate successor (rather than a later node) is the
+ *       only O(1) choice and leaves the most recent arrivals -- the ones
+ *       most likely still spinning rather than parked -- in the chain.
+ *   (R) reprovisioning (work conservation): if the chain holds only the
+ *       owner's node and the PS is not empty, pop the PS head (the most
+ *       recently culled, warmest thread), make it the tail and hand it the
+ *       lock.  Hence the lock is never released (tail = nil) while a
+ *       passive thread waits.
+ *   (M) otherwise plain MCS.
+ *
+ * Optional wake-parked mode (LIBLOCK_MCSCR_WAKE_PARKED=1, off by default;
+ * a departure from the paper, for oversubscribed machines).  Under
+ * spin-then-park a passive thread has usually gone to sleep; handing it the
+ * lock in (R) makes the lock wait, held but idle, for the wake-up (tens of
+ * microseconds, more when the CPUs are oversubscribed) while running
+ * threads pile up behind it.  In this mode, when the PS head's word carries
+ * the policy's parked bit, (R) instead releases the lock (CAS tail n -> nil)
+ * and wakes the head with the value RETRY; its lock() then enqueues the same
+ * node afresh as a new arrival (the node is on no list and no chain, so it
+ * is the thread's own again).  No passive thread is stranded: every release
+ * that leaves the PS non-empty sets one PS thread on its way to lock(), and
+ * that thread, or whoever takes the lock first, will unlock again and
+ * continue the drain.  What is given up is strict work conservation (the
+ * lock can be free while passive threads sleep, though one is always being
+ * woken).
+ *
+ * Culled threads are not told: their `locked` word simply stays 1, so they
+ * keep waiting under the lock's policy (spin: MCSCR-S; spin-then-park:
+ * MCSCR-STP, where they time out of spinning and sleep in the kernel).
+ *
+ * Invariants
+ *  I1 tail == nil  <=>  lock free  =>  PS empty.  The owner only CASes the
+ *     tail to nil in (M), which runs only with an empty PS, and only the
+ *     owner edits the PS.  (work conservation)
+ *  I2 every waiting thread's node is in exactly one of: the MCS chain after
+ *     the owner, the PS.  Culling moves an intermediate node chain -> PS;
+ *     (F)/(R) move a PS node back into the chain before granting it.
+ *  I3 a node's `next` is written by (a) its own thread (nil, before the tail
+ *     swap), (b) the single arrival that obtained it as pred from the tail
+ *     swap, (c) the owner while the node is off the chain (in the PS) or is
+ *     about to become the owner.  Culling only intermediate nodes keeps (b)
+ *     and (c) apart: an intermediate node's successor has already linked
+ *     itself (succ.next != nil was observed), so nobody else will write
+ *     succ.next again; a tail node is never culled.
+ *
+ * Races of putting a PS node T into an empty chain (graft in (F), or (R)),
+ * which the paper leaves open.  The owner's node n is the tail.  The owner
+ * writes T.next = nil and then CAS(tail, n -> T):
+ *   - success: T is the last node.  Arrivals that swap the tail from now on
+ *     get pred = T and link T.next; since the CAS is release and their swap
+ *     acquire, our T.next = nil happens-before their store, so their link is
+ *     never overwritten.  Then the owner grants T.  T is linked into no one
+ *     else's `next` (n is being released): T is now the head of the chain.
+ *   - failure: an arrival A swapped the tail after n (pred = n) and is about
+ *     to store n.next = A.  The owner waits for that link (A is running: it
+ *     is between two instructions of lock(), so this wait is a short spin,
+ *     never a park).  Then the chain is n -> A [-> ...] and the owner
+ *     proceeds as in the non-empty case: graft T.next = A and grant T (F),
+ *     or push T back on the PS head and grant A (R) -- A is running and
+ *     warm, and the lock is not left free, so work conservation holds.
+ *   A third party cannot interfere: trylock only CASes nil -> node, which
+ *   fails while n is the tail; the PS is owner-only; T's thread only reads
+ *   its `locked` word until granted.
+ *
+ * Orderings
+ *  - Acquire path and MCS hand-off: as in mcs.c (acq_rel tail swap, release
+ *    link store, hand-off through ll_wake/ll_wait_while: release/acquire).
+ *  - The owner's loads of succ.next and n.next are acquire, pairing with the
+ *    arrivals' release link stores, so the owner sees initialised nodes.
+ *  - T.next written by the owner before the grant is published by the
+ *    grant's release (ll_wake), which T's acquire wait reads.
+ *  - PS fields and counters are owner-only: every change of owner is a
+ *    release/acquire hand-off (grant, or release CAS to nil followed by the
+ *    next acquirer's acq_rel swap or CAS), so they need no atomics.
+ *  - The tail CASes in (F)/(R) are acq_rel: release for the graft argument
+ *    above, acquire for symmetry with the link wait.
+ *
+ * Policies: spin (MCSCR-S), spin-then-park (MCSCR-STP; the default, as in
+ * the paper's best configuration), yield.  Passive threads wait on their own
+ * node, so under spin-then-park they park after ~LIBLOCK_SPIN_NS and cost
+ * nothing until admitted.  Not FIFO (unless P = 1); starvation-free in
+ * expectation: the eldest passive thread is admitted after a geometric
+ * number of unlocks of mean 1/P, so a thread at depth d of the PS waits
+ * about d/P unlocks.
+ */
+#include "cr.h"
+
+#include <string.h>
+
+struct mcscr_lock {
+    _Atomic(struct cr_node *) tail;
+    /* owner-only from here on */
+    LL_ALIGNED struct cr_list ps;
+    struct cr_trial fair;
+    double p;
+    uint64_t culls, grafts, reprovisions, retries;
+    bool wake_parked; /* LIBLOCK_MCSCR_WAKE_PARKED=1 */
+};
+
+#define MCSCR_RETRY 2u /* waiting-word value: leave the passive set and arrive again */
+
+static int mcscr_init(liblock_t *l, const liblock_attr_t *attr)
+{
+    struct mcscr_lock *s = LL_STATE(l, struct mcscr_lock);
+    s->p = ll_env_double("LIBLOCK_CR_FAIRNESS", 0.001, 0.0, 1.0);
+    s->fair = cr_trial_make(s->p);
+    s->wake_parked = ll_env_long("LIBLOCK_MCSCR_WAKE_PARKED", 0, 0, 1) != 0;
+    return 0;
+}
+
+static int mcscr_lock(liblock_t *l, void *vnode)
+{
+    struct mcscr_lock *s = LL_STATE(l, struct mcscr_lock);
+    struct cr_node *n = vnode;
+    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+    atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
+    for (;;) {
+        struct cr_node *pred = atomic_exchange_explicit(&s->tail, n, memory_order_acq_rel);
+        if (!pred)
+            return 0;
+        atomic_store_explicit(&pred->next, n, memory_order_release);
+        if (ll_wait_while(&n->locked, 1, l->_wait) != MCSCR_RETRY)
+            return 0;
+        /* woken from the passive set to arrive again (wake_parked mode):
+         * our node is in no list and on no chain; enqueue it afresh */
+        atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+        atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
+    }
+}
+
+static int mcscr_trylock(liblock_t *l, void *vnode)
+{
+    struct mcscr_lock *s = LL_STATE(l, struct mcscr_lock);
+    struct cr_node *n = vnode;
+    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+    atomic_store_explicit(&n->locked, 0, memory_order_relaxed);
+    struct cr_node *expect = NULL;
+    return atomic_compare_exchange_strong_explicit(&s->tail, &expect, n, memory_order_acq_rel,
+                                                   memory_order_relaxed)
+               ? 0
+               : EBUSY;
+}
+
+static inline void grant(struct cr_node *t, int policy) { ll_wake(&t->locked, 0, policy); }
+
+/* Wait until the arrival that swapped the tail after n has linked itself. */
+static inline struct cr_node *await_link(struct cr_node *n, int policy)
+{
+    struct cr_node *succ;
+    while (!(succ = atomic_load_explicit(&n->next, memory_order_acquire)))
+        cr_link_wait_step(policy);
+    return succ;
+}
+
+/* Put PS node t at the head of the chain after owner node n (succ = n.next,
+ * possibly nil) and grant it.  Returns false if t could not become the tail
+ * because an arrival raced in; *succp then holds that arrival. */
+static inline bool install_after(struct mcscr_lock *s, struct cr_node *n, struct cr_node *t,
+                                 struct cr_node **succp)
+{
+    if (*succp) {
+        atomic_store_explicit(&t->next, *succp, memory_order_relaxed);
+        return true;
+    }
+    atomic_store_explicit(&t->next, NULL, memory_order_relaxed);
+    struct cr_node *expect = n;
+    if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, t, memory_order_acq_rel, memory_order_acquire))
+        return true;
+    return false;
+}
+
+static int mcscr_unlock(liblock_t *l, void *vnode)
+{
+    struct mcscr_lock *s = LL_STATE(l, struct mcscr_lock);
+    struct cr_node *n = vnode;
+    const int pol = l->_wait;
+    struct cr_node *succ = atomic_load_explicit(&n->next, memory_order_acquire);
+    struct cr_node *ss = succ ? atomic_load_explicit(&succ->next, memory_order_acquire) : NULL;
+
+    /* The trial is drawn only when the unlock could differ from MCS. */
+    if ((s->ps.head || ss) && cr_trial_draw(&s->fair)) {
+        /* (F) fair unlock: no culling; admit the eldest passive thread. */
+        struct cr_node *t = cr_pop_tail(&s->ps);
+        if (t) {
+            s->grafts++;
+            if (!install_after(s, n, t, &succ)) {
+                succ = await_link(n, pol);
+                atomic_store_explicit(&t->next, succ, memory_order_relaxed);
+            }
+            grant(t, pol);
+            return 0;
+        }
+        if (!succ)
+            goto plain;
+        grant(succ, pol);
+        return 0;
+    }
+
+    if (succ) {
+        if (ss) {
+            /* (C) succ is intermediate: cull it. */
+            cr_push_head(&s->ps, succ);
+            s->culls++;
+            grant(ss, pol);
+            return 0;
+        }
+        grant(succ, pol);
+        return 0;
+    }
+
+    if (s->ps.head) {
+        /* (R) deficit: reprovision from the PS head. */
+        struct cr_node *h = cr_pop_head(&s->ps);
+        if (s->wake_parked && (atomic_load_explicit(&h->locked, memory_order_relaxed) & LL_PARKED)) {
+            /* h sleeps: rather than make the lock wait for its wake-up,
+             * release the lock and wake h to arrive again. */
+            struct cr_node *expect = n;
+            s->retries++; /* before the CAS: after it the lock is no longer ours */
+            if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
+                                                        memory_order_relaxed)) {
+                ll_wake(&h->locked, MCSCR_RETRY, pol);
+                return 0;
+            }
+            s->retries--;
+            cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock */
+            grant(await_link(n, pol), pol);
+            return 0;
+        }
+        if (install_after(s, n, h, &succ)) {
+            s->reprovisions++;
+            grant(h, pol);
+            return 0;
+        }
+        cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock */
+        grant(await_link(n, pol), pol);
+        return 0;
+    }
+
+plain: {
+    struct cr_node *expect = n;
+    if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
+                                                memory_order_relaxed))
+        return 0;
+    grant(await_link(n, pol), pol);
+    return 0;
+}
+}
+
+static int mcscr_destroy(liblock_t *l)
+{
+    return atomic_load_explicit(&LL_STATE(l, struct mcscr_lock)->tail, memory_order_acquire) ? EBUSY : 0;
+}
+
+extern const struct ll_ops ll_ops_mcscr;
+
+int ll_mcscr_stats(const liblock_t *l, struct ll_cr_stats *out)
+{
+    if (!l || l->_magic != LL_LOCK_MAGIC || l->_ops != &ll_ops_mcscr || !out)
+        return EINVAL;
+    const struct mcscr_lock *s = l->_state;
+    memset(out, 0, sizeof *out);
+    out->culls = s->culls;
+    out->grafts = s->grafts;
+    out->reprovisions = s->reprovisions;
+    out->retries = s->retries;
+    out->passive = s->ps.count;
+    out->fairness = s->p;
+    out->tail = atomic_load_explicit(&((struct mcscr_lock *)l->_state)->tail, memory_order_acquire);
+    return 0;
+}
+
+const struct ll_ops ll_ops_mcscr = {
+    .name = "mcscr",
+    .description = "MCS with concurrency restriction: culls surplus waiters into a passive set, "
+                   "admits the eldest with probability LIBLOCK_CR_FAIRNESS",
+    .source = "seed 001 section 4 (MCSCR); Dice, Malthusian Locks, EuroSys 2017",
+    .props = LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
+                LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
+    .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
+    .state_size = sizeof(struct mcscr_lock),
+    .node_size = sizeof(struct cr_node),
+    .init = mcscr_init,
+    .destroy = mcscr_destroy,
+    .lock = mcscr_lock,
+    .trylock = mcscr_trylock,
+    .unlock = mcscr_unlock,
+};

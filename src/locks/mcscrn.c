@@ -1,0 +1,349 @@
+/*
+ * mcscrn - NUMA-aware MCSCR (the paper's MCSCRN).
+ *
+ * Source: seed 001 (Dice, "Malthusian Locks"), section 9.1 (future work,
+ * described in prose only); digest shared/notes/001 section 2.4.  Built on
+ * mcscr.c: read its header first; the races of putting a list node into an
+ * empty chain and the ordering argument are the same and are not repeated.
+ *
+ * Added state: the current home NUMA node and a remote list (owner-only,
+ * like the passive set).  A waiter records its node, ll_cpu_node of the CPU
+ * it arrives on (LIBLOCK_NUMA_MAP can assign nodes to CPUs, so the
+ * behaviour can be exercised on a one-node machine), in its queue node.
+ * The home node is the node of the first owner that unlocks with waiters.
+ *
+ * unlock(n), chain n -> succ -> ss -> ...:
+ *   (F) with probability P (LIBLOCK_CR_FAIRNESS, default 1/1000):
+ *       - if the remote list is not empty, its eldest member T decides the
+ *         new home node (T's node): switch_home, then graft T after the
+ *         owner and grant it (long-term fairness between nodes);
+ *       - else as mcscr: graft the eldest passive thread, or hand over as
+ *         MCS.
+ *   (C) culling, at most one node per unlock:
+ *       - succ remote and intermediate: move succ to the remote list, grant
+ *         ss;
+ *       - succ home, ss remote and intermediate: move ss to the remote list
+ *         (succ.next := ss.next -- safe by mcscr's I3: ss's successor has
+ *         already linked itself, so only the owner writes succ.next now),
+ *         grant succ;
+ *       - succ home, ss home: surplus, as mcscr: succ to the passive set,
+ *         grant ss;
+ *       - succ is a remote tail (no ss) and the passive set holds a home
+ *         waiter: CAS the tail back from succ to the owner's node (after
+ *         n.next := nil); on success succ goes to the remote list and the
+ *         unlock continues as a deficit (R), which admits the home waiter;
+ *         if the CAS fails an arrival is linking behind succ and succ is
+ *         granted;
+ *       - otherwise grant succ.
+ *   (R) deficit (the chain holds only the owner): reprovision from the
+ *       passive set head (home, most recent); if the passive set is empty,
+ *       from the remote list head (most recent remote waiter), switching
+ *       home to its node.  Never release while either list holds a waiter.
+ *   (M) otherwise plain MCS.
+ * switch_home(H): the passive set (waiters of the old home) is spliced onto
+ * the remote list's newest end (O(1)); then the remote list is walked once
+ * (O(remote)) and the waiters of node H move to the passive set, in age
+ * order.  This walk is the only non-constant step; it happens once per 1/P
+ * unlocks on average, or on a deficit with an empty passive set.
+ *
+ * Wake-parked mode (LIBLOCK_MCSCR_WAKE_PARKED=1) works as in mcscr: a
+ * deficit whose chosen list head sleeps releases the lock and wakes it to
+ * arrive again (its node is then re-stamped with its current NUMA node).
+ *
+ * With one node (or every thread on the home node) MCSCRN is MCSCR.
+ * P = 1: every unlock is fair; no list is ever filled: plain MCS (FIFO).
+ *
+ * Invariants (in addition to mcscr's): every waiter is in exactly one of
+ * the chain, the passive set (all of the home node, except waiters whose
+ * thread has since migrated) or the remote list (all of other nodes); the
+ * lock is released only when both lists are empty.
+ *
+ * Policies: spin, yield, spin-then-park (default), as mcscr.
+ */
+#include "cr.h"
+
+#include <string.h>
+
+struct mcscrn_lock {
+    _Atomic(struct cr_node *) tail;
+    /* owner-only from here on */
+    LL_ALIGNED struct cr_list ps;
+    struct cr_list remote;
+    int home; /* -1 until the first contended unlock */
+    struct cr_trial fair;
+    double p;
+    uint64_t culls, remote_culls, grafts, reprovisions, home_changes, retries;
+    bool wake_parked; /* LIBLOCK_MCSCR_WAKE_PARKED=1, as in mcscr */
+};
+
+#define MCSCRN_RETRY 2u
+
+static int mcscrn_init(liblock_t *l, const liblock_attr_t *attr)
+{
+    struct mcscrn_lock *s = LL_STATE(l, struct mcscrn_lock);
+    s->p = ll_env_double("LIBLOCK_CR_FAIRNESS", 0.001, 0.0, 1.0);
+    s->fair = cr_trial_make(s->p);
+    s->home = -1;
+    s->wake_parked = ll_env_long("LIBLOCK_MCSCR_WAKE_PARKED", 0, 0, 1) != 0;
+    return 0;
+}
+
+static inline int my_node(void)
+{
+    int cpu = ll_current_cpu();
+    return cpu < 0 ? 0 : ll_cpu_node(cpu);
+}
+
+static int mcscrn_lock(liblock_t *l, void *vnode)
+{
+    struct mcscrn_lock *s = LL_STATE(l, struct mcscrn_lock);
+    struct cr_node *n = vnode;
+    n->numa = my_node();
+    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+    atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
+    for (;;) {
+        struct cr_node *pred = atomic_exchange_explicit(&s->tail, n, memory_order_acq_rel);
+        if (!pred)
+            return 0;
+        atomic_store_explicit(&pred->next, n, memory_order_release);
+        if (ll_wait_while(&n->locked, 1, l->_wait) != MCSCRN_RETRY)
+            return 0;
+        /* woken from a list to arrive again (wake-parked mode, as mcscr) */
+        n->numa = my_node();
+        atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+        atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
+    }
+}
+
+static int mcscrn_trylock(liblock_t *l, void *vnode)
+{
+    struct mcscrn_lock *s = LL_STATE(l, struct mcscrn_lock);
+    struct cr_node *n = vnode;
+    n->numa = my_node();
+    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+    atomic_store_explicit(&n->locked, 0, memory_order_relaxed);
+    struct cr_node *expect = NULL;
+    return atomic_compare_exchange_strong_explicit(&s->tail, &expect, n, memory_order_acq_rel,
+                                                   memory_order_relaxed)
+               ? 0
+               : EBUSY;
+}
+
+static inline void grant(struct cr_node *t, int policy) { ll_wake(&t->locked, 0, policy); }
+
+static inline struct cr_node *nxt(struct cr_node *n) { return atomic_load_explicit(&n->next, memory_order_acquire); }
+
+static inline struct cr_node *await_link(struct cr_node *n, int policy)
+{
+    struct cr_node *succ;
+    while (!(succ = nxt(n)))
+        cr_link_wait_step(policy);
+    return succ;
+}
+
+/* As in mcscr: put list node t right after owner n and make it the next
+ * owner.  false: an arrival raced into an empty chain (*succp is set). */
+static inline bool install_after(struct mcscrn_lock *s, struct cr_node *n, struct cr_node *t, struct cr_node **succp)
+{
+    if (*succp) {
+        atomic_store_explicit(&t->next, *succp, memory_order_relaxed);
+        return true;
+    }
+    atomic_store_explicit(&t->next, NULL, memory_order_relaxed);
+    struct cr_node *expect = n;
+    return atomic_compare_exchange_strong_explicit(&s->tail, &expect, t, memory_order_acq_rel, memory_order_acquire);
+}
+
+static void switch_home(struct mcscrn_lock *s, int home)
+{
+    if (home == s->home)
+        return;
+    s->home = home;
+    s->home_changes++;
+    /* old home's passive waiters are remote now: splice them on the newest end */
+    if (s->ps.head) {
+        if (s->remote.head) {
+            s->ps.tail->ps_next = s->remote.head;
+            s->remote.head->ps_prev = s->ps.tail;
+        } else {
+            s->remote.tail = s->ps.tail;
+        }
+        s->remote.head = s->ps.head;
+        s->remote.count += s->ps.count;
+        s->ps.head = s->ps.tail = NULL;
+        s->ps.count = 0;
+    }
+    /* the new home's remote waiters become passive, eldest first */
+    for (struct cr_node *x = s->remote.tail, *prev; x; x = prev) {
+        prev = x->ps_prev;
+        if (x->numa == home) {
+            cr_remove(&s->remote, x);
+            cr_push_head(&s->ps, x);
+        }
+    }
+}
+
+static int mcscrn_unlock(liblock_t *l, void *vnode)
+{
+    struct mcscrn_lock *s = LL_STATE(l, struct mcscrn_lock);
+    struct cr_node *n = vnode;
+    const int pol = l->_wait;
+    struct cr_node *succ = nxt(n);
+    struct cr_node *ss = succ ? nxt(succ) : NULL;
+    if (LL_UNLIKELY(s->home < 0))
+        s->home = n->numa;
+
+    if ((s->ps.head || s->remote.head || ss) && cr_trial_draw(&s->fair)) {
+        /* (F) fair unlock */
+        struct cr_node *t = cr_pop_tail(&s->remote);
+        if (t)
+            switch_home(s, t->numa);
+        else
+            t = cr_pop_tail(&s->ps);
+        if (t) {
+            s->grafts++;
+            if (!install_after(s, n, t, &succ)) {
+                succ = await_link(n, pol);
+                atomic_store_explicit(&t->next, succ, memory_order_relaxed);
+            }
+            grant(t, pol);
+            return 0;
+        }
+        if (succ) {
+            grant(succ, pol);
+            return 0;
+        }
+        goto plain;
+    }
+
+    if (succ) {
+        if (ss) {
+            if (succ->numa != s->home) {
+                cr_push_head(&s->remote, succ);
+                s->remote_culls++;
+                grant(ss, pol);
+                return 0;
+            }
+            if (ss->numa != s->home) {
+                struct cr_node *sss = nxt(ss);
+                if (sss) {
+                    atomic_store_explicit(&succ->next, sss, memory_order_relaxed);
+                    cr_push_head(&s->remote, ss);
+                    s->remote_culls++;
+                }
+                grant(succ, pol);
+                return 0;
+            }
+            cr_push_head(&s->ps, succ);
+            s->culls++;
+            grant(ss, pol);
+            return 0;
+        }
+        if (succ->numa != s->home && s->ps.head) {
+            /* succ is a remote tail and a home waiter is passive: take
+             * succ off the chain by moving the tail back to our node
+             * (n.next := nil first: nobody else writes it until an arrival
+             * gets n from the tail, which the release CAS orders after),
+             * then reprovision the home waiter as on a deficit. */
+            atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+            struct cr_node *expect = succ;
+            if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, n, memory_order_acq_rel,
+                                                        memory_order_acquire)) {
+                cr_push_head(&s->remote, succ);
+                s->remote_culls++;
+                succ = NULL;
+                goto deficit;
+            }
+            /* an arrival queued behind succ meanwhile: n.next is still
+             * ours to restore (n is not the tail), and succ goes next */
+            atomic_store_explicit(&n->next, succ, memory_order_relaxed);
+        }
+        grant(succ, pol);
+        return 0;
+    }
+
+deficit:
+    if (s->ps.head || s->remote.head) {
+        /* (R) deficit: reprovision, preferring the home node */
+        struct cr_node *h = cr_pop_head(&s->ps);
+        if (!h) {
+            h = cr_pop_head(&s->remote);
+            switch_home(s, h->numa);
+        }
+        if (s->wake_parked && (atomic_load_explicit(&h->locked, memory_order_relaxed) & LL_PARKED)) {
+            struct cr_node *expect = n;
+            s->retries++; /* before the CAS: after it the lock is no longer ours */
+            if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
+                                                        memory_order_relaxed)) {
+                ll_wake(&h->locked, MCSCRN_RETRY, pol);
+                return 0;
+            }
+            s->retries--;
+            cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock */
+            grant(await_link(n, pol), pol);
+            return 0;
+        }
+        if (install_after(s, n, h, &succ)) {
+            s->reprovisions++;
+            grant(h, pol);
+            return 0;
+        }
+        cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock; h is home now */
+        grant(await_link(n, pol), pol);
+        return 0;
+    }
+
+plain: {
+    struct cr_node *expect = n;
+    if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
+                                                memory_order_relaxed))
+        return 0;
+    grant(await_link(n, pol), pol);
+    return 0;
+}
+}
+
+static int mcscrn_destroy(liblock_t *l)
+{
+    return atomic_load_explicit(&LL_STATE(l, struct mcscrn_lock)->tail, memory_order_acquire) ? EBUSY : 0;
+}
+
+extern const struct ll_ops ll_ops_mcscrn;
+
+int ll_mcscrn_stats(const liblock_t *l, struct ll_cr_stats *out)
+{
+    if (!l || l->_magic != LL_LOCK_MAGIC || l->_ops != &ll_ops_mcscrn || !out)
+        return EINVAL;
+    struct mcscrn_lock *s = l->_state;
+    memset(out, 0, sizeof *out);
+    out->culls = s->culls;
+    out->remote_culls = s->remote_culls;
+    out->grafts = s->grafts;
+    out->reprovisions = s->reprovisions;
+    out->home_changes = s->home_changes;
+    out->retries = s->retries;
+    out->passive = s->ps.count;
+    out->remote = s->remote.count;
+    out->home = s->home;
+    out->fairness = s->p;
+    out->tail = atomic_load_explicit(&s->tail, memory_order_acquire);
+    return 0;
+}
+
+const struct ll_ops ll_ops_mcscrn = {
+    .name = "mcscrn",
+    .description = "NUMA-aware MCSCR: culls waiters of other NUMA nodes into a remote list, "
+                   "changes home node with probability LIBLOCK_CR_FAIRNESS",
+    .source = "seed 001 section 9.1 (MCSCRN); Dice, Malthusian Locks, EuroSys 2017",
+    .props = LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
+                LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
+    .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
+    .state_size = sizeof(struct mcscrn_lock),
+    .node_size = sizeof(struct cr_node),
+    .init = mcscrn_init,
+    .destroy = mcscrn_destroy,
+    .lock = mcscrn_lock,
+    .trylock = mcscrn_trylock,
+    .unlock = mcscrn_unlock,
+};
