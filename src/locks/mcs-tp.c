@@ -92,8 +92,9 @@ _Static_assert(sizeof(struct tp_node) <= LL_NODE_BYTES, "mcs-tp node too large")
 
 struct tp_lock {
     LL_ALIGNED _Atomic(struct tp_node *) tail;
-    LL_ALIGNED _Atomic uint64_t cs_start; /* cycles */
-    LL_ALIGNED uint64_t max_cs, update_delay, patience; /* cycles, read-only after init */
+    /* second line: written once per acquisition, read by waiters */
+    LL_ALIGNED _Atomic uint64_t cs_start;               /* cycles */
+    uint64_t max_cs, update_delay, patience;            /* cycles, read-only after init */
     int fix;
     _Atomic unsigned long timeouts, failed; /* statistics, for tests */
 };
