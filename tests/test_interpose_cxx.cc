@@ -94,8 +94,15 @@ int main()
             m->unlock();
             delete m;
         }
-        if (wrappers)
-            CHECK(wrappers() - before < 200);
+        // The interposer reuses the idle wrapper left at an address before
+        // allocating, so the same address keeps coming back and growth stays
+        // at a handful; a leak per object would be 20,000.
+        if (wrappers) {
+            long grew = wrappers() - before;
+            if (grew >= 200)
+                std::fprintf(stderr, "wrappers grew by %ld\n", grew);
+            CHECK(grew < 200);
+        }
     }
     // std::recursive_mutex
     {

@@ -362,6 +362,13 @@ static void config_load(void)
         return;
     }
     liblock_destroy(&probe);
+    /* Run the library's lazy, once-only initialisations now, inside set-up:
+     * done later from within an interposed lock (e.g. mcscrn asking for its
+     * NUMA node) they would call into hwloc, which takes pthread mutexes that
+     * come back here, and pthread_once would deadlock on itself. */
+    (void)ll_topology_source();
+    (void)ll_cycles_per_ns();
+    (void)ll_spin_budget_cycles();
     cfg.ops = o;
     cfg.active = 1;
 }
@@ -604,7 +611,7 @@ static int kind_to_type(int kind)
     }
 }
 
-static struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int init);
+static struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int init, int type);
 
 /* The wrapper of m, setting it up if needed; NULL: glibc handles m. */
 static struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
@@ -628,18 +635,10 @@ static struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
     }
     if (!cfg.active)
         return NULL;
-    ip_in_setup++;
-    struct ip_mutex *w = mutex_new(kind_to_type(mkind(m)));
-    ip_in_setup--;
-    uintptr_t z = 0;
-    if (!w) {
-        /* Out of memory: leave this mutex to glibc rather than fail the call. */
-        if (atomic_compare_exchange_strong_explicit(pw, &z, IP_GLIBC, memory_order_acq_rel, memory_order_acquire) ||
-            z == IP_GLIBC)
-            return NULL;
-        return (struct ip_mutex *)z;
-    }
-    return mutex_install(m, w, 0);
+    /* No wrapper allocated here: install reuses an idle one left at this
+     * address first, so a loop that news and deletes std::mutex objects
+     * allocates nothing and keeps getting the same address back. */
+    return mutex_install(m, NULL, 0, kind_to_type(mkind(m)));
 }
 
 static inline struct ip_mutex *mutex_fast(pthread_mutex_t *m)
@@ -762,11 +761,13 @@ static int w_raw_unlock(struct ip_mutex *w)
 /* Install a wrapper for m (the slow path of set-up; serialised by
  * reg_mutex).  fresh: a new wrapper of the right type.  init: from
  * pthread_mutex_init (always install) rather than lazy set-up (install only
- * if m is still unset; else use what another thread installed).  An idle
+ * if m is still unset; else use what another thread installed).  fresh may
+ * be NULL (lazy set-up): a wrapper of `type` is then allocated here only if
+ * no idle one can be reused; if that allocation fails, m is left to glibc.  An idle
  * wrapper left at m's address by a mutex that was never destroyed is reused
  * instead of fresh (see the registry above).  Returns the wrapper in use,
  * or NULL if m turned out to be glibc's. */
-static struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int init)
+static struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int init, int type)
 {
     _Atomic uintptr_t *pw = mptr(m);
     struct ip_mutex *use = fresh;
@@ -789,8 +790,19 @@ static struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh
             w_raw_unlock(old); /* re-initialised without destroy */
             idle = 1;
         }
+        if (!idle && !fresh) {
+            fresh = mutex_new(type);
+            if (!fresh) {
+                /* Out of memory: leave this mutex to glibc rather than fail the call. */
+                atomic_store_explicit(pw, IP_GLIBC, memory_order_release);
+                R.mutex_unlock(&reg_mutex);
+                ip_in_setup--;
+                return NULL;
+            }
+            use = fresh;
+        }
         if (idle) {
-            old->type = fresh->type;
+            old->type = type;
             mutex_set_fns(old);
             atomic_store_explicit(&old->owner, 0, memory_order_relaxed);
             old->count = 0;
@@ -810,7 +822,7 @@ static struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh
     }
     R.mutex_unlock(&reg_mutex);
     ip_in_setup--;
-    if (use != fresh)
+    if (fresh && use != fresh)
         mutex_free(fresh);
     return use;
 }
@@ -906,7 +918,7 @@ LL_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *
     ip_in_setup--;
     if (!w)
         return ENOMEM;
-    mutex_install(m, w, 1);
+    mutex_install(m, w, 1, type);
     return 0;
 }
 
