@@ -129,7 +129,7 @@ struct ccs_lock {
     _Atomic unsigned max_pass;         /* statistics: longest pass seen */
     _Atomic unsigned long passes;
     _Atomic(struct ccs_node *) holder; /* lock()/trylock() holder's node, for tests */
-    LL_ALIGNED _Atomic(struct ccs_node *) orphan; /* yield: combiner role left to any taker */
+    _Atomic(struct ccs_node *) orphan; /* yield: combiner role left to any taker */
 };
 
 struct ccs_hold {

@@ -123,7 +123,7 @@ struct dsm_lock {
     _Atomic unsigned long passes;
     struct ll_trec_list recs;
     _Atomic(struct dsm_node *) holder; /* lock()/trylock() holder's node, for tests */
-    LL_ALIGNED _Atomic(struct dsm_node *) orphan; /* yield: combiner role left to any taker */
+    _Atomic(struct dsm_node *) orphan; /* yield: combiner role left to any taker */
 };
 
 struct dsm_hold {

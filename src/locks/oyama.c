@@ -93,7 +93,7 @@ struct oy_lock {
     uint64_t awake_cycles;
     _Atomic unsigned max_pass;
     _Atomic unsigned long passes;
-    LL_ALIGNED _Atomic(struct oy_req *) orphan; /* yield: lock left to any waiter */
+    _Atomic(struct oy_req *) orphan; /* yield: lock left to any waiter */
 };
 
 static void *oy_lock_marker(void *arg) { return arg; }
