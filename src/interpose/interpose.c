@@ -1556,15 +1556,16 @@ LL_EXPORT int sem_trywait(sem_t *s)
     return r ? sem_fail(r) : 0;
 }
 
-/* sem_timedwait / sem_clockwait on ours: a unit available now is taken
- * whatever the deadline says (POSIX: the timeout is not checked then). */
+/* sem_timedwait / sem_clockwait on ours.  As in glibc, a bad timespec is
+ * EINVAL even when a unit is available (POSIX allows either), and a unit
+ * available now is taken whatever the deadline says. */
 static int sem_timed(struct ip_sem *w, clockid_t clk, const struct timespec *abstime)
 {
     pthread_testcancel();
-    if (liblock_sem_trywait(&w->s) == 0)
-        return 0;
     if (!abstime || !ts_valid(abstime))
         return sem_fail(EINVAL);
+    if (liblock_sem_trywait(&w->s) == 0)
+        return 0;
     struct timespec rt = to_realtime(clk, abstime);
     int r = liblock_sem_timedwait(&w->s, &rt);
     return r ? sem_fail(r) : 0;
