@@ -12,7 +12,10 @@
  * signal,broadcast}.  (clocklock/clockwait are replaced too because
  * libstdc++'s std::timed_mutex and std::condition_variable::wait_for call
  * them; leaving them to glibc would hand glibc a mutex it does not own.)
- * sem_* are NOT interposed: liblock has no semaphore API yet.
+ * With LIBLOCK_SEM=fifo|mostly-lifo also sem_{init,destroy,wait,trywait,
+ * timedwait,clockwait,post,getvalue} for private semaphores, on liblock's
+ * semaphores (seed 001 section 6.11; see "sem_*" below).  Without it every
+ * sem_* call goes to glibc untouched.
  *
  * ---- Where the state lives (the cheap path) --------------------------------
  * A pthread_mutex_t (40 bytes on x86-64) cannot hold an arbitrary algorithm's
@@ -50,6 +53,10 @@
  *     its acquire and its release: the algorithm's own acquire/release
  *     ordering (every algorithm's contract) orders them like any data the
  *     mutex protects.
+ *  I4 A sem_t is ours iff its marker word holds IP_SEM_MAGIC and the
+ *     struct ip_sem its pointer word names has home == that sem_t; the
+ *     marker is written (release, after the pointer) only by sem_init and
+ *     cleared only by sem_destroy or a pass-through sem_init.
  *  The critical sections themselves are ordered by the algorithm's lock
  *  (acquire) and unlock (release); the interposer adds no ordering of its own
  *  on the lock path.
@@ -96,10 +103,14 @@
  * them (mutex release/acquire).  Clock attributes are honoured: deadlines on
  * CLOCK_MONOTONIC are converted to CLOCK_REALTIME for liblock_cond_timedwait
  * at the time of the call (a realtime clock jump during the wait moves it).
- * LIBLOCK_COND=mostly-lifo asks liblock for a mostly-LIFO condvar
- * (liblock_condattr_setfifo with LIBLOCK_COND_FIFO_PROB); if the library
- * gives back its FIFO kind (_kind == 0), mostly-LIFO is not available yet and
- * we say so (one line) and use FIFO, or exit under LIBLOCK_STRICT=1.
+ * LIBLOCK_COND=mostly-lifo makes every liblock_cond_t with
+ * liblock_condattr_setfifo(LIBLOCK_COND_FIFO_PROB) (seed 001 section 6.10:
+ * queued at the tail with that probability, else at the head; signal wakes
+ * the head; src/core/cond_lifo.c).  It applies to waits that use the
+ * liblock_cond_t (our mutex, algorithm with LIBLOCK_PROP_COND); the glibc
+ * condvar kept beside it (glibc mutexes, LIBLOCK_COND_GENERIC) keeps glibc's
+ * order.  config_load checks once that the library really gives that kind
+ * (_kind != 0); if not, one line and FIFO, or exit under LIBLOCK_STRICT=1.
  *
  * ---- fork ---------------------------------------------------------------------------
  * Every wrapper is on a registry list (touched only at set-up/destroy/fork,
@@ -136,7 +147,8 @@
  * LIBLOCK_LOCK (unset: interposer inactive, everything goes to glibc; an
  * unknown name: one line on stderr listing the valid names, then glibc, or
  * exit status 127 under LIBLOCK_STRICT=1), LIBLOCK_WAIT, LIBLOCK_COND,
- * LIBLOCK_COND_FIFO_PROB, LIBLOCK_COND_GENERIC and LIBLOCK_INTERPOSE_API
+ * LIBLOCK_COND_FIFO_PROB, LIBLOCK_SEM, LIBLOCK_SEM_FIFO_PROB (independent
+ * of LIBLOCK_LOCK), LIBLOCK_COND_GENERIC and LIBLOCK_INTERPOSE_API
  * (testing), LIBLOCK_STRICT.
  * Falling back rather than exiting is
  * the default because the variables are inherited by every child process
@@ -385,7 +397,7 @@ static void config_load(void)
             liblock_cond_t probe;
             liblock_condattr_init(&ca);
             int ok = liblock_condattr_setfifo(&ca, prob) == 0 && liblock_cond_init(&probe, &ca) == 0;
-            int granted = ok && probe._kind != 0; /* kind 0 = the POSIX-backed FIFO condvar */
+            int granted = ok && probe._kind != 0; /* kind 0 = the POSIX-backed FIFO condvar: a build without the kind */
             if (ok)
                 liblock_cond_destroy(&probe);
             if (!granted) {
