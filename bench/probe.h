@@ -29,6 +29,7 @@ struct probe_arg {
     struct probe_line *line;
     int cpu;
     long rounds;
+    int orphan; /* capped probe: set (before PROBE_STOP) when nobody will join the responder */
 };
 
 static inline uint64_t probe_now_ns(void)
@@ -104,5 +105,116 @@ static inline double probe_roundtrip_ns(int cpu_a, int cpu_b, int reps, long bat
 
 /* The default probe: CPUs 0 and 1, 5 batches of 20,000 round trips (~10 ms). */
 static inline double probe_default(void) { return probe_roundtrip_ns(0, 1, 5, 20000); }
+
+/* Responder for the capped probe: stops when it reads PROBE_STOP. */
+#define PROBE_STOP UINT64_MAX
+static void *probe_responder_capped(void *p)
+{
+    struct probe_arg *a = p;
+    probe_pin(a->cpu);
+    for (long i = 0; i < a->rounds; i++) {
+        uint64_t want = 2 * (uint64_t)i + 1, v;
+        while ((v = __atomic_load_n(&a->line->word, __ATOMIC_ACQUIRE)) != want) {
+            if (v == PROBE_STOP) {
+                if (__atomic_load_n(&a->orphan, __ATOMIC_ACQUIRE)) { /* detached: clean up */
+                    free(a->line);
+                    free(a);
+                }
+                return NULL;
+            }
+            __builtin_ia32_pause();
+        }
+        __atomic_store_n(&a->line->word, want + 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+/* Like probe_roundtrip_ns, but a batch ends after cap_ns even if it has not
+ * done all its round trips (on a loaded machine, where the responder waits
+ * for a time slice, a probe must not take seconds): the mean is over the
+ * round trips done; if the responder has not even started after 20 caps
+ * (its CPU held by a real-time thread), the probe gives up and returns -1
+ * (unknown).  Same method and units otherwise. */
+static inline double probe_roundtrip_capped_ns(int cpu_a, int cpu_b, int reps, long batch, uint64_t cap_ns)
+{
+    if (cpu_a == cpu_b)
+        return -1;
+    double res[64];
+    if (reps > 64)
+        reps = 64;
+    int got = 0;
+    for (int r = 0; r < reps; r++) {
+        struct probe_line *line = aligned_alloc(64, sizeof *line);
+        line->word = 0;
+        struct probe_arg *arg = malloc(sizeof *arg);
+        *arg = (struct probe_arg){line, cpu_b, batch};
+        pthread_t th;
+        if (pthread_create(&th, NULL, probe_responder_capped, arg)) {
+            free(arg);
+            free(line);
+            break;
+        }
+        cpu_set_t old;
+        pthread_getaffinity_np(pthread_self(), sizeof old, &old);
+        probe_pin(cpu_a);
+        uint64_t start = probe_now_ns(), t0 = 0, t1 = 0;
+        long done = 0;
+        int started = 1, cut = 0;
+        for (long i = 0; i < batch && !cut; i++) {
+            if (i == 1)
+                t0 = probe_now_ns(); /* the first exchange also waits for the responder to start */
+            __atomic_store_n(&line->word, 2 * (uint64_t)i + 1, __ATOMIC_RELEASE);
+            unsigned spins = 0;
+            while (__atomic_load_n(&line->word, __ATOMIC_ACQUIRE) != 2 * (uint64_t)i + 2) {
+                __builtin_ia32_pause();
+                if ((++spins & 1023) == 0) {
+                    uint64_t now = probe_now_ns();
+                    /* the responder's CPU may be held by another (real-time)
+                     * thread: never wait for it for ever */
+                    if (i == 0 && now - start > 20 * cap_ns) {
+                        started = 0, cut = 1;
+                        break;
+                    }
+                    if (i > 0 && now - t0 > cap_ns) {
+                        cut = 1; /* this exchange is not complete: i - 1 are */
+                        break;
+                    }
+                }
+            }
+            if (!cut && i >= 1) {
+                done = i;
+                if ((i & 63) == 0 && probe_now_ns() - t0 > cap_ns)
+                    break;
+            }
+        }
+        t1 = probe_now_ns();
+        if (cut) /* the responder frees the line and argument when it sees PROBE_STOP */
+            __atomic_store_n(&arg->orphan, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&line->word, PROBE_STOP, __ATOMIC_RELEASE);
+        pthread_setaffinity_np(pthread_self(), sizeof old, &old);
+        if (cut) {
+            /* the responder may not run for a while: do not wait for it;
+             * it finds PROBE_STOP whenever it runs */
+            pthread_detach(th);
+        } else {
+            pthread_join(th, NULL);
+            free(arg);
+            free(line);
+        }
+        if (!started)
+            break;
+        if (done > 0)
+            res[got++] = (double)(t1 - t0) / (double)done;
+    }
+    if (!got)
+        return -1;
+    qsort(res, (size_t)got, sizeof *res, probe_cmp);
+    return res[got / 2];
+}
+
+/* A shorter probe for benchmarks that take one before and after every run:
+ * 7 batches of 4,000 round trips (~2 ms on an idle machine), each batch cut
+ * at 5 ms on a loaded one.  Same units as probe_default(). */
+static inline double probe_quick(void) { return probe_roundtrip_capped_ns(0, 1, 7, 4000, 5000000); }
 
 #endif

@@ -57,6 +57,7 @@ typedef struct liblock_attr {
     int32_t _wait;
     struct liblock_server *_server;
     void *_reserved[4];
+    int32_t _fairness;         /* 1: record the admission history (docs/fairness.md) */
 } liblock_attr_t;
 
 typedef struct liblock_condattr {
@@ -108,6 +109,36 @@ int liblock_getwait(const liblock_t *lock, int *policy);
  * its per-thread state for a lock up front and learn whether execute() could
  * run (e.g. EAGAIN when an RCL server has no client slot left). */
 int liblock_thread_register(liblock_t *lock);
+
+/* ---- fairness instrumentation (docs/fairness.md) ------------------------ *
+ * Off by default and free when off.  When on for a lock (attribute, or
+ * LIBLOCK_FAIRNESS=1 in the environment for every lock), each admission
+ * (successful lock, trylock, execute, condition-wait reacquisition) is
+ * recorded, and these short- and long-term fairness metrics are kept: */
+typedef struct liblock_fairness {
+    uint64_t acquisitions;  /* admissions recorded since init or reset          */
+    uint64_t threads;       /* distinct threads admitted at least once          */
+    uint64_t window;        /* W, admissions per LWSS window (default 1000)     */
+    uint64_t windows;       /* complete windows so far                          */
+    double avg_lwss;        /* mean distinct threads per complete window
+                               (the current partial window if none complete)   */
+    double mttr;            /* median time to reacquire, in admissions; -1 when
+                               no thread has reacquired yet                     */
+    uint64_t reacquisitions;/* admissions that had a previous one (MTTR sample) */
+    double gini;            /* Gini coefficient of per-thread admission counts  */
+    double rstddev;         /* relative standard deviation of the same counts   */
+    uint64_t min_count, max_count; /* fewest / most admissions of one thread    */
+    uint64_t untracked;     /* admissions not attributable (out of memory)      */
+} liblock_fairness_t;
+
+int liblock_attr_setfairness(liblock_attr_t *attr, int on);
+int liblock_attr_getfairness(const liblock_attr_t *attr, int *on);
+/* Snapshot of the metrics: ENOTSUP when the lock was not initialised with
+ * fairness on.  Safe to call while other threads use the lock (the values
+ * may then be a few admissions out of step with each other). */
+int liblock_fairness(const liblock_t *lock, liblock_fairness_t *out);
+/* Forget the history (takes the lock briefly unless the caller holds it). */
+int liblock_fairness_reset(liblock_t *lock);
 
 /* ---- condition variables ---------------------------------------------- */
 int liblock_condattr_init(liblock_condattr_t *attr);

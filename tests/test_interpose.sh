@@ -4,7 +4,10 @@
 #  - `liblock run`: an unknown lock name (one line listing the valid names,
 #    non-zero, the program is not started), a missing program (one line,
 #    non-zero), no program, an unsupported waiting policy, and a program's
-#    exit status passed through;
+#    exit status passed through; --cond mostly-lifo runs; --sem alone, with
+#    --lock, with a bad kind; a bad LIBLOCK_SEM (fallback or exit 127);
+#    python3 (its locks are POSIX semaphores) under --sem with a bounded
+#    queue and timed acquires;
 #  - memcached (Debian package) started with `liblock run` under EVERY
 #    algorithm of build/bin/liblock-info, 4, 8 or 16 worker threads in turn,
 #    loopback only, driven by memcslap (set, then get); checks: the
@@ -68,12 +71,58 @@ out=$(env LD_PRELOAD="$lib" LIBLOCK_LOCK=no-such-lock LIBLOCK_STRICT=1 sh -c 'ec
 [ $rc -eq 127 ] && [ -z "$out" ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "bad LIBLOCK_LOCK with LIBLOCK_STRICT=1: rc=$rc out=$out err=$(cat "$tmp/err")"
 out=$(env LD_PRELOAD="$lib" LIBLOCK_LOCK=ticket LIBLOCK_WAIT=park sh -c 'echo ran' 2>"$tmp/err"); rc=$?
 [ $rc -eq 0 ] && [ "$out" = ran ] && grep -q "not supported by 'ticket'" "$tmp/err" || fail "unsupported LIBLOCK_WAIT: rc=$rc err=$(cat "$tmp/err")"
-out=$("$liblock" run --lock mcs --cond mostly-lifo -- sh -c 'echo ran' 2>"$tmp/err"); rc=$?
-if grep -q 'mostly-LIFO condition variables are not available' "$tmp/err"; then
-  [ $rc -eq 127 ] && [ -z "$out" ] || fail "--cond mostly-lifo unavailable: rc=$rc out=$out"
-else
-  [ $rc -eq 0 ] && [ "$out" = ran ] || fail "--cond mostly-lifo: rc=$rc out=$out err=$(cat "$tmp/err")"
-fi
+out=$("$liblock" run --lock mcs --cond mostly-lifo -- sh -c 'echo "ran $LIBLOCK_COND"' 2>"$tmp/err"); rc=$?
+[ $rc -eq 0 ] && [ "$out" = "ran mostly-lifo" ] && [ ! -s "$tmp/err" ] || fail "--cond mostly-lifo: rc=$rc out=$out err=$(cat "$tmp/err")"
+# semaphores: --sem alone (mutexes stay glibc's), with a lock, and a bad kind
+out=$("$liblock" run --sem mostly-lifo -- sh -c 'echo "[${LIBLOCK_LOCK-unset}] $LIBLOCK_SEM"' 2>"$tmp/err"); rc=$?
+[ $rc -eq 0 ] && [ "$out" = "[unset] mostly-lifo" ] && [ ! -s "$tmp/err" ] || fail "--sem alone: rc=$rc out=$out err=$(cat "$tmp/err")"
+out=$("$liblock" run --lock mcs --sem fifo -- sh -c 'echo "$LIBLOCK_LOCK $LIBLOCK_SEM"' 2>"$tmp/err"); rc=$?
+[ $rc -eq 0 ] && [ "$out" = "mcs fifo" ] || fail "--lock with --sem: rc=$rc out=$out err=$(cat "$tmp/err")"
+out=$("$liblock" run --lock mcs --sem no-such-kind -- touch "$tmp/started" 2>&1); rc=$?
+[ $rc -ne 0 ] && [ ! -e "$tmp/started" ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] &&
+  case "$out" in *no-such-kind*mostly-lifo*) true;; *) false;; esac || fail "bad --sem kind: rc=$rc out=$out"
+out=$("$liblock" run -- touch "$tmp/started" 2>&1); rc=$?
+[ $rc -ne 0 ] && [ ! -e "$tmp/started" ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "neither --lock nor --sem: rc=$rc out=$out"
+out=$(env LD_PRELOAD="$lib" LIBLOCK_SEM=no-such-kind sh -c 'echo ran' 2>"$tmp/err"); rc=$?
+[ $rc -eq 0 ] && [ "$out" = ran ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "unknown LIBLOCK_SEM 'no-such-kind'" "$tmp/err" ||
+  fail "bad LIBLOCK_SEM without LIBLOCK_STRICT: rc=$rc out=$out err=$(cat "$tmp/err")"
+out=$(env LD_PRELOAD="$lib" LIBLOCK_SEM=no-such-kind LIBLOCK_STRICT=1 sh -c 'echo ran' 2>"$tmp/err"); rc=$?
+[ $rc -eq 127 ] && [ -z "$out" ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "bad LIBLOCK_SEM with LIBLOCK_STRICT=1: rc=$rc out=$out err=$(cat "$tmp/err")"
+# a real program whose locks are POSIX semaphores: CPython (threading.Lock,
+# queue.Queue use sem_init/sem_wait/sem_clockwait/sem_post); items through a
+# bounded queue exactly once, timed acquires time out; the binding of
+# sem_wait to the interposer is checked with the dynamic linker's trace
+py=/usr/bin/python3; [ -x "$py" ] || py=$(command -v python3)
+cat >"$tmp/sem.py" <<'PYEOF'
+import ctypes, queue, sys, threading
+N, P = 3000, 3
+q, out, lk = queue.Queue(maxsize=4), [], threading.Lock()
+def prod(b):
+    for i in range(N): q.put(b * N + i)
+def cons():
+    while (v := q.get()) is not None:
+        with lk: out.append(v)
+ts = [threading.Thread(target=prod, args=(b,)) for b in range(P)] + [threading.Thread(target=cons) for _ in range(P)]
+for t in ts: t.start()
+for t in ts[:P]: t.join()
+for _ in range(P): q.put(None)
+for t in ts[P:]: t.join()
+assert sorted(out) == list(range(P * N)), "items lost or duplicated"
+l = threading.Lock(); l.acquire()
+assert l.acquire(timeout=0.02) is False
+s = threading.Semaphore(0)
+assert s.acquire(timeout=0.02) is False
+f = ctypes.CDLL(None).liblock_interpose_sem
+f.restype = ctypes.c_char_p
+print(f().decode())
+PYEOF
+for cfg in "mcs mostly-lifo" "posix fifo"; do # spin-then-park: 6 threads + the GIL on 2 cores
+  read -r algo kind <<<"$cfg"
+  out=$(LD_DEBUG=bindings LD_DEBUG_OUTPUT="$tmp/ld" timeout 60 "$liblock" run --lock "$algo" --wait spin-then-park --sem "$kind" -- "$py" "$tmp/sem.py" 2>&1); rc=$?
+  [ $rc -eq 0 ] && [ "$out" = "$kind" ] || fail "python3 with --lock $algo --sem $kind: rc=$rc out=$(printf '%s' "$out" | tail -3)"
+  cat "$tmp"/ld.* 2>/dev/null | grep -q "to $lib .*normal symbol .sem_wait'" || fail "python3 with --sem $kind: sem_wait not bound to the interposer"
+  rm -f "$tmp"/ld.*
+done
 echo "liblock run: checks done"
 
 # ---- algorithms and policies ----------------------------------------------------

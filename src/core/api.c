@@ -8,6 +8,7 @@
  * survives from liblock_lock() to liblock_unlock() at another call site.
  */
 #include "../internal.h"
+#include "fairness.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,15 @@ LL_EXPORT int liblock_init(liblock_t *l, const char *algorithm, const liblock_at
         free(state);
         return r;
     }
+    if ((attr && attr->_fairness) || ll_fairness_env()) { /* docs/fairness.md */
+        tmp._stats = ll_fairness_create();
+        if (!tmp._stats) {
+            if (o->destroy)
+                o->destroy(&tmp);
+            free(state);
+            return ENOMEM;
+        }
+    }
     tmp._magic = LL_LOCK_MAGIC;
     *l = tmp;
     return 0;
@@ -178,6 +188,8 @@ LL_EXPORT int liblock_destroy(liblock_t *l)
     l->_magic = 0;
     free(l->_state);
     l->_state = NULL;
+    ll_fairness_free(l->_stats);
+    l->_stats = NULL;
     return 0;
 }
 
@@ -210,6 +222,8 @@ int ll_api_lock(liblock_t *l)
     int r = LL_OPS(l)->lock(l, h->node);
     if (LL_UNLIKELY(r))
         ll_hold_pop(self, h);
+    else if (LL_UNLIKELY(l->_stats != NULL))
+        ll_fairness_note(l, self);
     return r;
 }
 
@@ -247,6 +261,8 @@ LL_EXPORT int liblock_trylock(liblock_t *l)
     int r = LL_OPS(l)->trylock(l, h->node);
     if (r)
         ll_hold_pop(self, h);
+    else if (LL_UNLIKELY(l->_stats != NULL))
+        ll_fairness_note(l, self);
     return r;
 }
 
@@ -265,7 +281,7 @@ LL_EXPORT void *liblock_execute(liblock_t *l, void *(*cs)(void *), void *arg)
     }
     const struct ll_ops *o = LL_OPS(l);
     if (o->execute)
-        return o->execute(l, cs, arg);
+        return LL_UNLIKELY(l->_stats != NULL) ? ll_fairness_execute(l, cs, arg) : o->execute(l, cs, arg);
     int r = ll_api_lock(l);
     if (LL_UNLIKELY(r)) {
         errno = r;

@@ -12,7 +12,10 @@
  * signal,broadcast}.  (clocklock/clockwait are replaced too because
  * libstdc++'s std::timed_mutex and std::condition_variable::wait_for call
  * them; leaving them to glibc would hand glibc a mutex it does not own.)
- * sem_* are NOT interposed: liblock has no semaphore API yet.
+ * With LIBLOCK_SEM=fifo|mostly-lifo also sem_{init,destroy,wait,trywait,
+ * timedwait,clockwait,post,getvalue} for private semaphores, on liblock's
+ * semaphores (seed 001 section 6.11; see "sem_*" below).  Without it every
+ * sem_* call goes to glibc untouched.
  *
  * ---- Where the state lives (the cheap path) --------------------------------
  * A pthread_mutex_t (40 bytes on x86-64) cannot hold an arbitrary algorithm's
@@ -50,6 +53,10 @@
  *     its acquire and its release: the algorithm's own acquire/release
  *     ordering (every algorithm's contract) orders them like any data the
  *     mutex protects.
+ *  I4 A sem_t is ours iff its marker word holds IP_SEM_MAGIC and the
+ *     struct ip_sem its pointer word names has home == that sem_t; the
+ *     marker is written (release, after the pointer) only by sem_init and
+ *     cleared only by sem_destroy or a pass-through sem_init.
  *  The critical sections themselves are ordered by the algorithm's lock
  *  (acquire) and unlock (release); the interposer adds no ordering of its own
  *  on the lock path.
@@ -96,10 +103,14 @@
  * them (mutex release/acquire).  Clock attributes are honoured: deadlines on
  * CLOCK_MONOTONIC are converted to CLOCK_REALTIME for liblock_cond_timedwait
  * at the time of the call (a realtime clock jump during the wait moves it).
- * LIBLOCK_COND=mostly-lifo asks liblock for a mostly-LIFO condvar
- * (liblock_condattr_setfifo with LIBLOCK_COND_FIFO_PROB); if the library
- * gives back its FIFO kind (_kind == 0), mostly-LIFO is not available yet and
- * we say so (one line) and use FIFO, or exit under LIBLOCK_STRICT=1.
+ * LIBLOCK_COND=mostly-lifo makes every liblock_cond_t with
+ * liblock_condattr_setfifo(LIBLOCK_COND_FIFO_PROB) (seed 001 section 6.10:
+ * queued at the tail with that probability, else at the head; signal wakes
+ * the head; src/core/cond_lifo.c).  It applies to waits that use the
+ * liblock_cond_t (our mutex, algorithm with LIBLOCK_PROP_COND); the glibc
+ * condvar kept beside it (glibc mutexes, LIBLOCK_COND_GENERIC) keeps glibc's
+ * order.  config_load checks once that the library really gives that kind
+ * (_kind != 0); if not, one line and FIFO, or exit under LIBLOCK_STRICT=1.
  *
  * ---- fork ---------------------------------------------------------------------------
  * Every wrapper is on a registry list (touched only at set-up/destroy/fork,
@@ -136,7 +147,8 @@
  * LIBLOCK_LOCK (unset: interposer inactive, everything goes to glibc; an
  * unknown name: one line on stderr listing the valid names, then glibc, or
  * exit status 127 under LIBLOCK_STRICT=1), LIBLOCK_WAIT, LIBLOCK_COND,
- * LIBLOCK_COND_FIFO_PROB, LIBLOCK_COND_GENERIC and LIBLOCK_INTERPOSE_API
+ * LIBLOCK_COND_FIFO_PROB, LIBLOCK_SEM, LIBLOCK_SEM_FIFO_PROB (independent
+ * of LIBLOCK_LOCK), LIBLOCK_COND_GENERIC and LIBLOCK_INTERPOSE_API
  * (testing), LIBLOCK_STRICT.
  * Falling back rather than exiting is
  * the default because the variables are inherited by every child process
@@ -161,9 +173,11 @@
  * otherwise, as the API answers).
  */
 #include "../internal.h"
+#include "../core/cond_lifo.h" /* ll_sem_debug_queued, for tests */
 
 #include <dlfcn.h>
 #include <limits.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +214,14 @@ static struct {
     int (*cond_clockwait)(pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *);
     int (*cond_signal)(pthread_cond_t *);
     int (*cond_broadcast)(pthread_cond_t *);
+    int (*sem_init)(sem_t *, int, unsigned);
+    int (*sem_destroy)(sem_t *);
+    int (*sem_wait)(sem_t *);
+    int (*sem_trywait)(sem_t *);
+    int (*sem_timedwait)(sem_t *, const struct timespec *);
+    int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
+    int (*sem_post)(sem_t *);
+    int (*sem_getvalue)(sem_t *, int *);
 } R;
 static _Atomic int resolved;
 static __thread int ip_resolving __attribute__((tls_model("initial-exec")));
@@ -239,6 +261,14 @@ static void ip_resolve(void)
     R.cond_clockwait = dlsym(RTLD_NEXT, "pthread_cond_clockwait"); /* glibc >= 2.30; may be NULL */
     R.cond_signal = must("pthread_cond_signal");
     R.cond_broadcast = must("pthread_cond_broadcast");
+    R.sem_init = must("sem_init");
+    R.sem_destroy = must("sem_destroy");
+    R.sem_wait = must("sem_wait");
+    R.sem_trywait = must("sem_trywait");
+    R.sem_timedwait = must("sem_timedwait");
+    R.sem_clockwait = dlsym(RTLD_NEXT, "sem_clockwait"); /* glibc >= 2.30; may be NULL */
+    R.sem_post = must("sem_post");
+    R.sem_getvalue = must("sem_getvalue");
     ip_resolving = 0;
     atomic_store_explicit(&resolved, 1, memory_order_release);
 }
@@ -269,6 +299,9 @@ static struct {
     int lifo;                      /* LIBLOCK_COND=mostly-lifo granted */
     int generic_cond;              /* LIBLOCK_COND_GENERIC=1: own protocol for every algorithm */
     int force_api;                 /* LIBLOCK_INTERPOSE_API=1: API layer for every algorithm */
+    int sem;                       /* LIBLOCK_SEM set: sem_init makes liblock semaphores */
+    const char *sem_kind;          /* "fifo" / "mostly-lifo" */
+    double sem_prob;               /* their FIFO probability */
 } cfg;
 static _Atomic int cfg_ready;
 static pthread_mutex_t cfg_mutex = PTHREAD_MUTEX_INITIALIZER; /* real glibc mutex */
@@ -303,8 +336,31 @@ static void valid_names(char *buf, size_t n)
     }
 }
 
+/* LIBLOCK_SEM: independent of LIBLOCK_LOCK (a program may want liblock's
+ * semaphores with glibc's mutexes, or the reverse). */
+static void sem_config_load(void)
+{
+    const char *s = getenv("LIBLOCK_SEM");
+    if (!s || !*s)
+        return; /* glibc's semaphores */
+    if (strcmp(s, "fifo") == 0) {
+        cfg.sem_kind = "fifo";
+        cfg.sem_prob = 1.0;
+    } else if (strcmp(s, "mostly-lifo") == 0) {
+        cfg.sem_kind = "mostly-lifo";
+        /* LIBLOCK_SEM_FIFO_PROB, else the condition variables' probability */
+        double p = ll_env_double("LIBLOCK_COND_FIFO_PROB", 0.001, 0.0, 1.0);
+        cfg.sem_prob = ll_env_double("LIBLOCK_SEM_FIFO_PROB", p, 0.0, 1.0);
+    } else {
+        config_error("using glibc's semaphores", "unknown LIBLOCK_SEM '%s' (valid: fifo mostly-lifo)%s", s, "");
+        return;
+    }
+    cfg.sem = 1;
+}
+
 static void config_load(void)
 {
+    sem_config_load();
     const char *name = getenv("LIBLOCK_LOCK");
     if (!name || !*name)
         return; /* inactive */
@@ -341,7 +397,7 @@ static void config_load(void)
             liblock_cond_t probe;
             liblock_condattr_init(&ca);
             int ok = liblock_condattr_setfifo(&ca, prob) == 0 && liblock_cond_init(&probe, &ca) == 0;
-            int granted = ok && probe._kind != 0; /* kind 0 = the POSIX-backed FIFO condvar */
+            int granted = ok && probe._kind != 0; /* kind 0 = the POSIX-backed FIFO condvar: a build without the kind */
             if (ok)
                 liblock_cond_destroy(&probe);
             if (!granted) {
@@ -395,6 +451,14 @@ LL_EXPORT const char *liblock_interpose_lock(void)
 {
     config_ensure();
     return cfg.active ? cfg.ops->name : NULL;
+}
+
+/* Exported for tests and tools: the kind of semaphore sem_init makes
+ * ("fifo", "mostly-lifo"), NULL when semaphores are glibc's. */
+LL_EXPORT const char *liblock_interpose_sem(void)
+{
+    config_ensure();
+    return cfg.sem ? cfg.sem_kind : NULL;
 }
 
 /* ---- wrappers and their registry -------------------------------------------- */
@@ -1355,6 +1419,217 @@ LL_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, cloc
     return cond_wait_cancel(c, m, 1, clk, abstime);
 }
 
+/* ---- sem_* (only with LIBLOCK_SEM) ------------------------------------------------
+ * A sem_t (32 bytes on x86-64) is smaller than a liblock_sem_t, so, as for
+ * mutexes, the sem_t holds a pointer to a heap `struct ip_sem`.  glibc's
+ * semaphore (struct new_sem: a 64-bit value/waiters word, `private`, `pad`)
+ * uses only the first 16 bytes; we keep our marker in the last 16:
+ *   word 2: IP_SEM_MAGIC      word 3: pointer to the struct ip_sem
+ * and the ip_sem points back at the sem_t.  A sem_t is ours iff word 2 is
+ * the magic and the ip_sem it points to names this sem_t as its home.
+ * Everything else is glibc's and passed through untouched: semaphores from
+ * sem_open (glibc zeroes their last 16 bytes), process-shared ones (we clear
+ * the marker words before handing them to glibc's sem_init, since the memory
+ * may hold a marker from an earlier semaphore), and every sem_t initialised
+ * while LIBLOCK_SEM was not in effect.
+ * Ordering: sem_init stores the pointer and then the magic with release;
+ * a user loads the magic with acquire before the pointer.  (POSIX requires
+ * that init happen before any use anyway, so this only makes the
+ * recognition itself race-free.)  The semaphore operations themselves are
+ * liblock_sem_* (src/core/cond_lifo.c: value + mostly-LIFO waiter list,
+ * direct hand-off of a posted unit to the head waiter); waiting is that
+ * file's spin-then-park, whatever LIBLOCK_WAIT says.
+ * Signals: a thread blocked in an interposed sem_wait is not interrupted by
+ * a signal handler; the handler runs and the wait continues (never EINTR).
+ * Cancellation: sem_wait/timedwait/clockwait act on a pending cancellation
+ * request on entry; a request made while the thread is blocked takes effect
+ * at its next cancellation point after a unit (or the timeout) ends the
+ * wait, because cancelling inside the wait could lose a handed-off unit. */
+#define IP_SEM_MAGIC 0x4c4c53454d495053ull /* "LLSEMIPS" */
+_Static_assert(sizeof(sem_t) >= 4 * sizeof(uint64_t), "sem_t holds our two marker words after glibc's 16 bytes");
+
+struct ip_sem {
+    liblock_sem_t s;
+    sem_t *home;
+    struct ip_sem *prev, *next;            /* registry (fork) */
+};
+
+static struct ip_sem *reg_sems;
+
+static inline _Atomic uint64_t *sem_magic_word(sem_t *s) { return (_Atomic uint64_t *)(void *)((char *)s + 16); }
+static inline _Atomic uintptr_t *sem_ptr_word(sem_t *s) { return (_Atomic uintptr_t *)(void *)((char *)s + 24); }
+
+/* Ours: the wrapper; otherwise NULL (glibc's semaphore, or LIBLOCK_SEM unset). */
+static inline struct ip_sem *sem_ours(sem_t *s)
+{
+    if (LL_UNLIKELY(!atomic_load_explicit(&cfg_ready, memory_order_acquire)))
+        config_ensure();
+    if (!cfg.sem || !s)
+        return NULL;
+    if (atomic_load_explicit(sem_magic_word(s), memory_order_acquire) != IP_SEM_MAGIC)
+        return NULL;
+    struct ip_sem *w = (struct ip_sem *)atomic_load_explicit(sem_ptr_word(s), memory_order_relaxed);
+    return w && w->home == s ? w : NULL;
+}
+
+static void sem_clear_marker(sem_t *s)
+{
+    atomic_store_explicit(sem_magic_word(s), 0, memory_order_relaxed);
+    atomic_store_explicit(sem_ptr_word(s), 0, memory_order_relaxed);
+}
+
+static int sem_fail(int e)
+{
+    errno = e;
+    return -1;
+}
+
+LL_EXPORT int sem_init(sem_t *s, int pshared, unsigned value)
+{
+    ip_resolve();
+    config_ensure();
+    if (!cfg.sem || pshared) {
+        if (cfg.sem)
+            sem_clear_marker(s); /* a stale marker must not make glibc's semaphore look like ours */
+        return R.sem_init(s, pshared, value);
+    }
+    if (value > (unsigned)SEM_VALUE_MAX)
+        return sem_fail(EINVAL);
+    struct ip_sem *w = sem_ours(s);
+    if (w && liblock_sem_destroy(&w->s) == 0) {
+        /* initialised again without sem_destroy (undefined in POSIX): reuse
+         * the wrapper when nobody waits on it */
+        liblock_sem_init(&w->s, value, cfg.sem_prob);
+        return 0;
+    }
+    ip_in_setup++;
+    w = ll_alloc_aligned(sizeof *w);
+    ip_in_setup--;
+    if (!w) {
+        /* out of memory: this semaphore stays glibc's (it still works) */
+        sem_clear_marker(s);
+        return R.sem_init(s, pshared, value);
+    }
+    liblock_sem_init(&w->s, value, cfg.sem_prob); /* cannot fail: value and P checked */
+    w->home = s;
+    R.mutex_lock(&reg_mutex);
+    w->prev = NULL;
+    w->next = reg_sems;
+    if (reg_sems)
+        reg_sems->prev = w;
+    reg_sems = w;
+    R.mutex_unlock(&reg_mutex);
+    memset(s, 0, 16); /* glibc's part: value 0, so a call that bypasses us cannot take a unit */
+    atomic_store_explicit(sem_ptr_word(s), (uintptr_t)w, memory_order_relaxed);
+    atomic_store_explicit(sem_magic_word(s), IP_SEM_MAGIC, memory_order_release);
+    return 0;
+}
+
+LL_EXPORT int sem_destroy(sem_t *s)
+{
+    ip_resolve();
+    struct ip_sem *w = sem_ours(s);
+    if (!w)
+        return R.sem_destroy(s);
+    int r = liblock_sem_destroy(&w->s);
+    if (r)
+        return sem_fail(r); /* EBUSY: threads wait on it; left intact */
+    sem_clear_marker(s);
+    R.mutex_lock(&reg_mutex);
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        reg_sems = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    R.mutex_unlock(&reg_mutex);
+    free(w);
+    return 0;
+}
+
+LL_EXPORT int sem_wait(sem_t *s)
+{
+    ip_resolve();
+    struct ip_sem *w = sem_ours(s);
+    if (!w)
+        return R.sem_wait(s);
+    pthread_testcancel(); /* a cancellation point (see above) */
+    int r = liblock_sem_wait(&w->s);
+    return r ? sem_fail(r) : 0;
+}
+
+LL_EXPORT int sem_trywait(sem_t *s)
+{
+    ip_resolve();
+    struct ip_sem *w = sem_ours(s);
+    if (!w)
+        return R.sem_trywait(s);
+    int r = liblock_sem_trywait(&w->s);
+    return r ? sem_fail(r) : 0;
+}
+
+/* sem_timedwait / sem_clockwait on ours.  As in glibc, a bad timespec is
+ * EINVAL even when a unit is available (POSIX allows either), and a unit
+ * available now is taken whatever the deadline says. */
+static int sem_timed(struct ip_sem *w, clockid_t clk, const struct timespec *abstime)
+{
+    pthread_testcancel();
+    if (!abstime || !ts_valid(abstime))
+        return sem_fail(EINVAL);
+    if (liblock_sem_trywait(&w->s) == 0)
+        return 0;
+    struct timespec rt = to_realtime(clk, abstime);
+    int r = liblock_sem_timedwait(&w->s, &rt);
+    return r ? sem_fail(r) : 0;
+}
+
+LL_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
+{
+    ip_resolve();
+    struct ip_sem *w = sem_ours(s);
+    if (!w)
+        return R.sem_timedwait(s, abstime);
+    return sem_timed(w, CLOCK_REALTIME, abstime);
+}
+
+LL_EXPORT int sem_clockwait(sem_t *s, clockid_t clk, const struct timespec *abstime)
+{
+    ip_resolve();
+    struct ip_sem *w = sem_ours(s);
+    if (!w)
+        return R.sem_clockwait ? R.sem_clockwait(s, clk, abstime) : sem_fail(EINVAL);
+    if (clk != CLOCK_REALTIME && clk != CLOCK_MONOTONIC)
+        return sem_fail(EINVAL);
+    return sem_timed(w, clk, abstime);
+}
+
+LL_EXPORT int sem_post(sem_t *s)
+{
+    ip_resolve();
+    struct ip_sem *w = sem_ours(s);
+    if (!w)
+        return R.sem_post(s);
+    int r = liblock_sem_post(&w->s);
+    return r ? sem_fail(r) : 0; /* EOVERFLOW at SEM_VALUE_MAX, value unchanged */
+}
+
+LL_EXPORT int sem_getvalue(sem_t *restrict s, int *restrict value)
+{
+    ip_resolve();
+    struct ip_sem *w = sem_ours(s);
+    if (!w)
+        return R.sem_getvalue(s, value);
+    int r = liblock_sem_getvalue(&w->s, value);
+    return r ? sem_fail(r) : 0;
+}
+
+/* For tests: threads queued on one of our semaphores, -1 if not ours. */
+LL_EXPORT int liblock_interpose_sem_queued(sem_t *s)
+{
+    struct ip_sem *w = sem_ours(s);
+    return w ? ll_sem_debug_queued(&w->s) : -1;
+}
+
 /* ---- fork ------------------------------------------------------------------------------ */
 static void fork_prepare(void) { R.mutex_lock(&reg_mutex); }
 static void fork_parent(void) { R.mutex_unlock(&reg_mutex); }
@@ -1389,6 +1664,13 @@ static void fork_child(void)
         R.cond_init(&n->rc, &ca);
         pthread_condattr_destroy(&ca);
         R.mutex_init(&n->im, NULL);
+    }
+    /* semaphores keep their value; their waiters were other threads, and the
+     * internal spin lock may have been held by one of them */
+    for (struct ip_sem *w = reg_sems; w; w = w->next) {
+        int v = 0;
+        liblock_sem_getvalue(&w->s, &v);
+        liblock_sem_init(&w->s, (unsigned)(v > 0 ? v : 0), cfg.sem_prob);
     }
 }
 

@@ -1,5 +1,6 @@
 """`liblock run`: run an unmodified program with every pthread mutex and
-condition variable replaced by a liblock algorithm (docs/interpose.md).
+condition variable replaced by a liblock algorithm, and (with --sem) every
+private semaphore by a liblock semaphore (docs/interpose.md).
 
 Names are checked against the registry (`liblock-info`) before the program
 starts; the program then replaces this process (execve) with
@@ -16,15 +17,25 @@ import sys
 
 from . import list as list_cmd
 
-HELP = "run an unmodified program with its pthread locks replaced by a liblock algorithm"
+HELP = "run an unmodified program with its pthread locks (and, with --sem, semaphores) replaced by liblock's"
 CONDS = ("fifo", "mostly-lifo")
+SEMS = ("fifo", "mostly-lifo")
+USAGE = "liblock run [--lock NAME] [--wait POLICY] [--cond KIND] [--sem KIND] -- PROGRAM ARGS..."
 WAITS = ("spin", "spin-then-park", "yield", "park")
 
 
 def add_arguments(p):
-    p.add_argument("--lock", required=True, metavar="NAME", help="algorithm (see `liblock list`)")
+    p.add_argument("--lock", metavar="NAME",
+                   help="algorithm for every pthread mutex (see `liblock list`); required unless --sem is given")
     p.add_argument("--wait", metavar="POLICY", help="waiting policy: " + ", ".join(WAITS))
-    p.add_argument("--cond", metavar="KIND", help="condition variables: fifo (default) or mostly-lifo")
+    p.add_argument("--cond", metavar="KIND",
+                   help="condition variables: fifo (default) or mostly-lifo (waiters woken mostly newest-first; "
+                        "FIFO probability from LIBLOCK_COND_FIFO_PROB, default 0.001)")
+    p.add_argument("--sem", metavar="KIND",
+                   help="replace sem_init/sem_wait/sem_post/... of private semaphores by liblock semaphores: "
+                        "fifo or mostly-lifo (FIFO probability from LIBLOCK_SEM_FIFO_PROB, else "
+                        "LIBLOCK_COND_FIFO_PROB, default 0.001); named and process-shared semaphores stay "
+                        "glibc's. Without --sem every semaphore is glibc's")
     p.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS",
                    help="the program and its arguments")
 
@@ -39,9 +50,14 @@ def run(args, env):
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
     if not cmd:
-        return fail("no program given (usage: liblock run --lock NAME [--wait POLICY] [--cond KIND] -- PROGRAM ARGS...)")
+        return fail(f"no program given (usage: {USAGE})")
     algos = {a["name"]: a for a in list_cmd.algorithms(env)}
-    if args.lock not in algos:
+    if args.lock is None:
+        if args.sem is None:
+            return fail(f"give --lock NAME, --sem KIND or both (usage: {USAGE})")
+        if args.wait is not None or args.cond is not None:
+            return fail("--wait and --cond apply to the lock: give --lock NAME as well")
+    elif args.lock not in algos:
         return fail(f"unknown lock '{args.lock}' (valid: {' '.join(sorted(algos))})")
     if args.wait is not None:
         if args.wait not in WAITS:
@@ -51,6 +67,8 @@ def run(args, env):
                         f"(valid: {' '.join(algos[args.lock]['policies'])})")
     if args.cond is not None and args.cond not in CONDS:
         return fail(f"unknown condition variable kind '{args.cond}' (valid: {' '.join(CONDS)})")
+    if args.sem is not None and args.sem not in SEMS:
+        return fail(f"unknown semaphore kind '{args.sem}' (valid: {' '.join(SEMS)})")
     prog = cmd[0]
     path = prog if os.sep in prog else shutil.which(prog)
     if not path or not os.path.isfile(path):
@@ -64,13 +82,20 @@ def run(args, env):
     child_env = dict(os.environ)
     pre = child_env.get("LD_PRELOAD", "")
     child_env["LD_PRELOAD"] = lib + (" " + pre if pre else "")
-    child_env["LIBLOCK_LOCK"] = args.lock
+    if args.lock is not None:
+        child_env["LIBLOCK_LOCK"] = args.lock
+    else:
+        child_env.pop("LIBLOCK_LOCK", None)  # semaphores only: mutexes stay glibc's
     if args.wait is not None:
         child_env["LIBLOCK_WAIT"] = args.wait
     else:
         child_env.pop("LIBLOCK_WAIT", None)
     if args.cond is not None:
         child_env["LIBLOCK_COND"] = args.cond
+    if args.sem is not None:
+        child_env["LIBLOCK_SEM"] = args.sem
+    else:
+        child_env.pop("LIBLOCK_SEM", None)
     child_env["LIBLOCK_STRICT"] = "1"
     sys.stdout.flush()
     sys.stderr.flush()

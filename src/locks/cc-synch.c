@@ -1,0 +1,476 @@
+/*
+ * cc-synch - CC-Synch combining lock (Fatourou and Kallimanis, PPoPP 2012).
+ *
+ * Source: seed 000 section 3.8, Algorithm 7 (digest 000 section 3.8).
+ *   execute(req): swap a fresh node in as the new tail; the previous tail,
+ *   cur, becomes ours: write req into cur, link cur.next = fresh, wait on
+ *   cur.wait.  If cur.completed, return cur.ret.  Otherwise we are the
+ *   combiner: walk from cur, running each request whose node has a
+ *   successor (a node's request is published once its next is set), marking
+ *   it completed and releasing its owner, until the node has no successor or
+ *   MAX_COMBINER_CS requests ran; then release the owner of the node where
+ *   we stopped without completing it: that thread is the next combiner.
+ *   Nodes migrate: a thread leaves with `cur`, which nobody references any
+ *   more, as its node for next time.
+ *
+ * Changes from Algorithm 7, and why:
+ *  1. Free bit in the tail.  In the paper the lock is "free" when the tail
+ *     dummy's wait flag is false, which cannot be tested and claimed in one
+ *     atomic step (a trylock that reads the flag and then CASes the tail is
+ *     exposed to ABA: nodes are recycled, so the tail can leave and come back
+ *     with wait = true and the CAS would enqueue us behind a combiner).  Here
+ *     a combiner that finds its stopping node t without a successor CASes
+ *     tail t -> t|FREE.  An arriving thread whose swap returns a tagged
+ *     pointer is the combiner at once; trylock is CAS(tail, t|FREE, fresh).
+ *     If that CAS fails the tail moved, so somebody has enqueued behind t and
+ *     waits on t: the combiner hands over to it as in the paper.  Cost: one
+ *     CAS per combining pass that empties the queue (DSM-Synch pays the
+ *     same), none while the queue stays non-empty.
+ *  2. One state word instead of {wait, completed}: WAIT, DONE (request run)
+ *     or COMBINE (you are the combiner).  One store wakes the owner, which
+ *     lets the waiting layer park on it (spin-then-park).
+ *  3. liblock_lock/liblock_unlock.  lock() enqueues like execute() with a
+ *     LOCK marker as its request.  A combiner never runs a marker: it stops
+ *     at that node and hands the combiner role to its owner, so lock()
+ *     returns holding the combiner role -- the lock.  Nobody else can run
+ *     a critical section until that thread's unlock(), which continues as
+ *     combiner from the node after its own (its own CS counts as the first
+ *     of the pass), so delegated requests are never run concurrently with a
+ *     lock()/unlock() section.  unlock() therefore costs what a combining
+ *     pass costs: it may run other threads' queued requests (up to
+ *     MAX_COMBINER_CS - 1) before returning.
+ *
+ * Invariants: the tail always holds a node (tagged FREE iff no thread holds
+ * the combiner role and none waits); exactly one thread holds the combiner
+ * role while the tail is untagged; a node's request fields are written by its
+ * owner before its next pointer (release) and read by the combiner after
+ * (acquire); a node in the queue is referenced only by its owner and the
+ * combiner; after DONE/COMBINE is delivered the combiner never touches the
+ * node again (it read next before).
+ * Orderings: the tail swap is acq_rel (release publishes the fresh node's
+ * reset fields to the thread that swaps after us; acquire gives us the
+ * previous tail's contents).  cur.next is stored with release after the
+ * request, read with acquire by the combiner.  DONE and COMBINE go through
+ * ll_wake (release) and the waiter's ll_wait_while returns after an acquire
+ * load, so the owner sees cur.ret and every critical section run before the
+ * hand-off.  The FREE CAS is release and the next swap is acquire, so the
+ * next combiner also sees the previous pass.
+ *
+ *  4. Oversubscription (more threads than cores).  With yield or
+ *     spin-then-park, handing the role to a waiter that is not running
+ *     stalls every queued request until the scheduler runs it again (the
+ *     thesis notes this weakness).  So when a pass reaches MAX_COMBINER_CS
+ *     and the next waiter looks asleep -- parked (its word carries the
+ *     waiting layer's LL_PARKED bit) or, with yield, not checked in for
+ *     CCS_AWAKE_NS = 5 us (a yield-waiter stores the time before each
+ *     sched_yield) -- the combiner runs that request instead and looks at
+ *     the next one, up to MAX_COMBINER_CS more: a pass is at most
+ *     2 x MAX_COMBINER_CS.  With spin the bound is exactly MAX_COMBINER_CS.
+ *  5. Orphaned combiner role (yield only).  When a pass must stop (2 x
+ *     MAX reached) and the next waiter still looks descheduled, the
+ *     combiner sets that node ORPHAN and publishes it in the lock's orphan
+ *     slot instead of handing the role to that one thread.  Every
+ *     yield-waiter checks the slot each time it is scheduled; the first to
+ *     CAS it to nil is the combiner, starting at the orphaned node (running
+ *     its request and releasing its owner with DONE like any other).  The
+ *     owner itself may be that first taker (then it simply combines from
+ *     its own node); if it is not, it waits until its state leaves ORPHAN
+ *     (DONE).  The state is stored before the slot, so a taker's DONE is
+ *     never overwritten; the slot is empty whenever a combiner exists (only
+ *     a combiner fills it, and it stops being one by doing so), so there is
+ *     still exactly one combiner.  Lock markers are never orphaned (only
+ *     their owner can take the role they ask for).
+ *     Also, with spin-then-park, the futex_wake calls for served waiters
+ *     that parked are made after the hand-over (deferred_wake.h), not on
+ *     the lock's critical path.
+ *
+ * Parameter: MAX_COMBINER_CS, env LIBLOCK_CCSYNCH_MAX_COMBINER_CS (read at
+ * liblock_init), default 3 x the number of online CPUs (seed 000 section
+ * 5.1).  A combiner hands over after at most that many critical sections
+ * (2x with yield/spin-then-park when the successors sleep, see 4.).
+ * Policies: spin, yield, spin-then-park (each waiter waits on its own node's
+ * word).  FIFO (requests run in queue order) and starvation-free (a combiner
+ * serves at most 2 x MAX_COMBINER_CS requests).
+ * Per-thread storage: every thread keeps a small stack of spare nodes
+ * (normally one; one more per nesting level), freed at thread exit by an
+ * ll_thread_on_exit hook.  The lock owns the node in its tail; destroy frees
+ * it.
+ * Condition variables: supported for threads that hold the lock through
+ * liblock_lock (true ownership of the combiner role; the generic path in
+ * src/core/cond.c releases with unlock, which combines and hands over).  A
+ * critical section run through execute() runs on whichever thread combines,
+ * which does not own the lock in the API's sense: cond_wait from it returns
+ * EPERM instead of putting the combiner to sleep.
+ */
+#include "../internal.h"
+#include "deferred_wake.h"
+
+#include <stdlib.h>
+
+enum { CCS_WAIT = 1, CCS_DONE = 2, CCS_COMBINE = 3, CCS_ORPHAN = 4 };
+enum { COMB_OWN = 0, COMB_OWN_DONE = 1, COMB_FOREIGN = 2 };
+#define CCS_AWAKE_NS 5000
+#define CCS_FREE ((uintptr_t)1)
+
+struct ccs_node {
+    _Atomic uint32_t state;
+    _Atomic(struct ccs_node *) next;
+    void *(*cs)(void *);
+    void *arg;
+    void *ret;
+    _Atomic uint64_t seen;       /* yield policy: last time the waiter checked in (cycles) */
+    struct ccs_node *spare_next; /* per-thread spare stack link */
+} __attribute__((aligned(LL_CACHELINE)));
+
+struct ccs_lock {
+    LL_ALIGNED _Atomic uintptr_t tail; /* struct ccs_node * | CCS_FREE */
+    LL_ALIGNED unsigned max_cs;        /* read-only after init */
+    uint64_t awake_cycles;             /* "checked in recently": AWAKE_NS in cycles */
+    _Atomic unsigned max_pass;         /* statistics: longest pass seen */
+    _Atomic unsigned long passes;
+    _Atomic(struct ccs_node *) holder; /* lock()/trylock() holder's node, for tests */
+    _Atomic(struct ccs_node *) orphan; /* yield: combiner role left to any taker */
+};
+
+struct ccs_hold {
+    struct ccs_node *cur;
+};
+_Static_assert(sizeof(struct ccs_hold) <= LL_NODE_BYTES, "cc-synch hold too large");
+
+/* The request value that means "hand me the combiner role". */
+static void *ccs_lock_marker(void *arg) { return arg; }
+
+static __thread struct {
+    struct ccs_node *spares;
+    const liblock_t *combining; /* lock whose delegated CSs this thread is running */
+    int hooked;
+    struct ll_exit_hook hook;
+} ccs_tls;
+
+static void ccs_thread_exit(ll_thread_t *self, void *arg)
+{
+    (void)self;
+    (void)arg;
+    struct ccs_node *n = ccs_tls.spares;
+    while (n) {
+        struct ccs_node *nx = n->spare_next;
+        free(n);
+        n = nx;
+    }
+    ccs_tls.spares = NULL;
+    ccs_tls.hooked = 0;
+}
+
+static struct ccs_node *spare_pop(void)
+{
+    struct ccs_node *n = ccs_tls.spares;
+    if (LL_LIKELY(n != NULL)) {
+        ccs_tls.spares = n->spare_next;
+        return n;
+    }
+    if (!ccs_tls.hooked) {
+        ll_thread_t *self = ll_self();
+        if (!self)
+            return NULL;
+        ccs_tls.hook.fn = ccs_thread_exit;
+        ccs_tls.hook.arg = NULL;
+        ll_thread_on_exit(self, &ccs_tls.hook);
+        ccs_tls.hooked = 1;
+    }
+    return ll_alloc_aligned(sizeof(struct ccs_node));
+}
+
+static void spare_push(struct ccs_node *n)
+{
+    n->spare_next = ccs_tls.spares;
+    ccs_tls.spares = n;
+}
+
+static int ccs_init(liblock_t *l, const liblock_attr_t *attr)
+{
+    (void)attr;
+    struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
+    struct ccs_node *dummy = ll_alloc_aligned(sizeof *dummy);
+    if (!dummy)
+        return ENOMEM;
+    long dflt = 3L * ll_ncpus();
+    s->max_cs = (unsigned)ll_env_long("LIBLOCK_CCSYNCH_MAX_COMBINER_CS", dflt < 1 ? 1 : dflt, 1, 1L << 30);
+    s->awake_cycles = ll_ns_to_cycles(CCS_AWAKE_NS);
+    atomic_store_explicit(&s->tail, (uintptr_t)dummy | CCS_FREE, memory_order_release);
+    return 0;
+}
+
+static int ccs_destroy(liblock_t *l)
+{
+    struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
+    uintptr_t t = atomic_load_explicit(&s->tail, memory_order_acquire);
+    if (!(t & CCS_FREE))
+        return EBUSY;
+    free((void *)(t & ~CCS_FREE));
+    atomic_store_explicit(&s->tail, 0, memory_order_relaxed);
+    return 0;
+}
+
+/* Is the owner of n (waiting on it) unlikely to be running?  Parked
+ * (spin-then-park) or, with yield, not checked in for CCS_AWAKE_NS. */
+static inline int asleep(struct ccs_lock *s, struct ccs_node *n, int policy)
+{
+    if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK)
+        return (atomic_load_explicit(&n->state, memory_order_relaxed) & LL_PARKED) != 0;
+    if (policy == LIBLOCK_WAIT_YIELD)
+        return (int64_t)(ll_cycles() - atomic_load_explicit(&n->seen, memory_order_relaxed)) >
+               (int64_t)s->awake_cycles;
+    return 0;
+}
+
+static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, int mode);
+
+/* Wait for DONE or COMBINE on our node.  With yield, check in (publish the
+ * time) before every yield so a combiner can tell we are being scheduled,
+ * and take over an orphaned combiner role if there is one (ours or not). */
+static uint32_t wait_node(liblock_t *l, struct ccs_lock *s, struct ccs_node *n, int policy)
+{
+    if (policy != LIBLOCK_WAIT_YIELD)
+        return ll_wait_while(&n->state, CCS_WAIT, policy);
+    for (;;) {
+        uint32_t v = atomic_load_explicit(&n->state, memory_order_acquire) & ~LL_PARKED;
+        if (v == CCS_DONE || v == CCS_COMBINE)
+            return v;
+        struct ccs_node *o = atomic_load_explicit(&s->orphan, memory_order_relaxed);
+        if (o && atomic_compare_exchange_strong_explicit(&s->orphan, &o, NULL, memory_order_acq_rel,
+                                                         memory_order_relaxed)) {
+            if (o == n)
+                return CCS_COMBINE; /* our own request is next: combine as usual */
+            combine(l, s, o, COMB_FOREIGN);
+            continue;
+        }
+        atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
+        ll_yield();
+    }
+}
+
+/* Combining pass starting at `start`.  COMB_OWN: start is the combiner's
+ * own node with its pending request.  COMB_OWN_DONE: the combiner's own
+ * critical section already ran (unlock after lock): start from its
+ * successor and count it as the first.  COMB_FOREIGN: start is an orphaned
+ * node taken over with yield (change 5): run it and release its owner. */
+static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, int mode)
+{
+    const liblock_t *saved = ccs_tls.combining;
+    ccs_tls.combining = l;
+    int policy = l->_wait;
+    unsigned max = s->max_cs, count = 0;
+    struct ccs_node *tmp = start, *next;
+    struct ll_deferred_wakes dw;
+    dw.n = 0;
+    if (mode == COMB_OWN_DONE) {
+        tmp = atomic_load_explicit(&start->next, memory_order_acquire); /* set by our lock() */
+        count = 1;
+    }
+    for (;;) {
+        next = atomic_load_explicit(&tmp->next, memory_order_acquire);
+        if (!next || (tmp != start && tmp->cs == ccs_lock_marker))
+            break;
+        if (count >= max && (count >= 2 * max || !asleep(s, tmp, policy)))
+            break;
+        tmp->ret = tmp->cs(tmp->arg);
+        count++;
+        if (tmp != start || mode == COMB_FOREIGN)
+            ll_wake_deferred(&dw, &tmp->state, CCS_DONE, policy);
+        tmp = next;
+    }
+    ccs_tls.combining = saved;
+    /* statistics (racy max is fine: only combiners write, one at a time) */
+    if (count > atomic_load_explicit(&s->max_pass, memory_order_relaxed))
+        atomic_store_explicit(&s->max_pass, count, memory_order_relaxed);
+    atomic_store_explicit(&s->passes, atomic_load_explicit(&s->passes, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    if (!next) {
+        uintptr_t expect = (uintptr_t)tmp;
+        if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, (uintptr_t)tmp | CCS_FREE,
+                                                    memory_order_release, memory_order_relaxed)) {
+            ll_wake_flush(&dw); /* queue empty: lock free */
+            return;
+        }
+        /* somebody swapped tmp out and waits on it: hand over */
+    } else if (policy == LIBLOCK_WAIT_YIELD && tmp->cs != ccs_lock_marker && asleep(s, tmp, policy)) {
+        /* tmp's owner looks descheduled: leave the role to whichever
+         * waiter runs first (state before slot: a taker may finish tmp at
+         * once and its DONE must not be overwritten) */
+        atomic_store_explicit(&tmp->state, CCS_ORPHAN, memory_order_release);
+        atomic_store_explicit(&s->orphan, tmp, memory_order_release);
+        ll_wake_flush(&dw);
+        return;
+    }
+    ll_wake(&tmp->state, CCS_COMBINE, policy);
+    ll_wake_flush(&dw);
+}
+
+/* Enqueue with request (cs, arg); returns our node, and whether the lock was
+ * free (we are the combiner without waiting).  NULL on ENOMEM. */
+static struct ccs_node *enqueue(struct ccs_lock *s, void *(*cs)(void *), void *arg, int *was_free)
+{
+    struct ccs_node *n = spare_pop();
+    if (LL_UNLIKELY(!n))
+        return NULL;
+    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+    atomic_store_explicit(&n->state, CCS_WAIT, memory_order_relaxed);
+    uintptr_t p = atomic_exchange_explicit(&s->tail, (uintptr_t)n, memory_order_acq_rel);
+    struct ccs_node *cur = (struct ccs_node *)(p & ~CCS_FREE);
+    cur->cs = cs;
+    cur->arg = arg;
+    atomic_store_explicit(&cur->seen, ll_cycles(), memory_order_relaxed);
+    atomic_store_explicit(&cur->next, n, memory_order_release);
+    *was_free = (p & CCS_FREE) != 0;
+    return cur;
+}
+
+static int held_by_caller(const liblock_t *l)
+{
+    if (ccs_tls.combining == l)
+        return 1;
+    ll_thread_t *self = ll_self_tls;
+    return self && self->nheld && ll_hold_find(self, l);
+}
+
+static void *ccs_execute(liblock_t *l, void *(*cs)(void *), void *arg)
+{
+    struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
+    if (LL_UNLIKELY(held_by_caller(l))) {
+        errno = EDEADLK;
+        return NULL;
+    }
+    int was_free;
+    struct ccs_node *cur = enqueue(s, cs, arg, &was_free);
+    if (LL_UNLIKELY(!cur)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (!was_free && wait_node(l, s, cur, l->_wait) == CCS_DONE) {
+        void *r = cur->ret;
+        spare_push(cur);
+        return r;
+    }
+    combine(l, s, cur, COMB_OWN);
+    void *r = cur->ret;
+    spare_push(cur);
+    return r;
+}
+
+static int ccs_lock(liblock_t *l, void *hold)
+{
+    struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
+    if (ccs_tls.combining == l)
+        return EDEADLK; /* called from a delegated CS of this lock */
+    int was_free;
+    struct ccs_node *cur = enqueue(s, ccs_lock_marker, NULL, &was_free);
+    if (LL_UNLIKELY(!cur))
+        return ENOMEM;
+    if (!was_free)
+        wait_node(l, s, cur, l->_wait); /* a marker is never run: COMBINE */
+    ((struct ccs_hold *)hold)->cur = cur;
+    atomic_store_explicit(&s->holder, cur, memory_order_relaxed);
+    return 0;
+}
+
+static int ccs_trylock(liblock_t *l, void *hold)
+{
+    struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
+    if (ccs_tls.combining == l)
+        return EBUSY;
+    uintptr_t p = atomic_load_explicit(&s->tail, memory_order_relaxed);
+    if (!(p & CCS_FREE))
+        return EBUSY;
+    struct ccs_node *n = spare_pop();
+    if (!n)
+        return ENOMEM;
+    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+    atomic_store_explicit(&n->state, CCS_WAIT, memory_order_relaxed);
+    if (!atomic_compare_exchange_strong_explicit(&s->tail, &p, (uintptr_t)n, memory_order_acq_rel,
+                                                 memory_order_relaxed)) {
+        spare_push(n);
+        return EBUSY;
+    }
+    struct ccs_node *cur = (struct ccs_node *)(p & ~CCS_FREE);
+    cur->cs = ccs_lock_marker;
+    cur->arg = NULL;
+    atomic_store_explicit(&cur->next, n, memory_order_release);
+    ((struct ccs_hold *)hold)->cur = cur;
+    atomic_store_explicit(&s->holder, cur, memory_order_relaxed);
+    return 0;
+}
+
+static int ccs_unlock(liblock_t *l, void *hold)
+{
+    struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
+    struct ccs_node *cur = ((struct ccs_hold *)hold)->cur;
+    atomic_store_explicit(&s->holder, NULL, memory_order_relaxed);
+    combine(l, s, cur, COMB_OWN_DONE);
+    spare_push(cur);
+    return 0;
+}
+
+/* Condition variables: allowed for lock() holders, refused inside a
+ * delegated critical section (see the header). */
+static int ccs_cond_release(liblock_t *l)
+{
+    if (ccs_tls.combining == l)
+        return EPERM;
+    ll_thread_t *self = ll_self_tls;
+    if (!self || !ll_hold_find(self, l))
+        return EPERM;
+    return ll_api_unlock(l);
+}
+
+static int ccs_cond_reacquire(liblock_t *l) { return ll_api_lock(l); }
+
+/* For tests: longest combining pass (critical sections run by one combiner
+ * before handing over or freeing the lock) and number of passes. */
+unsigned ll_ccsynch_debug_max_pass(liblock_t *l, unsigned long *passes)
+{
+    struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
+    if (passes)
+        *passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
+    return atomic_load_explicit(&s->max_pass, memory_order_relaxed);
+}
+
+/* For tests, called by the thread that holds the lock through lock():
+ * number of requests published (linked) behind it. */
+long ll_ccsynch_debug_pending(liblock_t *l)
+{
+    struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
+    struct ccs_node *h = atomic_load_explicit(&s->holder, memory_order_relaxed);
+    if (!h)
+        return -1;
+    long n = 0;
+    struct ccs_node *t = atomic_load_explicit(&h->next, memory_order_acquire);
+    while (t) {
+        struct ccs_node *nx = atomic_load_explicit(&t->next, memory_order_acquire);
+        if (!nx)
+            break;
+        n++;
+        t = nx;
+    }
+    return n;
+}
+
+const struct ll_ops ll_ops_cc_synch = {
+    .name = "cc-synch",
+    .description = "CC-Synch combining lock: swap-based request queue, combiner hands over after MAX_COMBINER_CS",
+    .source = "seed 000 section 3.8, Algorithm 7; Fatourou and Kallimanis, PPoPP 2012",
+    .props = LIBLOCK_PROP_FIFO | LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND |
+             LIBLOCK_PROP_DETECTS_UNLOCK,
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
+                LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
+    .default_policy = LIBLOCK_WAIT_SPIN,
+    .state_size = sizeof(struct ccs_lock),
+    .node_size = sizeof(struct ccs_hold),
+    .init = ccs_init,
+    .destroy = ccs_destroy,
+    .lock = ccs_lock,
+    .trylock = ccs_trylock,
+    .unlock = ccs_unlock,
+    .execute = ccs_execute,
+    .cond_release = ccs_cond_release,
+    .cond_reacquire = ccs_cond_reacquire,
+};

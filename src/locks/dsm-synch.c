@@ -1,0 +1,422 @@
+/*
+ * dsm-synch - DSM-Synch combining lock (Fatourou and Kallimanis, PPoPP
+ * 2012): CC-Synch where every thread owns two nodes per lock and always
+ * waits on one of its own nodes (local spinning without cache coherence or
+ * on NUMA).
+ *
+ * Source: seed 000 section 3.8, Algorithm 8 (digest 000 section 3.9).
+ *   execute(req): toggle; my = nodes[toggle]; my = {WAIT, next nil, req};
+ *   pred = swap(tail, my); if pred: pred.next = my, wait on my; if my was
+ *   run, return its result.  Otherwise (no pred, or handed the role) we are
+ *   the combiner: tmp = my; loop { run tmp, release its owner; stop if
+ *   tmp.next is nil, or tmp.next.next is nil, or MAX_COMBINER_CS ran;
+ *   tmp = tmp.next } (see the change below).  If tmp.next is nil: CAS(tail, tmp, nil) frees the
+ *   lock, else wait (yielding) until the thread that swapped tmp out links
+ *   itself.  Hand the role to tmp.next's owner.
+ *
+ * Change from Algorithm 8: the paper's combiner also stops when tmp.next
+ * is the last node (tmp.next.next == nil) and hands the role to its owner.
+ * We run that last request too and stop only at a node without successor
+ * (then CAS the tail to nil, or wait for the arriving thread to link and
+ * hand over to it), as CC-Synch does.  Same safety argument (below); the
+ * difference is whom the role goes to: the paper's rule hands it to a
+ * thread that enqueued some time ago and, with more threads than cores, has
+ * often been descheduled since (every critical section then waits for it to
+ * be scheduled again: measured here, 8 threads on 2 cores with yield cost
+ * ~100x more per critical section than with this rule), while a thread
+ * that is linking itself right now is running.  Cost: one CAS when the
+ * combiner empties the queue.
+ *
+ * The thesis's finding (seed 000 footnote to Algorithm 8): the paper resets
+ * tmp.next = nil between lines 36 and 37, i.e. after the hand-over.  That
+ * write can lose an update: once tmp's owner has been released it may run
+ * two more operations (toggling back to tmp, which is legal as soon as its
+ * operation on the other node completed, and the new combiner may complete
+ * it quickly), re-insert tmp as the tail and have a successor link itself
+ * with tmp.next = succ -- and then the delayed old combiner's reset erases
+ * that link.  The next combiner that reaches tmp sees next == nil, its
+ * CAS(tail, tmp, nil) fails (the tail is succ), and it waits at lines 34-35
+ * for a link that never comes.  We do not reset next after the hand-over
+ * (as the authors' official code does not): every node's next is reset by
+ * its owner before it swaps the node in (line 10), which is the only reset
+ * needed, and after the hand-over the combiner touches no node again.
+ *
+ * Why two nodes are enough: a node used in a thread's operation k is still
+ * read after that operation returns only by the combiner that ran it (it
+ * reads tmp.next, or waits for it to be linked, before handing over).  The
+ * thread's operation k+1 uses the other node; it completes only after some
+ * combiner reached it, which is after the old combiner handed over (the
+ * queue is served in order, and the hand-over is that combiner's last
+ * access).  So when operation k+2 reuses the first node nobody reads it.
+ * A trylock that fails enqueues nothing and undoes its toggle.
+ *
+ * liblock_lock/liblock_unlock: lock() enqueues a LOCK marker request.  A
+ * combiner never runs it: it stops before that node and hands the role to
+ * its owner, so lock() returns holding the combiner role.  unlock()
+ * continues as combiner from its own node (its critical section counts as
+ * the first of the pass), then frees the lock or hands over, so delegated
+ * requests never run concurrently with a lock()/unlock() section.  unlock()
+ * costs a combining pass (up to MAX_COMBINER_CS - 1 others' requests).
+ * trylock is CAS(tail, nil, my).
+ *
+ * Invariants: tail is nil iff no thread holds the combiner role and none
+ * waits; exactly one combiner while the tail is non-nil; a node's request
+ * is written before the swap that publishes it; after DONE/COMBINE is
+ * delivered the combiner never touches that node.
+ * Orderings: the tail swap is acq_rel (release publishes the node and its
+ * request to the next swapper and to the combiner that reaches it through
+ * pred.next); pred.next = my is release and the combiner's loads of next
+ * are acquire; DONE/COMBINE go through ll_wake (release) and ll_wait_while
+ * (acquire); CAS(tail, tmp, nil) is release and the next swap acquire.
+ *
+ * Oversubscription: as in cc-synch.c (change 4 there), when a pass reaches
+ * MAX_COMBINER_CS and the next waiter looks asleep (parked, or with yield
+ * not checked in for DSM_AWAKE_NS = 5 us) the combiner runs its request
+ * instead of handing it the role, up to MAX_COMBINER_CS more (a pass is at
+ * most 2 x MAX_COMBINER_CS; exactly MAX with spin), and futex wake-ups of
+ * served waiters are made after the hand-over.  With yield, if the waiter
+ * to hand over to still looks descheduled, the role is left in an orphan
+ * slot that the first waiter to run takes over (cc-synch.c change 5; the
+ * taker runs the orphaned node's request first).
+ *
+ * Parameter: MAX_COMBINER_CS, env LIBLOCK_DSMSYNCH_MAX_COMBINER_CS (read at
+ * liblock_init), default 3 x the number of online CPUs (seed 000 section
+ * 5.1).
+ * Policies: spin, yield, spin-then-park (each waiter waits on its own
+ * node's word; the short wait for a successor to link itself spins or
+ * yields).  FIFO and starvation-free.
+ * Memory: the two nodes live in a per-thread, per-lock record
+ * (src/locks/thread_records.h): orphaned at thread exit and adopted by the
+ * next thread that uses the lock (the adopter continues the toggle, so the
+ * argument above still holds), freed at destroy.
+ * Condition variables: supported for liblock_lock holders (generic path);
+ * cond_wait from inside a critical section run through execute() returns
+ * EPERM (it may be running on the combiner, which must not sleep).
+ */
+#include "thread_records.h"
+#include "deferred_wake.h"
+
+enum { DSM_WAIT = 1, DSM_DONE = 2, DSM_COMBINE = 3, DSM_ORPHAN = 4 };
+enum { COMB_OWN = 0, COMB_OWN_DONE = 1, COMB_FOREIGN = 2 };
+#define DSM_AWAKE_NS 5000
+
+struct dsm_node {
+    _Atomic uint32_t state;
+    _Atomic(struct dsm_node *) next;
+    void *(*cs)(void *);
+    void *arg;
+    void *ret;
+    _Atomic uint64_t seen; /* yield policy: last time the waiter checked in (cycles) */
+} __attribute__((aligned(LL_CACHELINE)));
+
+struct dsm_rec {
+    struct ll_trec h;
+    unsigned toggle;
+    struct dsm_node nodes[2];
+} __attribute__((aligned(LL_CACHELINE)));
+
+struct dsm_lock {
+    LL_ALIGNED _Atomic(struct dsm_node *) tail;
+    LL_ALIGNED unsigned max_cs;
+    uint64_t awake_cycles;
+    _Atomic unsigned max_pass;
+    _Atomic unsigned long passes;
+    struct ll_trec_list recs;
+    _Atomic(struct dsm_node *) holder; /* lock()/trylock() holder's node, for tests */
+    _Atomic(struct dsm_node *) orphan; /* yield: combiner role left to any taker */
+};
+
+struct dsm_hold {
+    struct dsm_node *my;
+};
+_Static_assert(sizeof(struct dsm_hold) <= LL_NODE_BYTES, "dsm-synch hold too large");
+
+static void *dsm_lock_marker(void *arg) { return arg; }
+
+static __thread struct ll_trec_tls dsm_tls;
+static __thread const liblock_t *dsm_combining;
+
+static struct ll_trec *dsm_alloc_rec(void) { return ll_alloc_aligned(sizeof(struct dsm_rec)); }
+
+static int dsm_init(liblock_t *l, const liblock_attr_t *attr)
+{
+    (void)attr;
+    struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
+    long dflt = 3L * ll_ncpus();
+    s->max_cs = (unsigned)ll_env_long("LIBLOCK_DSMSYNCH_MAX_COMBINER_CS", dflt < 1 ? 1 : dflt, 1, 1L << 30);
+    s->awake_cycles = ll_ns_to_cycles(DSM_AWAKE_NS);
+    ll_trec_list_init(&s->recs);
+    atomic_store_explicit(&s->tail, NULL, memory_order_release);
+    return 0;
+}
+
+static int dsm_destroy(liblock_t *l)
+{
+    struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
+    if (atomic_load_explicit(&s->tail, memory_order_acquire))
+        return EBUSY;
+    ll_trec_list_destroy(&s->recs);
+    return 0;
+}
+
+/* Is the owner of n (waiting on it) unlikely to be running?  Parked
+ * (spin-then-park) or, with yield, not checked in for DSM_AWAKE_NS. */
+static inline int asleep(struct dsm_lock *s, struct dsm_node *n, int policy)
+{
+    if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK)
+        return (atomic_load_explicit(&n->state, memory_order_relaxed) & LL_PARKED) != 0;
+    if (policy == LIBLOCK_WAIT_YIELD)
+        return (int64_t)(ll_cycles() - atomic_load_explicit(&n->seen, memory_order_relaxed)) >
+               (int64_t)s->awake_cycles;
+    return 0;
+}
+
+static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, int mode);
+
+/* Wait for DONE or COMBINE on our node; with yield, check in before each
+ * yield and take over an orphaned combiner role (as in cc-synch.c). */
+static uint32_t wait_node(liblock_t *l, struct dsm_lock *s, struct dsm_node *n, int policy)
+{
+    if (policy != LIBLOCK_WAIT_YIELD)
+        return ll_wait_while(&n->state, DSM_WAIT, policy);
+    for (;;) {
+        uint32_t v = atomic_load_explicit(&n->state, memory_order_acquire) & ~LL_PARKED;
+        if (v == DSM_DONE || v == DSM_COMBINE)
+            return v;
+        struct dsm_node *o = atomic_load_explicit(&s->orphan, memory_order_relaxed);
+        if (o && atomic_compare_exchange_strong_explicit(&s->orphan, &o, NULL, memory_order_acq_rel,
+                                                         memory_order_relaxed)) {
+            if (o == n)
+                return DSM_COMBINE;
+            combine(l, s, o, COMB_FOREIGN);
+            continue;
+        }
+        atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
+        ll_yield();
+    }
+}
+
+/* Combining pass from `start`.  COMB_OWN: our node, request pending.
+ * COMB_OWN_DONE: our critical section already ran (unlock after lock),
+ * count it and start with the hand-over test.  COMB_FOREIGN: an orphaned
+ * node taken over with yield: run it and release its owner. */
+static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, int mode)
+{
+    const liblock_t *saved = dsm_combining;
+    dsm_combining = l;
+    int policy = l->_wait;
+    int step = policy == LIBLOCK_WAIT_YIELD ? LIBLOCK_WAIT_YIELD : LIBLOCK_WAIT_SPIN;
+    unsigned max = s->max_cs, count = 0;
+    struct dsm_node *tmp = start, *next;
+    struct ll_deferred_wakes dw;
+    dw.n = 0;
+    int linked_late = 0;
+    if (mode == COMB_OWN_DONE)
+        count = 1;
+    else
+        goto run;
+    for (;;) {
+        next = atomic_load_explicit(&tmp->next, memory_order_acquire);
+        if (!next || next->cs == dsm_lock_marker)
+            break;
+        if (count >= max && (count >= 2 * max || !asleep(s, next, policy)))
+            break;
+        tmp = next;
+    run:
+        tmp->ret = tmp->cs(tmp->arg);
+        count++;
+        if (tmp != start || mode == COMB_FOREIGN)
+            ll_wake_deferred(&dw, &tmp->state, DSM_DONE, policy);
+    }
+    dsm_combining = saved;
+    if (count > atomic_load_explicit(&s->max_pass, memory_order_relaxed))
+        atomic_store_explicit(&s->max_pass, count, memory_order_relaxed);
+    atomic_store_explicit(&s->passes, atomic_load_explicit(&s->passes, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    if (!next) {
+        struct dsm_node *expect = tmp;
+        if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
+                                                    memory_order_relaxed)) {
+            ll_wake_flush(&dw);
+            return;
+        }
+        while (!(next = atomic_load_explicit(&tmp->next, memory_order_acquire)))
+            ll_wait_step(step); /* a thread swapped tmp out and is linking itself */
+        linked_late = 1;        /* it is running: hand over to it */
+    }
+    /* No write to tmp here (see the header: that is the lost update). */
+    if (!linked_late && policy == LIBLOCK_WAIT_YIELD && next->cs != dsm_lock_marker && asleep(s, next, policy)) {
+        /* next's owner looks descheduled: leave the role to whichever
+         * waiter runs first (state before slot, see cc-synch.c change 5) */
+        atomic_store_explicit(&next->state, DSM_ORPHAN, memory_order_release);
+        atomic_store_explicit(&s->orphan, next, memory_order_release);
+    } else {
+        ll_wake(&next->state, DSM_COMBINE, policy);
+    }
+    ll_wake_flush(&dw);
+}
+
+static inline struct dsm_rec *my_rec(struct dsm_lock *s)
+{
+    return (struct dsm_rec *)ll_trec_lookup(&dsm_tls, &s->recs, dsm_alloc_rec);
+}
+
+static inline struct dsm_node *prepare(struct dsm_rec *r, void *(*cs)(void *), void *arg)
+{
+    r->toggle ^= 1;
+    struct dsm_node *my = &r->nodes[r->toggle];
+    atomic_store_explicit(&my->state, DSM_WAIT, memory_order_relaxed);
+    atomic_store_explicit(&my->next, NULL, memory_order_relaxed);
+    my->cs = cs;
+    my->arg = arg;
+    atomic_store_explicit(&my->seen, ll_cycles(), memory_order_relaxed);
+    return my;
+}
+
+static int held_by_caller(const liblock_t *l)
+{
+    if (dsm_combining == l)
+        return 1;
+    ll_thread_t *self = ll_self_tls;
+    return self && self->nheld && ll_hold_find(self, l);
+}
+
+static void *dsm_execute(liblock_t *l, void *(*cs)(void *), void *arg)
+{
+    struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
+    if (LL_UNLIKELY(held_by_caller(l))) {
+        errno = EDEADLK;
+        return NULL;
+    }
+    struct dsm_rec *r = my_rec(s);
+    if (LL_UNLIKELY(!r)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    struct dsm_node *my = prepare(r, cs, arg);
+    struct dsm_node *pred = atomic_exchange_explicit(&s->tail, my, memory_order_acq_rel);
+    if (pred) {
+        atomic_store_explicit(&pred->next, my, memory_order_release);
+        if (wait_node(l, s, my, l->_wait) == DSM_DONE)
+            return my->ret;
+    }
+    combine(l, s, my, COMB_OWN);
+    return my->ret;
+}
+
+static int dsm_lock(liblock_t *l, void *hold)
+{
+    struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
+    if (dsm_combining == l)
+        return EDEADLK;
+    struct dsm_rec *r = my_rec(s);
+    if (!r)
+        return ENOMEM;
+    struct dsm_node *my = prepare(r, dsm_lock_marker, NULL);
+    struct dsm_node *pred = atomic_exchange_explicit(&s->tail, my, memory_order_acq_rel);
+    if (pred) {
+        atomic_store_explicit(&pred->next, my, memory_order_release);
+        wait_node(l, s, my, l->_wait); /* a marker is never run: COMBINE */
+    }
+    ((struct dsm_hold *)hold)->my = my;
+    atomic_store_explicit(&s->holder, my, memory_order_relaxed);
+    return 0;
+}
+
+static int dsm_trylock(liblock_t *l, void *hold)
+{
+    struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
+    if (dsm_combining == l || atomic_load_explicit(&s->tail, memory_order_relaxed))
+        return EBUSY;
+    struct dsm_rec *r = my_rec(s);
+    if (!r)
+        return ENOMEM;
+    struct dsm_node *my = prepare(r, dsm_lock_marker, NULL);
+    struct dsm_node *expect = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&s->tail, &expect, my, memory_order_acq_rel,
+                                                 memory_order_relaxed)) {
+        r->toggle ^= 1; /* nothing enqueued: undo the toggle */
+        return EBUSY;
+    }
+    ((struct dsm_hold *)hold)->my = my;
+    atomic_store_explicit(&s->holder, my, memory_order_relaxed);
+    return 0;
+}
+
+static int dsm_unlock(liblock_t *l, void *hold)
+{
+    struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
+    atomic_store_explicit(&s->holder, NULL, memory_order_relaxed);
+    combine(l, s, ((struct dsm_hold *)hold)->my, COMB_OWN_DONE);
+    return 0;
+}
+
+static int dsm_cond_release(liblock_t *l)
+{
+    if (dsm_combining == l)
+        return EPERM;
+    ll_thread_t *self = ll_self_tls;
+    if (!self || !ll_hold_find(self, l))
+        return EPERM;
+    return ll_api_unlock(l);
+}
+
+static int dsm_cond_reacquire(liblock_t *l) { return ll_api_lock(l); }
+
+static int dsm_thread_register(liblock_t *l)
+{
+    return my_rec(LL_STATE(l, struct dsm_lock)) ? 0 : ENOMEM;
+}
+
+unsigned ll_dsmsynch_debug_max_pass(liblock_t *l, unsigned long *passes)
+{
+    struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
+    if (passes)
+        *passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
+    return atomic_load_explicit(&s->max_pass, memory_order_relaxed);
+}
+
+long ll_dsmsynch_debug_records(liblock_t *l)
+{
+    struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
+    long n = 0;
+    for (struct ll_trec *r = atomic_load_explicit(&s->recs.head, memory_order_acquire); r; r = r->all_next)
+        n++;
+    return n;
+}
+
+/* For tests, called by the lock() holder: requests linked behind it. */
+long ll_dsmsynch_debug_pending(liblock_t *l)
+{
+    struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
+    struct dsm_node *h = atomic_load_explicit(&s->holder, memory_order_relaxed);
+    if (!h)
+        return -1;
+    long n = 0;
+    for (struct dsm_node *t = atomic_load_explicit(&h->next, memory_order_acquire); t;
+         t = atomic_load_explicit(&t->next, memory_order_acquire))
+        n++;
+    return n;
+}
+
+const struct ll_ops ll_ops_dsm_synch = {
+    .name = "dsm-synch",
+    .description = "DSM-Synch combining lock: CC-Synch with two local nodes per thread per lock",
+    .source = "seed 000 section 3.8, Algorithm 8; Fatourou and Kallimanis, PPoPP 2012",
+    .props = LIBLOCK_PROP_FIFO | LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND |
+             LIBLOCK_PROP_DETECTS_UNLOCK,
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
+                LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
+    .default_policy = LIBLOCK_WAIT_SPIN,
+    .state_size = sizeof(struct dsm_lock),
+    .node_size = sizeof(struct dsm_hold),
+    .init = dsm_init,
+    .destroy = dsm_destroy,
+    .lock = dsm_lock,
+    .trylock = dsm_trylock,
+    .unlock = dsm_unlock,
+    .execute = dsm_execute,
+    .cond_release = dsm_cond_release,
+    .cond_reacquire = dsm_cond_reacquire,
+    .thread_register = dsm_thread_register,
+};

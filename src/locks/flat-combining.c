@@ -1,0 +1,304 @@
+/*
+ * flat-combining - Flat Combining used as a lock (Hendler, Incze, Shavit
+ * and Tzafrir, SPAA 2010).
+ *
+ * Source: seed 000 section 3.7, Algorithm 6 (digest 000 section 3.7).
+ * Each thread owns one publication record per lock {req, ret, active, age,
+ * next}; the lock is a publication list (push at the head with CAS), a
+ * combiner lock word and a pass counter.
+ *   execute(req): rec.req = req; loop { if !rec.active: activate and push
+ *     rec; wait while (combiner lock taken and rec.req != nil and
+ *     rec.active); if rec.req == nil: return rec.ret (a combiner ran it);
+ *     if CAS(combiner lock, 0, 1): become combiner }.
+ *   combiner: (re)activate rec if needed; count++; walk the list from the
+ *     head running every pending request (req = nil, age = count after
+ *     each); every CLEANUP_FREQUENCY passes unlink the records (never the
+ *     head) whose age + CLEANUP_OLD_THRESHOLD < count and mark them inactive;
+ *     release the combiner lock.
+ * A combiner makes one pass over the list as it was when it started, so it
+ * never starves (requests pushed meanwhile wait for the next combiner).
+ *
+ * liblock_lock/liblock_unlock: lock() takes the combiner lock itself
+ * (test-and-test-and-set on the lock word, waiting per policy); pending
+ * requests then wait, exactly as they wait for a combiner.  unlock() makes
+ * one combining pass (running what is pending, with ageing and clean-up as
+ * any combiner) and then releases the combiner lock.  So the combiner lock
+ * is the lock: delegated requests only run under it, and unlock() costs one
+ * pass over the publication list.  trylock is CAS(lock word, 0, 1).
+ *
+ * Invariants: only the holder of the combiner lock runs requests, walks the
+ * list past its head, writes next of linked records or deactivates them;
+ * a record is pushed only by its owner and only while inactive (so it is in
+ * the list at most once); the head is never unlinked (pushers CAS it).
+ * A record whose req is non-nil is either linked (active) or its owner will
+ * see active == false and push it again.
+ * Orderings: the owner stores req with release after arg; the combiner
+ * loads req with acquire, runs it, stores ret and then req = nil with
+ * release; the owner loads req with acquire before reading ret.  The push
+ * CAS is release (publishes rec.next) and the combiner's head load is
+ * acquire.  Deactivation (active = false) is a release store after the
+ * combiner's last access to the record's next, so an owner that sees it
+ * (acquire) may rewrite next.  The combiner lock is CAS acquire / store
+ * release, so consecutive combiners (and lock() holders) see each other's
+ * critical sections and list edits.
+ *
+ * Parameters (env, read at liblock_init): LIBLOCK_FC_CLEANUP_FREQUENCY
+ * (default 100), LIBLOCK_FC_CLEANUP_OLD_THRESHOLD (default 10), the values
+ * of the authors' code that the thesis used (seed 000 section 5.1).
+ * Policies: spin and yield.  A waiter watches three things (combiner lock,
+ * its request, its active flag), which the waiting layer's one-word park
+ * cannot express, so spin-then-park is not offered.
+ * Guarantees: starvation-free (a pending, linked request is run by the
+ * next combiner that starts after it was pushed); not FIFO (a pass runs the
+ * list head to tail, and the list is in push order, newest first).
+ * Memory: records are per thread and per lock (src/locks/thread_records.h):
+ * orphaned at thread exit and adopted by the next thread, freed at destroy.
+ * Condition variables: supported for liblock_lock holders (generic path);
+ * cond_wait from inside a critical section run through execute() returns
+ * EPERM (it may be running on the combiner, which must not sleep).
+ */
+#include "thread_records.h"
+
+struct fc_rec {
+    struct ll_trec h;
+    _Atomic(void *(*)(void *)) req;
+    void *arg;
+    void *ret;
+    _Atomic int active;
+    unsigned age;
+    _Atomic(struct fc_rec *) next;
+} __attribute__((aligned(LL_CACHELINE)));
+
+struct fc_lock {
+    LL_ALIGNED _Atomic(struct fc_rec *) head;
+    LL_ALIGNED _Atomic uint32_t lock_word;
+    unsigned count; /* combiner only */
+    unsigned freq, old_threshold;
+    _Atomic unsigned max_pass;
+    _Atomic unsigned long passes;
+    struct ll_trec_list recs;
+};
+
+static __thread struct ll_trec_tls fc_tls;
+static __thread const liblock_t *fc_combining;
+
+static struct ll_trec *fc_alloc_rec(void) { return ll_alloc_aligned(sizeof(struct fc_rec)); }
+
+static int fc_init(liblock_t *l, const liblock_attr_t *attr)
+{
+    (void)attr;
+    struct fc_lock *s = LL_STATE(l, struct fc_lock);
+    s->freq = (unsigned)ll_env_long("LIBLOCK_FC_CLEANUP_FREQUENCY", 100, 1, 1L << 30);
+    s->old_threshold = (unsigned)ll_env_long("LIBLOCK_FC_CLEANUP_OLD_THRESHOLD", 10, 0, 1L << 30);
+    ll_trec_list_init(&s->recs);
+    atomic_store_explicit(&s->head, NULL, memory_order_relaxed);
+    atomic_store_explicit(&s->lock_word, 0, memory_order_release);
+    return 0;
+}
+
+static int fc_destroy(liblock_t *l)
+{
+    struct fc_lock *s = LL_STATE(l, struct fc_lock);
+    if (atomic_load_explicit(&s->lock_word, memory_order_acquire))
+        return EBUSY;
+    ll_trec_list_destroy(&s->recs);
+    atomic_store_explicit(&s->head, NULL, memory_order_relaxed);
+    return 0;
+}
+
+static void push(struct fc_lock *s, struct fc_rec *r)
+{
+    atomic_store_explicit(&r->active, 1, memory_order_relaxed);
+    struct fc_rec *sup = atomic_load_explicit(&s->head, memory_order_relaxed);
+    do
+        atomic_store_explicit(&r->next, sup, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&s->head, &sup, r, memory_order_release, memory_order_relaxed));
+}
+
+/* One combining pass; the caller holds the combiner lock. */
+static void combine(liblock_t *l, struct fc_lock *s, unsigned own)
+{
+    const liblock_t *saved = fc_combining;
+    fc_combining = l;
+    unsigned local = ++s->count, served = own;
+    for (struct fc_rec *cur = atomic_load_explicit(&s->head, memory_order_acquire); cur;
+         cur = atomic_load_explicit(&cur->next, memory_order_acquire)) {
+        void *(*req)(void *) = atomic_load_explicit(&cur->req, memory_order_acquire);
+        if (req) {
+            cur->ret = req(cur->arg);
+            cur->age = local;
+            served++;
+            atomic_store_explicit(&cur->req, NULL, memory_order_release);
+        }
+    }
+    if (local % s->freq == 0) {
+        struct fc_rec *prev = atomic_load_explicit(&s->head, memory_order_acquire);
+        struct fc_rec *cur = prev ? atomic_load_explicit(&prev->next, memory_order_acquire) : NULL;
+        while (cur) {
+            if (cur->age + s->old_threshold < local) {
+                atomic_store_explicit(&prev->next, atomic_load_explicit(&cur->next, memory_order_acquire),
+                                      memory_order_relaxed);
+                atomic_store_explicit(&cur->active, 0, memory_order_release);
+            } else {
+                prev = cur;
+            }
+            cur = atomic_load_explicit(&prev->next, memory_order_acquire);
+        }
+    }
+    fc_combining = saved;
+    if (served > atomic_load_explicit(&s->max_pass, memory_order_relaxed))
+        atomic_store_explicit(&s->max_pass, served, memory_order_relaxed);
+    atomic_store_explicit(&s->passes, atomic_load_explicit(&s->passes, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+static int held_by_caller(const liblock_t *l)
+{
+    if (fc_combining == l)
+        return 1;
+    ll_thread_t *self = ll_self_tls;
+    return self && self->nheld && ll_hold_find(self, l);
+}
+
+static void *fc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
+{
+    struct fc_lock *s = LL_STATE(l, struct fc_lock);
+    if (LL_UNLIKELY(held_by_caller(l))) {
+        errno = EDEADLK;
+        return NULL;
+    }
+    struct fc_rec *r = (struct fc_rec *)ll_trec_lookup(&fc_tls, &s->recs, fc_alloc_rec);
+    if (LL_UNLIKELY(!r)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    int policy = l->_wait;
+    r->arg = arg;
+    atomic_store_explicit(&r->req, cs, memory_order_release);
+    for (;;) {
+        if (!atomic_load_explicit(&r->active, memory_order_acquire))
+            push(s, r);
+        while (atomic_load_explicit(&s->lock_word, memory_order_relaxed) &&
+               atomic_load_explicit(&r->req, memory_order_relaxed) &&
+               atomic_load_explicit(&r->active, memory_order_relaxed))
+            ll_wait_step(policy);
+        if (!atomic_load_explicit(&r->req, memory_order_acquire))
+            return r->ret;
+        uint32_t expect = 0;
+        if (atomic_compare_exchange_strong_explicit(&s->lock_word, &expect, 1, memory_order_acquire,
+                                                    memory_order_relaxed))
+            break;
+    }
+    if (!atomic_load_explicit(&r->active, memory_order_acquire))
+        push(s, r);
+    combine(l, s, 0);
+    atomic_store_explicit(&s->lock_word, 0, memory_order_release);
+    return r->ret;
+}
+
+static int fc_lock(liblock_t *l, void *hold)
+{
+    (void)hold;
+    struct fc_lock *s = LL_STATE(l, struct fc_lock);
+    if (fc_combining == l)
+        return EDEADLK;
+    int policy = l->_wait;
+    for (;;) {
+        uint32_t expect = 0;
+        if (atomic_compare_exchange_weak_explicit(&s->lock_word, &expect, 1, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return 0;
+        while (atomic_load_explicit(&s->lock_word, memory_order_relaxed))
+            ll_wait_step(policy);
+    }
+}
+
+static int fc_trylock(liblock_t *l, void *hold)
+{
+    (void)hold;
+    struct fc_lock *s = LL_STATE(l, struct fc_lock);
+    uint32_t expect = 0;
+    return atomic_compare_exchange_strong_explicit(&s->lock_word, &expect, 1, memory_order_acquire,
+                                                   memory_order_relaxed)
+               ? 0
+               : EBUSY;
+}
+
+static int fc_unlock(liblock_t *l, void *hold)
+{
+    (void)hold;
+    struct fc_lock *s = LL_STATE(l, struct fc_lock);
+    combine(l, s, 1);
+    atomic_store_explicit(&s->lock_word, 0, memory_order_release);
+    return 0;
+}
+
+static int fc_cond_release(liblock_t *l)
+{
+    if (fc_combining == l)
+        return EPERM;
+    ll_thread_t *self = ll_self_tls;
+    if (!self || !ll_hold_find(self, l))
+        return EPERM;
+    return ll_api_unlock(l);
+}
+
+static int fc_cond_reacquire(liblock_t *l) { return ll_api_lock(l); }
+
+static int fc_thread_register(liblock_t *l)
+{
+    struct fc_lock *s = LL_STATE(l, struct fc_lock);
+    return ll_trec_lookup(&fc_tls, &s->recs, fc_alloc_rec) ? 0 : ENOMEM;
+}
+
+/* For tests: most critical sections run in one pass; number of passes;
+ * number of records the lock owns (publication records ever allocated). */
+unsigned ll_fc_debug_max_pass(liblock_t *l, unsigned long *passes)
+{
+    struct fc_lock *s = LL_STATE(l, struct fc_lock);
+    if (passes)
+        *passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
+    return atomic_load_explicit(&s->max_pass, memory_order_relaxed);
+}
+
+long ll_fc_debug_records(liblock_t *l)
+{
+    struct fc_lock *s = LL_STATE(l, struct fc_lock);
+    long n = 0;
+    for (struct ll_trec *r = atomic_load_explicit(&s->recs.head, memory_order_acquire); r; r = r->all_next)
+        n++;
+    return n;
+}
+
+/* For tests, called by the lock() holder: linked records with a pending
+ * request. */
+long ll_fc_debug_pending(liblock_t *l)
+{
+    struct fc_lock *s = LL_STATE(l, struct fc_lock);
+    long n = 0;
+    for (struct fc_rec *r = atomic_load_explicit(&s->head, memory_order_acquire); r;
+         r = atomic_load_explicit(&r->next, memory_order_acquire))
+        if (atomic_load_explicit(&r->req, memory_order_acquire))
+            n++;
+    return n;
+}
+
+const struct ll_ops ll_ops_flat_combining = {
+    .name = "flat-combining",
+    .description = "Flat Combining: publication list of per-thread records, one combiner at a time",
+    .source = "seed 000 section 3.7, Algorithm 6; Hendler, Incze, Shavit and Tzafrir, SPAA 2010",
+    .props = LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD),
+    .default_policy = LIBLOCK_WAIT_SPIN,
+    .state_size = sizeof(struct fc_lock),
+    .node_size = 0,
+    .init = fc_init,
+    .destroy = fc_destroy,
+    .lock = fc_lock,
+    .trylock = fc_trylock,
+    .unlock = fc_unlock,
+    .execute = fc_execute,
+    .cond_release = fc_cond_release,
+    .cond_reacquire = fc_cond_reacquire,
+    .thread_register = fc_thread_register,
+};

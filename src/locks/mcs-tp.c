@@ -1,0 +1,286 @@
+/*
+ * mcs-tp - MCS with time-published waiters (He, Scherer and Scott, HiPC
+ * 2005): a queue lock whose waiters publish timestamps, so that a releaser
+ * skips waiters that look preempted and waiters that waited too long leave
+ * the queue instead of forming a convoy.
+ *
+ * Source: seed 000 section 3.5, Algorithms 4 (lock/trylock) and 5
+ * (unlock), including the thesis's line 38 fix (digest 000 section 3.5).
+ * Algorithm 5 is missing from the seed's text; the release below is
+ * written from the algorithm's description in section 3.5 and the states
+ * Algorithm 4 expects (FAILED = "you were removed from the queue").
+ *
+ * Node {next, time, status, last_lock}; status is INIT, AVAILABLE (you hold
+ * the lock), WAITING, TIMED_OUT (left the queue by itself, node still
+ * linked) or FAILED (removed by a releaser, node unlinked).  Lock {tail,
+ * cs_start}.
+ *   one attempt (Algorithm 4's trylock; lock() repeats it until it wins):
+ *     if not (status == TIMED_OUT and last_lock == this lock and
+ *             CAS(status, TIMED_OUT, WAITING)):       -- reclaim our place
+ *         status = WAITING; next = nil; pred = swap(tail, node)
+ *         if no pred: cs_start = now; return acquired
+ *         pred.next = node
+ *     loop: AVAILABLE -> cs_start = now; return acquired
+ *           FAILED    -> yield if the holder looks preempted
+ *                        (now - cs_start > MAX_CS_TIME); last_lock = lock;
+ *                        return failed
+ *           WAITING   -> publish time; after PATIENCE, CAS(WAITING ->
+ *                        TIMED_OUT); yield if the holder looks preempted;
+ *                        last_lock = lock   <- line 38, the thesis's fix;
+ *                        return failed
+ *   unlock: walk the successors from node.next: a WAITING node whose time
+ *     is fresh (now - time <= UPDATE_DELAY) gets CAS(WAITING -> AVAILABLE):
+ *     the hand-over.  Every node passed over (TIMED_OUT, or WAITING with a
+ *     stale time, or whose CAS failed) is unlinked; when the walk reaches a
+ *     node without successor it tries CAS(tail, node, nil) (lock free) or
+ *     waits for the successor to link itself.  Only after the hand-over (or
+ *     the CAS to nil) does the releaser set FAILED in the passed-over nodes,
+ *     reading each one's next before: FAILED tells the owner its node is no
+ *     longer referenced, so the owner may re-enqueue it (and rewrite next).
+ *
+ * Why line 38 matters here: a node that timed out is still linked in the
+ * queue.  The next attempt must reclaim that place (TIMED_OUT -> WAITING)
+ * instead of swapping the node in again.  It recognises its own leftover
+ * place by last_lock == lock.  Without the fix last_lock keeps an older
+ * value (nil for a new node), the attempt enqueues the node a second time
+ * while it is still linked, and the queue gets a cycle (with one waiter,
+ * swap returns the node itself and node.next = node): the next unlock walks
+ * it for ever.  tests/test_mcstp.c shows this with the fix disabled by
+ * LIBLOCK_MCSTP_UNSAFE_DISABLE_FIX=1 (for that test only; never set it).
+ *
+ * Invariants: tail is nil iff the lock is free; the nodes reachable from the
+ * holder's node are WAITING or TIMED_OUT; a node is linked in at most one
+ * queue position (that is what last_lock protects); a node's owner rewrites
+ * its next only after seeing FAILED (unlinked) or AVAILABLE (head) or at a
+ * fresh insertion when the node is in no queue; only the holder walks the
+ * queue.
+ * Orderings: the tail swap is acq_rel and pred.next = node is release,
+ * paired with the releaser's acquire loads of next (as in MCS); the
+ * hand-over CAS is acq_rel and the waiter's status load is acquire, so the
+ * new holder sees the critical section; FAILED is a release store after the
+ * releaser's last read of that node's next, paired with the owner's acquire
+ * load; CAS(tail, node, nil) is release so the next holder that finds tail
+ * nil sees the critical section.  Timestamps are heuristics: relaxed.
+ *
+ * Parameters (env, read at liblock_init; nanoseconds):
+ *   LIBLOCK_MCSTP_MAX_CS_TIME_NS    10,000,000 (10 ms)  holder looks preempted
+ *   LIBLOCK_MCSTP_UPDATE_DELAY_NS       10,000 (10 us)  waiter looks preempted
+ *   LIBLOCK_MCSTP_PATIENCE_NS           50,000 (50 us)  time in queue before
+ *                                                       timing out
+ * Policies: spin and yield (a waiter must keep running to keep its
+ * timestamp fresh, so parking is not offered).  Neither FIFO nor
+ * starvation-free: waiters that look preempted are passed over.
+ * liblock_trylock is a single CAS(tail, nil, node) (EBUSY if held or
+ * queued), not Algorithm 4's patient attempt.  lock() returns only when it
+ * holds the lock, so the node (the API's per-hold node) is never left in a
+ * queue after the call: no per-thread state outlives a call.
+ * Condition variables: supported (it is an ordinary lock; generic path).
+ */
+#include "../internal.h"
+
+#include <stdlib.h>
+
+enum { TP_INIT = 0, TP_AVAILABLE = 1, TP_WAITING = 2, TP_TIMED_OUT = 3, TP_FAILED = 4 };
+
+struct tp_node {
+    _Atomic(struct tp_node *) next;
+    _Atomic uint64_t time; /* cycles */
+    _Atomic uint32_t status;
+    const void *last_lock;
+};
+_Static_assert(sizeof(struct tp_node) <= LL_NODE_BYTES, "mcs-tp node too large");
+
+struct tp_lock {
+    LL_ALIGNED _Atomic(struct tp_node *) tail;
+    /* second line: written once per acquisition, read by waiters */
+    LL_ALIGNED _Atomic uint64_t cs_start;               /* cycles */
+    uint64_t max_cs, update_delay, patience;            /* cycles, read-only after init */
+    int fix;
+    _Atomic unsigned long timeouts, failed; /* statistics, for tests */
+};
+
+static inline int64_t since(uint64_t now, uint64_t t) { return (int64_t)(now - t); }
+
+static int tp_init(liblock_t *l, const liblock_attr_t *attr)
+{
+    (void)attr;
+    struct tp_lock *s = LL_STATE(l, struct tp_lock);
+    s->max_cs = ll_ns_to_cycles((uint64_t)ll_env_long("LIBLOCK_MCSTP_MAX_CS_TIME_NS", 10000000L, 1, 1L << 40));
+    s->update_delay = ll_ns_to_cycles((uint64_t)ll_env_long("LIBLOCK_MCSTP_UPDATE_DELAY_NS", 10000L, 1, 1L << 40));
+    s->patience = ll_ns_to_cycles((uint64_t)ll_env_long("LIBLOCK_MCSTP_PATIENCE_NS", 50000L, 1, 1L << 40));
+    s->fix = ll_env_long("LIBLOCK_MCSTP_UNSAFE_DISABLE_FIX", 0, 0, 1) ? 0 : 1;
+    if (!s->fix)
+        ll_warn_once("mcstp-nofix", "liblock: mcs-tp: LIBLOCK_MCSTP_UNSAFE_DISABLE_FIX=1: the last_lock fix is off "
+                                    "(test use only; the lock can deadlock)");
+    atomic_store_explicit(&s->tail, NULL, memory_order_release);
+    return 0;
+}
+
+static int tp_destroy(liblock_t *l)
+{
+    return atomic_load_explicit(&LL_STATE(l, struct tp_lock)->tail, memory_order_acquire) ? EBUSY : 0;
+}
+
+static inline void holder_check(struct tp_lock *s, uint64_t now)
+{
+    if (since(now, atomic_load_explicit(&s->cs_start, memory_order_relaxed)) > (int64_t)s->max_cs)
+        ll_yield(); /* the holder looks preempted: let it run */
+}
+
+/* Algorithm 4's trylock: 1 = acquired, 0 = failed (timed out or removed). */
+static int tp_attempt(liblock_t *l, struct tp_lock *s, struct tp_node *n)
+{
+    int policy = l->_wait;
+    uint64_t start = ll_cycles();
+    uint32_t expect = TP_TIMED_OUT;
+    atomic_store_explicit(&n->time, start, memory_order_relaxed);
+    /* acquire: if a releaser's FAILED is what we read here, its reads of
+     * our node (next) happen before we rewrite it below */
+    if (!(atomic_load_explicit(&n->status, memory_order_acquire) == TP_TIMED_OUT && n->last_lock == (const void *)s &&
+          atomic_compare_exchange_strong_explicit(&n->status, &expect, TP_WAITING, memory_order_acquire,
+                                                  memory_order_acquire))) {
+        atomic_store_explicit(&n->status, TP_WAITING, memory_order_relaxed);
+        atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+        struct tp_node *pred = atomic_exchange_explicit(&s->tail, n, memory_order_acq_rel);
+        if (!pred) {
+            atomic_store_explicit(&n->status, TP_AVAILABLE, memory_order_relaxed);
+            atomic_store_explicit(&s->cs_start, ll_cycles(), memory_order_relaxed);
+            return 1;
+        }
+        atomic_store_explicit(&pred->next, n, memory_order_release);
+    }
+    for (;;) {
+        uint32_t st = atomic_load_explicit(&n->status, memory_order_acquire);
+        if (st == TP_AVAILABLE) {
+            atomic_store_explicit(&s->cs_start, ll_cycles(), memory_order_relaxed);
+            return 1;
+        }
+        if (st == TP_FAILED) {
+            atomic_fetch_add_explicit(&s->failed, 1, memory_order_relaxed);
+            holder_check(s, ll_cycles());
+            n->last_lock = s;
+            return 0;
+        }
+        while (atomic_load_explicit(&n->status, memory_order_acquire) == TP_WAITING) {
+            uint64_t now = ll_cycles();
+            atomic_store_explicit(&n->time, now, memory_order_relaxed);
+            if (since(now, start) <= (int64_t)s->patience) {
+                ll_wait_step(policy);
+                continue;
+            }
+            uint32_t w = TP_WAITING;
+            if (!atomic_compare_exchange_strong_explicit(&n->status, &w, TP_TIMED_OUT, memory_order_acq_rel,
+                                                         memory_order_acquire))
+                break; /* handed over or removed meanwhile: re-examine */
+            atomic_fetch_add_explicit(&s->timeouts, 1, memory_order_relaxed);
+            holder_check(s, now);
+            if (s->fix)
+                n->last_lock = s; /* line 38 */
+            return 0;
+        }
+    }
+}
+
+static int tp_lock(liblock_t *l, void *vnode)
+{
+    struct tp_lock *s = LL_STATE(l, struct tp_lock);
+    struct tp_node *n = vnode;
+    /* The per-hold node is recycled between algorithms: start from INIT. */
+    atomic_store_explicit(&n->status, TP_INIT, memory_order_relaxed);
+    while (!tp_attempt(l, s, n))
+        ;
+    return 0;
+}
+
+static int tp_trylock(liblock_t *l, void *vnode)
+{
+    struct tp_lock *s = LL_STATE(l, struct tp_lock);
+    struct tp_node *n = vnode;
+    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+    atomic_store_explicit(&n->status, TP_AVAILABLE, memory_order_relaxed);
+    struct tp_node *expect = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&s->tail, &expect, n, memory_order_acq_rel, memory_order_relaxed))
+        return EBUSY;
+    atomic_store_explicit(&s->cs_start, ll_cycles(), memory_order_relaxed);
+    return 0;
+}
+
+/* Mark the passed-over nodes from `from` up to (not including) `until`
+ * FAILED; until == NULL: up to the end of the chain. */
+static void mark_failed(struct tp_node *from, struct tp_node *until)
+{
+    struct tp_node *n = from;
+    while (n && n != until) {
+        struct tp_node *nx = atomic_load_explicit(&n->next, memory_order_acquire);
+        atomic_store_explicit(&n->status, TP_FAILED, memory_order_release);
+        n = nx;
+    }
+}
+
+static int tp_unlock(liblock_t *l, void *vnode)
+{
+    struct tp_lock *s = LL_STATE(l, struct tp_lock);
+    struct tp_node *n = vnode;
+    int step = l->_wait == LIBLOCK_WAIT_YIELD ? LIBLOCK_WAIT_YIELD : LIBLOCK_WAIT_SPIN;
+    struct tp_node *succ = atomic_load_explicit(&n->next, memory_order_acquire);
+    if (!succ) {
+        struct tp_node *expect = n;
+        if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
+                                                    memory_order_relaxed))
+            return 0;
+        while (!(succ = atomic_load_explicit(&n->next, memory_order_acquire)))
+            ll_wait_step(step);
+    }
+    struct tp_node *cur = succ;
+    for (;;) {
+        uint32_t st = atomic_load_explicit(&cur->status, memory_order_acquire);
+        if (st == TP_WAITING &&
+            since(ll_cycles(), atomic_load_explicit(&cur->time, memory_order_relaxed)) <= (int64_t)s->update_delay) {
+            uint32_t w = TP_WAITING;
+            if (atomic_compare_exchange_strong_explicit(&cur->status, &w, TP_AVAILABLE, memory_order_acq_rel,
+                                                        memory_order_relaxed)) {
+                mark_failed(succ, cur);
+                return 0;
+            }
+        }
+        /* pass over cur */
+        struct tp_node *nx = atomic_load_explicit(&cur->next, memory_order_acquire);
+        if (!nx) {
+            struct tp_node *expect = cur;
+            if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
+                                                        memory_order_relaxed)) {
+                mark_failed(succ, NULL);
+                return 0;
+            }
+            while (!(nx = atomic_load_explicit(&cur->next, memory_order_acquire)))
+                ll_wait_step(step);
+        }
+        cur = nx;
+    }
+}
+
+/* For tests: attempts that timed out (PATIENCE) and that were removed by a
+ * releaser (FAILED). */
+unsigned long ll_mcstp_debug_timeouts(liblock_t *l, unsigned long *failed)
+{
+    struct tp_lock *s = LL_STATE(l, struct tp_lock);
+    if (failed)
+        *failed = atomic_load_explicit(&s->failed, memory_order_relaxed);
+    return atomic_load_explicit(&s->timeouts, memory_order_relaxed);
+}
+
+const struct ll_ops ll_ops_mcs_tp = {
+    .name = "mcs-tp",
+    .description = "MCS-TP: MCS queue lock with time-published waiters that skips preempted threads",
+    .source = "seed 000 section 3.5, Algorithms 4-5 with the thesis's last_lock fix; He, Scherer and Scott, HiPC 2005",
+    .props = LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD),
+    .default_policy = LIBLOCK_WAIT_SPIN,
+    .state_size = sizeof(struct tp_lock),
+    .node_size = sizeof(struct tp_node),
+    .init = tp_init,
+    .destroy = tp_destroy,
+    .lock = tp_lock,
+    .trylock = tp_trylock,
+    .unlock = tp_unlock,
+};

@@ -1,0 +1,352 @@
+/*
+ * oyama - the Oyama, Taura and Yonezawa lock (1999): a global word that is
+ * FREE, LOCKED, or a pointer to a stack of pending (function, argument)
+ * requests; the thread that holds the lock runs the pending requests before
+ * it releases.
+ *
+ * Source: seed 000 section 3.6 (digest 000 section 3.6).
+ *   execute(cs): if CAS(word, FREE, LOCKED): run cs, then release.
+ *                else push a request node onto the stack held in the word
+ *                (CAS word: LOCKED or top -> our node) and wait until run.
+ *   release:     loop { if CAS(word, LOCKED, FREE) return;
+ *                       detach the stack (swap word -> LOCKED) and run it }
+ *
+ * Changes from the description, and why:
+ *  1. Each detached batch is reversed before it runs, so requests within a
+ *     batch run in arrival order instead of LIFO (the thesis lists LIFO
+ *     order as a drawback; reversing costs one pass over a list the holder
+ *     walks anyway).  Batches run in detach order.  Not strictly FIFO: a
+ *     thread that finds the word FREE takes it at once.
+ *  2. Bounded combining.  In the original a holder may run other threads'
+ *     requests for ever while new ones keep arriving (the combiner starves,
+ *     section 3.6).  Here a holder that has run MAX_COMBINER_CS critical
+ *     sections hands the lock, with the rest of the batch, to the owner of
+ *     the next pending request, which runs its own critical section, then
+ *     the rest, then releases in the same way.
+ *  3. liblock_lock/liblock_unlock.  lock() is CAS FREE -> LOCKED; if that
+ *     fails it pushes a request whose function is a LOCK marker and waits.
+ *     A holder never runs a marker: it hands the lock (and the rest of its
+ *     batch) to that thread, so lock() returns owning the lock and pending
+ *     requests wait until its unlock(), which is the release path above (it
+ *     runs what is pending, up to MAX_COMBINER_CS - 1 requests, before it
+ *     returns).  Delegated requests and lock()/unlock() sections are thus
+ *     mutually exclusive: exactly one thread owns the word's LOCKED state.
+ *
+ * Invariants: the word is FREE only when no thread holds the lock; every
+ * pushed request is in exactly one detached batch, which its holder (or the
+ * holder it hands to) runs completely before the lock can become FREE; a
+ * request node is read by the holder only before its owner is woken (the
+ * holder reads next first).
+ * Orderings: CAS FREE -> LOCKED is acquire and CAS LOCKED -> FREE is
+ * release, so consecutive holders see each other's critical sections; the
+ * push CAS is release (publishes the request fields) and the detaching swap
+ * is acquire; DONE/OWNER go through ll_wake (release) and the waiter's
+ * acquire load, so the requester sees the result and everything before it.
+ *
+ *  4. Oversubscription: when the holder reaches MAX_COMBINER_CS and the
+ *     next requester looks asleep (parked, or with yield not checked in for
+ *     OY_AWAKE_NS = 5 us), it runs that request too, up to 2 x
+ *     MAX_COMBINER_CS; with yield, if it must stop and the next requester
+ *     still looks asleep, it leaves the lock (with the rest of the batch)
+ *     in an orphan slot that the first waiter to run takes over, as
+ *     cc-synch.c change 5 describes.  Lock markers are always handed to
+ *     their owner.
+ *
+ * Parameter: MAX_COMBINER_CS, env LIBLOCK_OYAMA_MAX_COMBINER_CS (read at
+ * liblock_init), default 3 x the number of online CPUs.  With
+ * spin-then-park the futex wake-ups of served requesters are made at the
+ * end of the release, after the lock is free or handed over
+ * (deferred_wake.h).
+ * Policies: spin, yield, spin-then-park (a requester waits on its own
+ * node's word; lock() callers that find the word LOCKED wait the same way).
+ * Starvation-free (every request is in the next batch detached; a holder
+ * runs at most MAX_COMBINER_CS before handing over), not FIFO.
+ * Memory: request nodes live on the requester's stack (execute) or in the
+ * per-hold node (lock), so there is no per-thread state to clean up.
+ * Condition variables: supported for liblock_lock holders (generic path);
+ * cond_wait from inside a critical section run through execute() returns
+ * EPERM (it may be running on another thread, which must not sleep).
+ */
+#include "../internal.h"
+#include "deferred_wake.h"
+
+#define OY_FREE ((uintptr_t)0)
+#define OY_LOCKED ((uintptr_t)1)
+
+enum { OY_WAIT = 1, OY_DONE = 2, OY_OWNER = 3, OY_ORPHAN = 4 };
+#define OY_AWAKE_NS 5000
+
+struct oy_req {
+    struct oy_req *next;
+    void *(*cs)(void *);
+    void *arg;
+    void *ret;
+    struct oy_req *rest; /* with OY_OWNER: the rest of the batch to run */
+    _Atomic uint64_t seen; /* yield: last time the requester checked in (cycles) */
+    _Atomic uint32_t state;
+};
+_Static_assert(sizeof(struct oy_req) <= LL_NODE_BYTES, "oyama node too large");
+
+struct oy_lock {
+    LL_ALIGNED _Atomic uintptr_t word;
+    LL_ALIGNED unsigned max_cs;
+    uint64_t awake_cycles;
+    _Atomic unsigned max_pass;
+    _Atomic unsigned long passes;
+    _Atomic(struct oy_req *) orphan; /* yield: lock left to any waiter */
+};
+
+static void *oy_lock_marker(void *arg) { return arg; }
+
+static __thread const liblock_t *oy_combining;
+
+static int oy_init(liblock_t *l, const liblock_attr_t *attr)
+{
+    (void)attr;
+    struct oy_lock *s = LL_STATE(l, struct oy_lock);
+    long dflt = 3L * ll_ncpus();
+    s->max_cs = (unsigned)ll_env_long("LIBLOCK_OYAMA_MAX_COMBINER_CS", dflt < 1 ? 1 : dflt, 1, 1L << 30);
+    s->awake_cycles = ll_ns_to_cycles(OY_AWAKE_NS);
+    atomic_store_explicit(&s->word, OY_FREE, memory_order_release);
+    return 0;
+}
+
+static int oy_destroy(liblock_t *l)
+{
+    return atomic_load_explicit(&LL_STATE(l, struct oy_lock)->word, memory_order_acquire) != OY_FREE ? EBUSY : 0;
+}
+
+static struct oy_req *reverse(struct oy_req *n)
+{
+    struct oy_req *r = NULL;
+    while (n) {
+        struct oy_req *nx = n->next;
+        n->next = r;
+        r = n;
+        n = nx;
+    }
+    return r;
+}
+
+static inline int asleep(struct oy_lock *s, struct oy_req *n, int policy)
+{
+    if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK)
+        return (atomic_load_explicit(&n->state, memory_order_relaxed) & LL_PARKED) != 0;
+    if (policy == LIBLOCK_WAIT_YIELD)
+        return (int64_t)(ll_cycles() - atomic_load_explicit(&n->seen, memory_order_relaxed)) >
+               (int64_t)s->awake_cycles;
+    return 0;
+}
+
+/* Called by the holder after its own critical section (served = 1): run
+ * `pending`, then release or run what arrived meanwhile. */
+static void oy_release(liblock_t *l, struct oy_lock *s, struct oy_req *pending, unsigned served)
+{
+    const liblock_t *saved = oy_combining;
+    oy_combining = l;
+    int policy = l->_wait;
+    unsigned max = s->max_cs;
+    struct ll_deferred_wakes dw;
+    dw.n = 0;
+    for (;;) {
+        while (pending) {
+            struct oy_req *n = pending;
+            pending = n->next;
+            int marker = n->cs == oy_lock_marker;
+            if (marker || served >= max) {
+                int sleepy = !marker && asleep(s, n, policy);
+                if (sleepy && served < 2 * max)
+                    goto run; /* do not hand the lock to a sleeper: run it */
+                n->rest = pending;
+                if (sleepy && policy == LIBLOCK_WAIT_YIELD) {
+                    /* leave the lock to whichever waiter runs first
+                     * (state before slot, see cc-synch.c change 5) */
+                    atomic_store_explicit(&n->state, OY_ORPHAN, memory_order_release);
+                    atomic_store_explicit(&s->orphan, n, memory_order_release);
+                } else {
+                    ll_wake(&n->state, OY_OWNER, policy);
+                }
+                goto out;
+            }
+        run:
+            n->ret = n->cs(n->arg);
+            served++;
+            ll_wake_deferred(&dw, &n->state, OY_DONE, policy);
+        }
+        uintptr_t expect = OY_LOCKED;
+        if (atomic_compare_exchange_strong_explicit(&s->word, &expect, OY_FREE, memory_order_release,
+                                                    memory_order_relaxed))
+            goto out;
+        uintptr_t top = atomic_exchange_explicit(&s->word, OY_LOCKED, memory_order_acquire);
+        pending = reverse((struct oy_req *)top);
+    }
+out:
+    ll_wake_flush(&dw);
+    oy_combining = saved;
+    if (served > atomic_load_explicit(&s->max_pass, memory_order_relaxed))
+        atomic_store_explicit(&s->max_pass, served, memory_order_relaxed);
+    atomic_store_explicit(&s->passes, atomic_load_explicit(&s->passes, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+/* Wait until our request ran (DONE) or we own the lock (OWNER).  With
+ * yield, check in before each yield, and take over an orphaned lock: if it
+ * is our own request, we own the lock; otherwise run that request, release
+ * its owner and run the rest of its batch, then keep waiting for ours. */
+static uint32_t oy_wait(liblock_t *l, struct oy_lock *s, struct oy_req *n)
+{
+    int policy = l->_wait;
+    if (policy != LIBLOCK_WAIT_YIELD)
+        return ll_wait_while(&n->state, OY_WAIT, policy);
+    for (;;) {
+        uint32_t v = atomic_load_explicit(&n->state, memory_order_acquire) & ~LL_PARKED;
+        if (v == OY_DONE || v == OY_OWNER)
+            return v;
+        struct oy_req *o = atomic_load_explicit(&s->orphan, memory_order_relaxed);
+        if (o && atomic_compare_exchange_strong_explicit(&s->orphan, &o, NULL, memory_order_acq_rel,
+                                                         memory_order_relaxed)) {
+            if (o == n)
+                return OY_OWNER;
+            struct oy_req *rest = o->rest; /* read o before releasing its owner */
+            const liblock_t *saved = oy_combining;
+            oy_combining = l;
+            o->ret = o->cs(o->arg);
+            oy_combining = saved;
+            ll_wake(&o->state, OY_DONE, policy);
+            oy_release(l, s, rest, 1);
+            continue;
+        }
+        atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
+        ll_yield();
+    }
+}
+
+/* Take the lock or push `n`; returns 1 if we own the lock, 0 if pushed. */
+static int oy_acquire_or_push(struct oy_lock *s, struct oy_req *n)
+{
+    atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
+    uintptr_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
+    for (;;) {
+        if (w == OY_FREE) {
+            if (atomic_compare_exchange_weak_explicit(&s->word, &w, OY_LOCKED, memory_order_acquire,
+                                                      memory_order_relaxed))
+                return 1;
+            continue;
+        }
+        n->next = (w == OY_LOCKED) ? NULL : (struct oy_req *)w;
+        if (atomic_compare_exchange_weak_explicit(&s->word, &w, (uintptr_t)n, memory_order_release,
+                                                  memory_order_relaxed))
+            return 0;
+    }
+}
+
+static void *oy_execute(liblock_t *l, void *(*cs)(void *), void *arg)
+{
+    struct oy_lock *s = LL_STATE(l, struct oy_lock);
+    ll_thread_t *self = ll_self_tls;
+    if (LL_UNLIKELY(oy_combining == l || (self && self->nheld && ll_hold_find(self, l)))) {
+        errno = EDEADLK;
+        return NULL;
+    }
+    struct oy_req n;
+    n.cs = cs;
+    n.arg = arg;
+    n.rest = NULL;
+    atomic_store_explicit(&n.state, OY_WAIT, memory_order_relaxed);
+    if (!oy_acquire_or_push(s, &n) && oy_wait(l, s, &n) == OY_DONE)
+        return n.ret;
+    /* we own the lock (took it, or were handed it with the rest of a
+     * batch): run ours, then what is pending */
+    const liblock_t *saved = oy_combining;
+    oy_combining = l;
+    void *r = cs(arg);
+    oy_combining = saved;
+    oy_release(l, s, n.rest, 1);
+    return r;
+}
+
+static int oy_lock(liblock_t *l, void *hold)
+{
+    struct oy_lock *s = LL_STATE(l, struct oy_lock);
+    if (oy_combining == l)
+        return EDEADLK;
+    struct oy_req *n = hold;
+    n->cs = oy_lock_marker;
+    n->arg = NULL;
+    n->rest = NULL;
+    atomic_store_explicit(&n->state, OY_WAIT, memory_order_relaxed);
+    if (!oy_acquire_or_push(s, n))
+        oy_wait(l, s, n); /* a marker is never run: OWNER */
+    return 0;
+}
+
+static int oy_trylock(liblock_t *l, void *hold)
+{
+    struct oy_lock *s = LL_STATE(l, struct oy_lock);
+    struct oy_req *n = hold;
+    n->rest = NULL;
+    uintptr_t expect = OY_FREE;
+    return atomic_compare_exchange_strong_explicit(&s->word, &expect, OY_LOCKED, memory_order_acquire,
+                                                   memory_order_relaxed)
+               ? 0
+               : EBUSY;
+}
+
+static int oy_unlock(liblock_t *l, void *hold)
+{
+    struct oy_req *n = hold;
+    oy_release(l, LL_STATE(l, struct oy_lock), n->rest, 1);
+    return 0;
+}
+
+static int oy_cond_release(liblock_t *l)
+{
+    if (oy_combining == l)
+        return EPERM;
+    ll_thread_t *self = ll_self_tls;
+    if (!self || !ll_hold_find(self, l))
+        return EPERM;
+    return ll_api_unlock(l);
+}
+
+static int oy_cond_reacquire(liblock_t *l) { return ll_api_lock(l); }
+
+unsigned ll_oyama_debug_max_pass(liblock_t *l, unsigned long *passes)
+{
+    struct oy_lock *s = LL_STATE(l, struct oy_lock);
+    if (passes)
+        *passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
+    return atomic_load_explicit(&s->max_pass, memory_order_relaxed);
+}
+
+/* For tests, called by the holder: requests pushed while it holds. */
+long ll_oyama_debug_pending(liblock_t *l)
+{
+    uintptr_t w = atomic_load_explicit(&LL_STATE(l, struct oy_lock)->word, memory_order_acquire);
+    if (w == OY_FREE)
+        return -1;
+    long n = 0;
+    for (struct oy_req *r = w == OY_LOCKED ? NULL : (struct oy_req *)w; r; r = r->next)
+        n++;
+    return n;
+}
+
+const struct ll_ops ll_ops_oyama = {
+    .name = "oyama",
+    .description = "Oyama lock: FREE/LOCKED/stack-of-requests word; the holder runs pending requests",
+    .source = "seed 000 section 3.6; Oyama, Taura and Yonezawa 1999",
+    .props = LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
+                LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
+    .default_policy = LIBLOCK_WAIT_SPIN,
+    .state_size = sizeof(struct oy_lock),
+    .node_size = sizeof(struct oy_req),
+    .init = oy_init,
+    .destroy = oy_destroy,
+    .lock = oy_lock,
+    .trylock = oy_trylock,
+    .unlock = oy_unlock,
+    .execute = oy_execute,
+    .cond_release = oy_cond_release,
+    .cond_reacquire = oy_cond_reacquire,
+};

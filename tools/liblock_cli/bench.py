@@ -1,0 +1,114 @@
+"""`liblock bench EXPERIMENT`: run a named experiment, write its results
+under results/ as CSV (runs.csv: one row per run; summary.csv: medians with
+min/max and ratios within a probe regime), draw PNG plots, print a table.
+
+Experiments (docs/bench.md, BENCHMARKS.md):
+  contention   lockbench: latency per CS vs delay, every algorithm, 1 and 5 lines (thesis Fig. 5.2)
+  threads      lockbench: throughput vs number of threads (oversubscription on small machines)
+  headline     lockbench at high and low contention, 1 and 5 lines, ratios vs posix (`make demo`)
+  latency-map  pointer-chasing read latency by where the line sits (L1/L2/LLC/DRAM, other core)
+  store-cas    cost of a store and of a CAS on one shared line vs contending threads
+  null-rpc     round trip of a null RPC between two pinned threads, flags in one line vs two
+  multi-rpc    many clients claim one server slot by CAS (TAS vs TTAS), client delay sweep
+  cost-model   local locking vs delegation over a (shared lines, context lines) grid, break-even
+"""
+import os
+import sys
+
+from . import _runner as R
+
+HELP = "run a benchmark experiment; results under results/ as CSV + PNG plots"
+
+THESIS_DELAYS = "100,300,1000,3000,10000,30000,100000,300000,1000000,2000000"
+
+
+def add_arguments(p):
+    sub = p.add_subparsers(dest="experiment", metavar="EXPERIMENT")
+    p.set_defaults(experiment=None)
+
+    def common(sp, reps=5):
+        sp.add_argument("--reps", type=int, default=reps, help=f"repetitions per point (default {reps})")
+        sp.add_argument("--out", help="output directory (default results/EXPERIMENT-DATE)")
+        sp.add_argument("--no-plot", action="store_true", help="skip the PNG plots")
+        sp.add_argument("--quiet", action="store_true", help="no progress display")
+        sp.add_argument("--probe-tolerance", type=float, default=1.5,
+                        help="a run whose before/after probes differ by more than this factor is left out (default 1.5)")
+        sp.add_argument("--regimes", default="44,146",
+                        help="probe regime boundaries in ns: fast < A <= normal < B <= slow (default 44,146)")
+        sp.add_argument("--timeout", type=float, default=10.0, help="time bound of each run past its end (s, default 10)")
+
+    def lockbench_opts(sp, delays, lines, duration):
+        sp.add_argument("--algorithms", default="all", help="comma-separated names, or 'all' (default)")
+        sp.add_argument("--baseline", default="posix", help="ratios are against this algorithm (default posix)")
+        sp.add_argument("--delays", default=delays, help=f"delays between CSs, cycles (default {delays})")
+        sp.add_argument("--lines", default=lines, help=f"shared lines per CS, comma-separated (default {lines})")
+        sp.add_argument("--context", type=int, default=0, help="context lines per thread (default 0)")
+        sp.add_argument("--duration", type=float, default=duration, help=f"seconds per run (default {duration})")
+        sp.add_argument("--count", type=int, default=0, help="fixed-count mode: CSs per thread instead of --duration")
+        sp.add_argument("--wait", help="waiting policy for every algorithm (default: each algorithm's own)")
+        sp.add_argument("--convention", default="auto", choices=["auto", "server", "all"],
+                        help="delegation convention (default auto: server for delegating algorithms)")
+        sp.add_argument("--pin", default="rr", choices=["rr", "none"])
+
+    ncpu = os.cpu_count() or 1
+    sp = sub.add_parser("contention", help="latency vs delay per algorithm, 1 and 5 lines (thesis Fig. 5.2)")
+    common(sp)
+    lockbench_opts(sp, THESIS_DELAYS, "1,5", 0.3)
+    sp.add_argument("--threads", type=int, default=ncpu, help=f"threads (default: CPUs = {ncpu})")
+
+    sp = sub.add_parser("threads", help="throughput vs threads (oversubscription)")
+    common(sp)
+    lockbench_opts(sp, "100", "1", 0.3)
+    sp.add_argument("--threads-list", default="1,2,4,8,16,32,64", help="thread counts (default 1,2,4,8,16,32,64)")
+
+    sp = sub.add_parser("headline", help="every algorithm, high/low contention, 1 and 5 lines, ratios vs posix")
+    common(sp)
+    lockbench_opts(sp, "100,2000000", "1,5", 0.0)
+    sp.add_argument("--threads", type=int, default=ncpu, help=f"threads (default: CPUs = {ncpu})")
+    sp.add_argument("--budget", type=float, default=150.0,
+                    help="seconds the whole experiment should take; sets --duration when it is 0 (default 150)")
+
+    sp = sub.add_parser("latency-map", help="read latency by where the line sits (heat map)")
+    common(sp, reps=5)
+    sp.add_argument("--sizes", default="16K,256K,4M,32M,128M", help="working-set sizes (default 16K,256K,4M,32M,128M)")
+    sp.add_argument("--cpus", default="", help="CPUs to map (default all, at most 8)")
+
+    sp = sub.add_parser("store-cas", help="store and CAS on one shared line vs contending threads")
+    common(sp)
+    sp.add_argument("--threads-list", default="", help="contending thread counts (default 1..CPUs, then 2x,4x CPUs)")
+
+    sp = sub.add_parser("null-rpc", help="null RPC round trip: flags in one line vs separate lines")
+    common(sp)
+
+    sp = sub.add_parser("multi-rpc", help="clients claim one server slot (TAS vs TTAS), client delay sweep")
+    common(sp)
+    sp.add_argument("--clients", type=int, default=0, help="client threads (default: CPUs-1, at least 1)")
+    sp.add_argument("--delays", default="0,100,300,1000,3000,10000,30000", help="client delay after each RPC, cycles")
+
+    sp = sub.add_parser("cost-model", help="local locking vs delegation over (shared, context) lines")
+    common(sp)
+    sp.add_argument("--shared", default="0,5,10,20,40,80", help="shared lines (default 0,5,10,20,40,80)")
+    sp.add_argument("--context", default="0,2,5,10,20", help="context lines (default 0,2,5,10,20)")
+    sp.add_argument("--delays", default="0,300,1000,3000", help="client delays swept for the peak (cycles)")
+
+
+def run(args, env):
+    if not args.experiment:
+        print("liblock bench: name an experiment: contention, threads, headline, latency-map, store-cas, "
+              "null-rpc, multi-rpc, cost-model (see `liblock bench -h`)", file=sys.stderr)
+        return 2
+    if args.reps < 1:
+        print(f"liblock bench: --reps must be at least 1, not {args.reps}", file=sys.stderr)
+        return 2
+    try:
+        a, b = (float(x) for x in args.regimes.split(","))
+        assert 0 < a < b
+    except (ValueError, AssertionError):
+        print(f"liblock bench: --regimes must be two increasing numbers of ns, not '{args.regimes}'", file=sys.stderr)
+        return 2
+    args.regime_bounds = (a, b)
+    if args.experiment in ("contention", "threads", "headline"):
+        from . import _lockexp
+        return _lockexp.run(args, env)
+    from . import _charexp
+    return _charexp.run(args, env)
