@@ -685,6 +685,13 @@ static void test_bad(void)
 static void test_fork(void)
 {
     th_context = "fork";
+#if defined(__SANITIZE_THREAD__)
+    /* ThreadSanitizer does not support creating threads in the child of a
+     * multithreaded fork (it reports and exits 66), which restarting the
+     * server requires. */
+    printf("  fork: skipped under ThreadSanitizer\n");
+    return;
+#endif
     liblock_t l;
     CHECK_EQ(liblock_init(&l, "rcl", NULL), 0);
     qcount = 0;
