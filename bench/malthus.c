@@ -1118,6 +1118,12 @@ int main(int argc, char **argv)
         }
     }
 
+    /* Totals once every worker has stopped: nothing changes any more, so
+     * the two can be compared exactly (the window figures above are read a
+     * moment apart while workers still run). */
+    liblock_fairness_t f2;
+    int have_totals = drained && C.fairness && liblock_fairness(&LOCK, &f2) == 0;
+
     /* the record */
     double el = (double)(t1 - t0) * 1e-9;
     double cpu = tv(ru1.ru_utime) + tv(ru1.ru_stime) - tv(ru0.ru_utime) - tv(ru0.ru_stime);
@@ -1158,6 +1164,13 @@ int main(int argc, char **argv)
     f_num("probe_before_ns", "%.1f", probe0 > 0 ? probe0 : NAN);
     f_num("probe_after_ns", "%.1f", probe1 > 0 ? probe1 : NAN);
     f_num("drained", "%.0f", drained);
+    if (have_totals) {
+        f_u64("ops_total", ops_final);
+        f_u64("acquisitions_total", f2.acquisitions);
+    } else {
+        f_null("ops_total");
+        f_null("acquisitions_total");
+    }
     f_num("drain_s", "%.3f", (double)(t2 - t1) * 1e-9);
     f_str("check", check == 0 ? "ok" : check < 0 ? "failed" : "not-run");
     f_u64("seed", C.seed);
