@@ -92,38 +92,51 @@ def store_cas(args, env, d):
     if args.threads_list:
         cmd += ["-t", args.threads_list]
     print(f"liblock bench store-cas: {args.reps} reps; results in {d}", file=sys.stderr)
+    if args.reps > 101:
+        print("liblock bench: store-cas takes at most 101 reps", file=sys.stderr)
+        return 2
     rows = _run_and_classify(args, cmd, 3600)
     if rows and rows[0].get("status") in ("error", "timeout"):
         print(f"liblock bench: storecas failed: {rows[0].get('error')}", file=sys.stderr)
         return 1
     meta = _finish(args, env, d, "store-cas", rows, None)
     print(_probe_line(rows))
-    print("cycles per operation on one shared line (median of reps [min-max]), monitored thread on CPU 0:")
-    print(f"{'threads':>8} {'store':>24} {'store+fence':>24} {'CAS':>24}")
+    ovh = sorted(float(r["timer_overhead_cycles"]) for r in rows if r.get("timer_overhead_cycles") not in ("", None))
+    if ovh:
+        print(f"every operation timed alone (lfence/rdtsc ... rdtscp/lfence); timer overhead, measured in each run "
+              f"and subtracted: {ovh[0]:.0f}-{ovh[-1]:.0f} cycles")
+    print("cycles per operation on one shared line, monitored thread on CPU 0, contenders storing random values:")
+    print("median of reps [min-max of the reps' medians]; p10, p90, p99, mean (values up to p99; resolves below one "
+          "clock tick): each the median over reps")
+    print(f"{'threads':>8} {'op':<12} {'median [min-max]':>18} {'p10':>6} {'p90':>6} {'p99':>6} {'mean':>7}"
+          f" {'med ns':>7} {'mean ns':>8}")
     ts = sorted({int(r["threads"]) for r in rows})
     get = {(int(r["threads"]), r["op"]): r for r in rows}
     for t in ts:
-        cells = []
         for op in ("store", "store-fence", "cas"):
             r = get.get((t, op))
-            cells.append(f"{float(r['cycles_per_op']):.1f} [{float(r['cycles_per_op_min']):.1f}-"
-                         f"{float(r['cycles_per_op_max']):.1f}]" if r else "-")
-        over = " (oversubscribed)" if get.get((t, "store"), get.get((t, "cas"), {})).get("oversubscribed") else ""
-        print(f"{t:>8} {cells[0]:>24} {cells[1]:>24} {cells[2]:>24}{over}")
+            if not r:
+                continue
+            over = " (oversubscribed)" if r.get("oversubscribed") else ""
+            med = f"{float(r['cycles_per_op']):.0f} [{float(r['cycles_per_op_min']):.0f}-{float(r['cycles_per_op_max']):.0f}]"
+            print(f"{t:>8} {op:<12} {med:>18} {float(r.get('cycles_per_op_p10') or 0):>6.0f} "
+                  f"{float(r['cycles_per_op_p90']):>6.0f} {float(r.get('cycles_per_op_p99') or 0):>6.0f} "
+                  f"{float(r.get('cycles_per_op_mean') or 0):>7.1f} {float(r['ns_per_op']):>7.1f} "
+                  f"{float(r.get('ns_per_op_mean') or 0):>8.1f}{over}")
     if not args.no_plot:
         from . import _plots
         series = []
         for op in ("store", "store-fence", "cas"):
             pts = sorted((int(r["threads"]), r) for r in rows if r["op"] == op)
-            if pts:
-                series.append((op.upper() if op == "cas" else op, [p[0] for p in pts],
-                               [float(p[1]["cycles_per_op"]) for p in pts],
-                               [float(p[1]["cycles_per_op_min"]) for p in pts],
-                               [float(p[1]["cycles_per_op_max"]) for p in pts]))
-        f = _plots.lines_plot(series, f"store / CAS on one shared line vs threads writing it\n"
+            if pts:  # trimmed mean (not quantised by the clock tick), bars from p10 to p90
+                series.append((f"{op.upper() if op == 'cas' else op} (mean, bars p10-p90)", [p[0] for p in pts],
+                               [float(p[1].get("cycles_per_op_mean") or p[1]["cycles_per_op"]) for p in pts],
+                               [float(p[1].get("cycles_per_op_p10") or p[1]["cycles_per_op_min"]) for p in pts],
+                               [float(p[1]["cycles_per_op_p90"]) for p in pts]))
+        f = _plots.lines_plot(series, f"store / CAS on one shared line vs threads writing it, every op timed alone\n"
                               f"{meta['date_utc'][:16]} UTC, {rows[0].get('ncpus')} CPUs (beyond: oversubscribed)",
-                              "threads (monitored + contenders)", "cycles per operation (median)",
-                              os.path.join(d, "store-cas.png"), logx=True, logy=True,
+                              "threads (monitored + contenders)", "cycles per operation (timer overhead subtracted)",
+                              os.path.join(d, "store-cas.png"), logx=True,
                               xticks=sorted({int(r["threads"]) for r in rows}))
         print(f"plot: {f}")
     print(f"results: {d}/runs.csv")
