@@ -259,24 +259,13 @@ def multi_rpc(args, env, d):
 
 
 # ----------------------------------------------------------------- cost-model
-def cost_model(args, env, d):
-    ncpu = os.cpu_count() or 1
-    shared = R.parse_list(args.shared, int, "--shared")
-    context = R.parse_list(args.context, int, "--context")
-    delays = R.parse_list(args.delays, int, "--delays")
-    points = [(s, c, dl) for c in context for s in shared for dl in delays]
-    order = R.interleave(points, ["lock", "rpc"], args.reps)
-    print(f"liblock bench cost-model: {len(shared)}x{len(context)} grid x {len(delays)} delays x 2 modes x "
-          f"{args.reps} reps = {len(order)} runs; results in {d}", file=sys.stderr)
-    prog = R.Progress(len(order), args.quiet)
-    rows = []
-    for rep, (s, c, dl), mode in order:
-        cmd = [env.program("rpcbench"), "-m", mode, "-S", str(s), "-C", str(c), "-d", str(dl), "-D", "0.1",
-               "-T", str(args.timeout)]
-        rows += _run_and_classify(args, cmd, args.timeout + 15, {"rep": rep})
-        prog.step(f"{mode} S={s} C={c} d={dl} rep {rep + 1}/{args.reps}")
-    for r in rows:
-        r["algorithm"] = r.get("mode")
+COST_BUDGET_S = 100.0   # whole default experiment, worst case (every extension taken)
+COST_RUN_OVERHEAD_S = 0.05  # per rpcbench process: start, two probes, chains
+COST_EXTENSIONS = 3     # extra shared counts (doubling) for a context row with no break-even
+
+
+def _cost_analyse(rows, shared_all, context):
+    """Peaks, grid and per-context break-even from the runs so far."""
     summary = R.summarise(rows, ["shared_lines", "context_lines", "delay_cycles"], ["throughput_cs_per_s"])
     dom = R.dominant_regime(rows)
     # peak over the delay sweep (seed 002's metric), per mode, in the dominant regime
@@ -289,20 +278,21 @@ def cost_model(args, env, d):
             peak[k] = (srow["throughput_cs_per_s_median"], srow["delay_cycles"])
     grid = []
     for c in context:
-        for s in shared:
+        for s in shared_all:
             a, b = peak.get((s, c, "lock")), peak.get((s, c, "rpc"))
+            if not (a or b):
+                continue
             grid.append(dict(shared_lines=s, context_lines=c, lock_peak=a[0] if a else "",
                              lock_peak_delay=a[1] if a else "", rpc_peak=b[0] if b else "",
                              rpc_peak_delay=b[1] if b else "", rpc_over_lock=round(b[0] / a[0], 3) if a and b else ""))
-    R.write_csv(os.path.join(d, "grid.csv"), grid)
     # break-even: per context count, the shared count from which delegation
-    # wins at every larger point of the grid (interpolated on log(ratio)
+    # wins at every larger measured point (interpolated on log(ratio)
     # between the last losing and the first winning point); a single noisy
     # winning point followed by losing ones is not a break-even
     breakeven = []
     for c in context:
-        pts = [(g["shared_lines"], g["rpc_over_lock"]) for g in grid if g["context_lines"] == c and g["rpc_over_lock"] != ""]
-        pts.sort()
+        pts = sorted((g["shared_lines"], g["rpc_over_lock"]) for g in grid
+                     if g["context_lines"] == c and g["rpc_over_lock"] != "")
         be = None
         k = len(pts)
         while k > 0 and pts[k - 1][1] >= 1:
@@ -314,9 +304,66 @@ def cost_model(args, env, d):
                 (s0, r0), (s1, r1) = pts[k - 1], pts[k]
                 be = s0 + (s1 - s0) * (math.log(r0) / (math.log(r0) - math.log(r1)))
         breakeven.append((c, be))
+    return summary, dom, grid, breakeven
+
+
+def cost_model(args, env, d):
+    ncpu = os.cpu_count() or 1
+    shared = R.parse_list(args.shared, int, "--shared")
+    context = R.parse_list(args.context, int, "--context")
+    delays = R.parse_list(args.delays, int, "--delays")
+    # The whole grid is measured; a context row where delegation wins
+    # nowhere gets up to COST_EXTENSIONS more shared counts (doubling the
+    # largest), so that the break-even can be found on a machine where it
+    # lies beyond the given grid.  Each run's length is set so that even
+    # the worst case (every extension) stays within COST_BUDGET_S.
+    base = len(shared) * len(context) * len(delays) * 2 * args.reps
+    worst = base + COST_EXTENSIONS * len(context) * len(delays) * 2 * args.reps
+    dur = min(0.1, max(0.01, (COST_BUDGET_S - worst * COST_RUN_OVERHEAD_S) / worst))
+    print(f"liblock bench cost-model: {len(shared)}x{len(context)} grid x {len(delays)} delays x 2 modes x "
+          f"{args.reps} reps = {base} runs of {dur * 1e3:.0f} ms (+ up to {worst - base} for extensions); "
+          f"results in {d}", file=sys.stderr)
+    rows = []
+
+    def measure(points):
+        order = R.interleave(points, ["lock", "rpc"], args.reps)
+        prog = R.Progress(len(order), args.quiet)
+        for rep, (s, c, dl), mode in order:
+            cmd = [env.program("rpcbench"), "-m", mode, "-S", str(s), "-C", str(c), "-d", str(dl), "-D", f"{dur:.3f}",
+                   "-T", str(args.timeout)]
+            for r in _run_and_classify(args, cmd, args.timeout + 15, {"rep": rep}):
+                r["algorithm"] = r.get("mode")
+                rows.append(r)
+            prog.step(f"{mode} S={s} C={c} d={dl} rep {rep + 1}/{args.reps}")
+
+    measure([(s, c, dl) for c in context for s in shared for dl in delays])
+    shared_all = list(shared)
+    extended = {}
+    for _ in range(COST_EXTENSIONS):
+        summary, dom, grid, breakeven = _cost_analyse(rows, shared_all, context)
+        # rows with no break-even; each row extends from its own largest measured count
+        todo = []
+        for c, be in breakeven:
+            if be is None and shared_all:
+                top = max([s for s in shared] + extended.get(c, []))
+                nxt = 2 * top if top > 0 else 10
+                extended.setdefault(c, []).append(nxt)
+                todo.append((nxt, c))
+        if not todo:
+            break
+        print(f"liblock bench cost-model: no break-even yet for context "
+              f"{', '.join(str(c) for _, c in todo)}: extending to shared {', '.join(str(s) for s, _ in todo)}",
+              file=sys.stderr)
+        for s, _ in todo:
+            if s not in shared_all:
+                shared_all.append(s)
+        measure([(s, c, dl) for s, c in todo for dl in delays])
+    shared_all.sort()
+    summary, dom, grid, breakeven = _cost_analyse(rows, shared_all, context)
+    R.write_csv(os.path.join(d, "grid.csv"), grid)
     found = [(c, s) for c, s in breakeven if s is not None]
     fit = None
-    if len(found) >= 2:
+    if len(found) >= 2:  # least squares: n_shared = a * n_context + b
         n = len(found)
         mx = sum(c for c, _ in found) / n
         my = sum(s for _, s in found) / n
@@ -324,9 +371,12 @@ def cost_model(args, env, d):
         if sxx > 0:
             a = sum((c - mx) * (s - my) for c, s in found) / sxx
             fit = (a, my - a * mx)
+    shared = shared_all
     meta = _finish(args, env, d, "cost-model", rows, summary,
                    {"dominant_regime": dom, "breakeven": breakeven, "fit": fit,
-                    "convention": f"lock: {ncpu} threads on {ncpu} CPUs; rpc: 1 server CPU + {max(1, ncpu - 1)} client(s)"})
+                    "convention": f"lock: {ncpu} threads on {ncpu} CPUs; rpc: 1 server CPU + {max(1, ncpu - 1)} client(s)",
+                    "run_duration_s": dur, "shared_measured": shared_all,
+                    "extended": {str(k): v for k, v in extended.items()}})
     print(_probe_line(rows))
     if dom is None:
         print("no usable run")
@@ -337,13 +387,20 @@ def cost_model(args, env, d):
     print(f"{head:>12}" + "".join(f"{s:>8}" for s in shared))
     gi = {(g["shared_lines"], g["context_lines"]): g for g in grid}
     for c in context:
-        print(f"{c:>12}" + "".join(f"{gi[(s, c)]['rpc_over_lock']:>8.2f}" if gi[(s, c)]["rpc_over_lock"] != ""
+        print(f"{c:>12}" + "".join(f"{gi[(s, c)]['rpc_over_lock']:>8.2f}"
+                                   if (s, c) in gi and gi[(s, c)]["rpc_over_lock"] != ""
                                    else f"{'-':>8}" for s in shared))
     for c, s in breakeven:
         print(f"  context {c:>3}: break-even at {'%.1f shared lines' % s if s is not None else 'none in the grid'}")
     if fit:
-        print(f"fitted break-even line: n_shared = {fit[0]:.2f} * n_context + {fit[1]:.1f}"
+        print(f"fitted break-even line (least squares over {len(found)} context counts): "
+              f"n_shared = {fit[0]:.2f} * n_context + {fit[1]:.1f}"
               f"   (seed 002 on its 8-core machine: n_shared > 2 * n_context + 15)")
+    else:
+        print(f"no break-even line: delegation won from some shared count at {len(found)} context count(s), "
+              f"a line needs 2 (seed 002 on its 8-core machine: n_shared > 2 * n_context + 15)")
+    print(f"(each run {dur * 1e3:.0f} ms; '-': not measured; rows without a break-even were extended by doubling "
+          f"the shared count up to {COST_EXTENSIONS} times)")
     if not args.no_plot:
         from . import _plots
         plt = _plots._plt()
