@@ -429,7 +429,7 @@ def cost_model(args, env, d):
         ax.set_xlabel("context lines per client (n_context)")
         ax.set_ylabel("shared lines per critical section (n_shared)")
         ax.set_ylim(min(shared) - 5, max(shared) + 10)
-        ax.legend(fontsize=7, loc="upper left")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3)  # off the cells
         ax.set_title(f"cost model: local locking vs delegation, peak over client delay\n"
                      f"{meta['date_utc'][:16]} UTC, regime '{dom}', {meta['convention']}", fontsize=8)
         fig.tight_layout()
