@@ -85,9 +85,13 @@ def add_arguments(p):
     sp.add_argument("--clients", type=int, default=0, help="client threads (default: CPUs-1, at least 1)")
     sp.add_argument("--delays", default="0,100,300,1000,3000,10000,30000", help="client delay after each RPC, cycles")
 
-    sp = sub.add_parser("cost-model", help="local locking vs delegation over (shared, context) lines")
+    sp = sub.add_parser("cost-model", help="local locking vs delegation over (shared, context) lines, "
+                        "with the fitted break-even line")
     common(sp)
-    sp.add_argument("--shared", default="0,5,10,20,40,80", help="shared lines (default 0,5,10,20,40,80)")
+    sp.add_argument("--shared", default="0,5,10,20,40,80",
+                    help="shared lines (default 0,5,10,20,40,80; a context row where delegation never wins is "
+                         "re-measured with the largest count doubled, up to 3 times; run length comes from a "
+                         "100 s budget, see docs/bench.md)")
     sp.add_argument("--context", default="0,2,5,10,20", help="context lines (default 0,2,5,10,20)")
     sp.add_argument("--delays", default="0,300,1000,3000", help="client delays swept for the peak (cycles)")
 
