@@ -127,6 +127,80 @@ static inline void cr_link_wait_step(int policy)
     ll_wait_step(policy == LIBLOCK_WAIT_YIELD ? LIBLOCK_WAIT_YIELD : LIBLOCK_WAIT_SPIN);
 }
 
+/* ---- the MCS chain shared by mcscr and mcscrn ------------------------------
+ * tail is the lock's MCS tail.  Orderings are MCS's (argued in mcs.c): the
+ * tail swap is acq_rel (publishes the initialised node, sees the
+ * predecessor's), pred->next is a release store paired with the owner's
+ * acquire load of next, the grant goes through the waiting layer
+ * (release/acquire), and freeing the lock is a release CAS on the tail. */
+
+/* Waiting-word value with which wake-parked mode sends a passive thread
+ * back to arrive again instead of granting it the lock. */
+#define CR_RETRY 2u
+
+/* One arrival: enqueue n and wait for the lock.  Returns 0 when n holds the
+ * lock, CR_RETRY when n was sent back to arrive again (its node is then in
+ * no list and on no chain). */
+static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node *n, int policy)
+{
+    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+    atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
+    struct cr_node *pred = atomic_exchange_explicit(tail, n, memory_order_acq_rel);
+    if (!pred)
+        return 0;
+    atomic_store_explicit(&pred->next, n, memory_order_release);
+    return ll_wait_while(&n->locked, 1, policy) == CR_RETRY ? CR_RETRY : 0;
+}
+
+/* Take the lock only if the chain is empty. */
+static inline int cr_trylock(_Atomic(struct cr_node *) *tail, struct cr_node *n)
+{
+    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+    atomic_store_explicit(&n->locked, 0, memory_order_relaxed);
+    struct cr_node *expect = NULL;
+    return atomic_compare_exchange_strong_explicit(tail, &expect, n, memory_order_acq_rel, memory_order_relaxed)
+               ? 0
+               : EBUSY;
+}
+
+/* Make t the owner (hand-over through the waiting layer). */
+static inline void cr_grant(struct cr_node *t, int policy) { ll_wake(&t->locked, 0, policy); }
+
+/* Wait until the arrival that swapped the tail after n has linked itself. */
+static inline struct cr_node *cr_await_link(struct cr_node *n, int policy)
+{
+    struct cr_node *succ;
+    while (!(succ = atomic_load_explicit(&n->next, memory_order_acquire)))
+        cr_link_wait_step(policy);
+    return succ;
+}
+
+/* Put list node t right after owner node n (*succp = n.next, possibly nil)
+ * so that it can be granted next.  Returns false if t could not become the
+ * tail because an arrival raced into the empty chain (the CAS from n failed);
+ * the caller then finds that arrival with cr_await_link. */
+static inline bool cr_install_after(_Atomic(struct cr_node *) *tail, struct cr_node *n, struct cr_node *t,
+                                    struct cr_node **succp)
+{
+    if (*succp) {
+        atomic_store_explicit(&t->next, *succp, memory_order_relaxed);
+        return true;
+    }
+    atomic_store_explicit(&t->next, NULL, memory_order_relaxed);
+    struct cr_node *expect = n;
+    return atomic_compare_exchange_strong_explicit(tail, &expect, t, memory_order_acq_rel, memory_order_acquire);
+}
+
+/* Plain MCS release by owner node n: free the lock if n is the tail, else
+ * grant the successor. */
+static inline void cr_release(_Atomic(struct cr_node *) *tail, struct cr_node *n, int policy)
+{
+    struct cr_node *expect = n;
+    if (atomic_compare_exchange_strong_explicit(tail, &expect, NULL, memory_order_release, memory_order_relaxed))
+        return;
+    cr_grant(cr_await_link(n, policy), policy);
+}
+
 /* Statistics of a concurrency-restricting lock (owner-written counters). */
 struct ll_cr_stats {
     uint64_t culls;        /* waiters moved from the queue to the passive set    */

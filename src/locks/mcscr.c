@@ -126,8 +126,6 @@ struct mcscr_lock {
     bool wake_parked; /* LIBLOCK_MCSCR_WAKE_PARKED=1 */
 };
 
-#define MCSCR_RETRY 2u /* waiting-word value: leave the passive set and arrive again */
-
 static int mcscr_init(liblock_t *l, const liblock_attr_t *attr)
 {
     struct mcscr_lock *s = LL_STATE(l, struct mcscr_lock);
@@ -139,63 +137,15 @@ static int mcscr_init(liblock_t *l, const liblock_attr_t *attr)
 
 static int mcscr_lock(liblock_t *l, void *vnode)
 {
-    struct mcscr_lock *s = LL_STATE(l, struct mcscr_lock);
-    struct cr_node *n = vnode;
-    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
-    atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
-    for (;;) {
-        struct cr_node *pred = atomic_exchange_explicit(&s->tail, n, memory_order_acq_rel);
-        if (!pred)
-            return 0;
-        atomic_store_explicit(&pred->next, n, memory_order_release);
-        if (ll_wait_while(&n->locked, 1, l->_wait) != MCSCR_RETRY)
-            return 0;
-        /* woken from the passive set to arrive again (wake_parked mode):
-         * our node is in no list and on no chain; enqueue it afresh */
-        atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
-        atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
-    }
+    /* CR_RETRY: woken from the passive set to arrive again (wake-parked mode) */
+    while (cr_arrive(&LL_STATE(l, struct mcscr_lock)->tail, vnode, l->_wait) == CR_RETRY)
+        ;
+    return 0;
 }
 
 static int mcscr_trylock(liblock_t *l, void *vnode)
 {
-    struct mcscr_lock *s = LL_STATE(l, struct mcscr_lock);
-    struct cr_node *n = vnode;
-    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
-    atomic_store_explicit(&n->locked, 0, memory_order_relaxed);
-    struct cr_node *expect = NULL;
-    return atomic_compare_exchange_strong_explicit(&s->tail, &expect, n, memory_order_acq_rel,
-                                                   memory_order_relaxed)
-               ? 0
-               : EBUSY;
-}
-
-static inline void grant(struct cr_node *t, int policy) { ll_wake(&t->locked, 0, policy); }
-
-/* Wait until the arrival that swapped the tail after n has linked itself. */
-static inline struct cr_node *await_link(struct cr_node *n, int policy)
-{
-    struct cr_node *succ;
-    while (!(succ = atomic_load_explicit(&n->next, memory_order_acquire)))
-        cr_link_wait_step(policy);
-    return succ;
-}
-
-/* Put PS node t at the head of the chain after owner node n (succ = n.next,
- * possibly nil) and grant it.  Returns false if t could not become the tail
- * because an arrival raced in; *succp then holds that arrival. */
-static inline bool install_after(struct mcscr_lock *s, struct cr_node *n, struct cr_node *t,
-                                 struct cr_node **succp)
-{
-    if (*succp) {
-        atomic_store_explicit(&t->next, *succp, memory_order_relaxed);
-        return true;
-    }
-    atomic_store_explicit(&t->next, NULL, memory_order_relaxed);
-    struct cr_node *expect = n;
-    if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, t, memory_order_acq_rel, memory_order_acquire))
-        return true;
-    return false;
+    return cr_trylock(&LL_STATE(l, struct mcscr_lock)->tail, vnode);
 }
 
 static int mcscr_unlock(liblock_t *l, void *vnode)
@@ -212,16 +162,16 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
         struct cr_node *t = cr_pop_tail(&s->ps);
         if (t) {
             s->grafts++;
-            if (!install_after(s, n, t, &succ)) {
-                succ = await_link(n, pol);
+            if (!cr_install_after(&s->tail, n, t, &succ)) {
+                succ = cr_await_link(n, pol);
                 atomic_store_explicit(&t->next, succ, memory_order_relaxed);
             }
-            grant(t, pol);
+            cr_grant(t, pol);
             return 0;
         }
         if (!succ)
             goto plain;
-        grant(succ, pol);
+        cr_grant(succ, pol);
         return 0;
     }
 
@@ -230,10 +180,10 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
             /* (C) succ is intermediate: cull it. */
             cr_push_head(&s->ps, succ);
             s->culls++;
-            grant(ss, pol);
+            cr_grant(ss, pol);
             return 0;
         }
-        grant(succ, pol);
+        cr_grant(succ, pol);
         return 0;
     }
 
@@ -247,32 +197,27 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
             s->retries++; /* before the CAS: after it the lock is no longer ours */
             if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
                                                         memory_order_relaxed)) {
-                ll_wake(&h->locked, MCSCR_RETRY, pol);
+                ll_wake(&h->locked, CR_RETRY, pol);
                 return 0;
             }
             s->retries--;
             cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock */
-            grant(await_link(n, pol), pol);
+            cr_grant(cr_await_link(n, pol), pol);
             return 0;
         }
-        if (install_after(s, n, h, &succ)) {
+        if (cr_install_after(&s->tail, n, h, &succ)) {
             s->reprovisions++;
-            grant(h, pol);
+            cr_grant(h, pol);
             return 0;
         }
         cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock */
-        grant(await_link(n, pol), pol);
+        cr_grant(cr_await_link(n, pol), pol);
         return 0;
     }
 
-plain: {
-    struct cr_node *expect = n;
-    if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
-                                                memory_order_relaxed))
-        return 0;
-    grant(await_link(n, pol), pol);
+plain:
+    cr_release(&s->tail, n, pol);
     return 0;
-}
 }
 
 static int mcscr_destroy(liblock_t *l)

@@ -76,8 +76,6 @@ struct mcscrn_lock {
     bool wake_parked; /* LIBLOCK_MCSCR_WAKE_PARKED=1, as in mcscr */
 };
 
-#define MCSCRN_RETRY 2u
-
 static int mcscrn_init(liblock_t *l, const liblock_attr_t *attr)
 {
     struct mcscrn_lock *s = LL_STATE(l, struct mcscrn_lock);
@@ -96,63 +94,21 @@ static inline int my_node(void)
 
 static int mcscrn_lock(liblock_t *l, void *vnode)
 {
-    struct mcscrn_lock *s = LL_STATE(l, struct mcscrn_lock);
     struct cr_node *n = vnode;
-    n->numa = my_node();
-    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
-    atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
-    for (;;) {
-        struct cr_node *pred = atomic_exchange_explicit(&s->tail, n, memory_order_acq_rel);
-        if (!pred)
-            return 0;
-        atomic_store_explicit(&pred->next, n, memory_order_release);
-        if (ll_wait_while(&n->locked, 1, l->_wait) != MCSCRN_RETRY)
-            return 0;
-        /* woken from a list to arrive again (wake-parked mode, as mcscr) */
+    do /* CR_RETRY: woken from a list to arrive again (wake-parked mode, as mcscr) */
         n->numa = my_node();
-        atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
-        atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
-    }
+    while (cr_arrive(&LL_STATE(l, struct mcscrn_lock)->tail, n, l->_wait) == CR_RETRY);
+    return 0;
 }
 
 static int mcscrn_trylock(liblock_t *l, void *vnode)
 {
-    struct mcscrn_lock *s = LL_STATE(l, struct mcscrn_lock);
     struct cr_node *n = vnode;
     n->numa = my_node();
-    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
-    atomic_store_explicit(&n->locked, 0, memory_order_relaxed);
-    struct cr_node *expect = NULL;
-    return atomic_compare_exchange_strong_explicit(&s->tail, &expect, n, memory_order_acq_rel,
-                                                   memory_order_relaxed)
-               ? 0
-               : EBUSY;
+    return cr_trylock(&LL_STATE(l, struct mcscrn_lock)->tail, n);
 }
-
-static inline void grant(struct cr_node *t, int policy) { ll_wake(&t->locked, 0, policy); }
 
 static inline struct cr_node *nxt(struct cr_node *n) { return atomic_load_explicit(&n->next, memory_order_acquire); }
-
-static inline struct cr_node *await_link(struct cr_node *n, int policy)
-{
-    struct cr_node *succ;
-    while (!(succ = nxt(n)))
-        cr_link_wait_step(policy);
-    return succ;
-}
-
-/* As in mcscr: put list node t right after owner n and make it the next
- * owner.  false: an arrival raced into an empty chain (*succp is set). */
-static inline bool install_after(struct mcscrn_lock *s, struct cr_node *n, struct cr_node *t, struct cr_node **succp)
-{
-    if (*succp) {
-        atomic_store_explicit(&t->next, *succp, memory_order_relaxed);
-        return true;
-    }
-    atomic_store_explicit(&t->next, NULL, memory_order_relaxed);
-    struct cr_node *expect = n;
-    return atomic_compare_exchange_strong_explicit(&s->tail, &expect, t, memory_order_acq_rel, memory_order_acquire);
-}
 
 static void switch_home(struct mcscrn_lock *s, int home)
 {
@@ -202,15 +158,15 @@ static int mcscrn_unlock(liblock_t *l, void *vnode)
             t = cr_pop_tail(&s->ps);
         if (t) {
             s->grafts++;
-            if (!install_after(s, n, t, &succ)) {
-                succ = await_link(n, pol);
+            if (!cr_install_after(&s->tail, n, t, &succ)) {
+                succ = cr_await_link(n, pol);
                 atomic_store_explicit(&t->next, succ, memory_order_relaxed);
             }
-            grant(t, pol);
+            cr_grant(t, pol);
             return 0;
         }
         if (succ) {
-            grant(succ, pol);
+            cr_grant(succ, pol);
             return 0;
         }
         goto plain;
@@ -221,7 +177,7 @@ static int mcscrn_unlock(liblock_t *l, void *vnode)
             if (succ->numa != s->home) {
                 cr_push_head(&s->remote, succ);
                 s->remote_culls++;
-                grant(ss, pol);
+                cr_grant(ss, pol);
                 return 0;
             }
             if (ss->numa != s->home) {
@@ -231,12 +187,12 @@ static int mcscrn_unlock(liblock_t *l, void *vnode)
                     cr_push_head(&s->remote, ss);
                     s->remote_culls++;
                 }
-                grant(succ, pol);
+                cr_grant(succ, pol);
                 return 0;
             }
             cr_push_head(&s->ps, succ);
             s->culls++;
-            grant(ss, pol);
+            cr_grant(ss, pol);
             return 0;
         }
         if (succ->numa != s->home && s->ps.head) {
@@ -258,7 +214,7 @@ static int mcscrn_unlock(liblock_t *l, void *vnode)
              * ours to restore (n is not the tail), and succ goes next */
             atomic_store_explicit(&n->next, succ, memory_order_relaxed);
         }
-        grant(succ, pol);
+        cr_grant(succ, pol);
         return 0;
     }
 
@@ -275,32 +231,27 @@ deficit:
             s->retries++; /* before the CAS: after it the lock is no longer ours */
             if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
                                                         memory_order_relaxed)) {
-                ll_wake(&h->locked, MCSCRN_RETRY, pol);
+                ll_wake(&h->locked, CR_RETRY, pol);
                 return 0;
             }
             s->retries--;
             cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock */
-            grant(await_link(n, pol), pol);
+            cr_grant(cr_await_link(n, pol), pol);
             return 0;
         }
-        if (install_after(s, n, h, &succ)) {
+        if (cr_install_after(&s->tail, n, h, &succ)) {
             s->reprovisions++;
-            grant(h, pol);
+            cr_grant(h, pol);
             return 0;
         }
         cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock; h is home now */
-        grant(await_link(n, pol), pol);
+        cr_grant(cr_await_link(n, pol), pol);
         return 0;
     }
 
-plain: {
-    struct cr_node *expect = n;
-    if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
-                                                memory_order_relaxed))
-        return 0;
-    grant(await_link(n, pol), pol);
+plain:
+    cr_release(&s->tail, n, pol);
     return 0;
-}
 }
 
 static int mcscrn_destroy(liblock_t *l)
