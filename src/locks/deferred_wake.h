@@ -47,4 +47,19 @@ static inline void ll_wake_flush(struct ll_deferred_wakes *d)
     d->n = 0;
 }
 
+/* Does the waiter on word `state` look unlikely to be running?  Under
+ * spin-then-park: it has parked (the policy's LL_PARKED bit is on its word).
+ * Under yield: it has not checked in (`seen`, cycles, refreshed before each
+ * yield) for more than awake_cycles.  A heuristic for combiners deciding
+ * whether to hand their role on; both loads are relaxed because a wrong
+ * answer costs time, never correctness. */
+static inline int ll_waiter_asleep(_Atomic uint32_t *state, _Atomic uint64_t *seen, uint64_t awake_cycles, int policy)
+{
+    if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK)
+        return (atomic_load_explicit(state, memory_order_relaxed) & LL_PARKED) != 0;
+    if (policy == LIBLOCK_WAIT_YIELD)
+        return (int64_t)(ll_cycles() - atomic_load_explicit(seen, memory_order_relaxed)) > (int64_t)awake_cycles;
+    return 0;
+}
+
 #endif

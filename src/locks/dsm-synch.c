@@ -163,12 +163,7 @@ static int dsm_destroy(liblock_t *l)
  * (spin-then-park) or, with yield, not checked in for DSM_AWAKE_NS. */
 static inline int asleep(struct dsm_lock *s, struct dsm_node *n, int policy)
 {
-    if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK)
-        return (atomic_load_explicit(&n->state, memory_order_relaxed) & LL_PARKED) != 0;
-    if (policy == LIBLOCK_WAIT_YIELD)
-        return (int64_t)(ll_cycles() - atomic_load_explicit(&n->seen, memory_order_relaxed)) >
-               (int64_t)s->awake_cycles;
-    return 0;
+    return ll_waiter_asleep(&n->state, &n->seen, s->awake_cycles, policy);
 }
 
 static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, int mode);

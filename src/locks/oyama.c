@@ -130,12 +130,7 @@ static struct oy_req *reverse(struct oy_req *n)
 
 static inline int asleep(struct oy_lock *s, struct oy_req *n, int policy)
 {
-    if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK)
-        return (atomic_load_explicit(&n->state, memory_order_relaxed) & LL_PARKED) != 0;
-    if (policy == LIBLOCK_WAIT_YIELD)
-        return (int64_t)(ll_cycles() - atomic_load_explicit(&n->seen, memory_order_relaxed)) >
-               (int64_t)s->awake_cycles;
-    return 0;
+    return ll_waiter_asleep(&n->state, &n->seen, s->awake_cycles, policy);
 }
 
 /* Called by the holder after its own critical section (served = 1): run
