@@ -295,6 +295,14 @@ static inline void busy_cycles(uint64_t n)
         ll_pause();
 }
 
+/* Bad command-line input: one line naming the problem, the usage text, exit 2. */
+static inline __attribute__((noreturn)) void bench_usage_fail(const char *prog, const char *usage, const char *what,
+                                                              const char *arg)
+{
+    fprintf(stderr, "%s: %s '%s'\n%s", prog, what, arg, usage);
+    exit(2);
+}
+
 /* Strict number parsing for command-line options: the whole string must be a
  * number within [lo, hi]. */
 static inline int parse_long(const char *s, long lo, long hi, long *out)

@@ -36,11 +36,7 @@ static const char usage_text[] =
 
 static int no_probe; /* --no-probe, and --quick (a harness check, not a measurement) */
 
-static void usage_fail(const char *what, const char *arg)
-{
-    fprintf(stderr, "latmap: %s '%s'\n%s", what, arg, usage_text);
-    exit(2);
-}
+static void usage_fail(const char *what, const char *arg) { bench_usage_fail("latmap", usage_text, what, arg); }
 
 struct cl {
     struct cl *next;

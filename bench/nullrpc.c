@@ -33,11 +33,7 @@ static const char usage_text[] =
 
 static int no_probe; /* --no-probe, and --quick (a harness check, not a measurement) */
 
-static void usage_fail(const char *what, const char *arg)
-{
-    fprintf(stderr, "nullrpc: %s '%s'\n%s", what, arg, usage_text);
-    exit(2);
-}
+static void usage_fail(const char *what, const char *arg) { bench_usage_fail("nullrpc", usage_text, what, arg); }
 
 struct flags {
     LL_ALIGNED _Atomic uint32_t req;

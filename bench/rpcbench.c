@@ -58,11 +58,7 @@ static const char usage_text[] =
     "      --quick          tiny run for tests (one rpc and one lock run)\n"
     "  -h, --help\n";
 
-static void usage_fail(const char *what, const char *arg)
-{
-    fprintf(stderr, "rpcbench: %s '%s'\n%s", what, arg, usage_text);
-    exit(2);
-}
+static void usage_fail(const char *what, const char *arg) { bench_usage_fail("rpcbench", usage_text, what, arg); }
 
 struct request {
     LL_ALIGNED _Atomic int64_t flag; /* -1 while pending, else sequence number */

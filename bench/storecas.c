@@ -51,11 +51,7 @@ static const char usage_text[] =
 
 static int no_probe; /* --no-probe, and --quick (a harness check, not a measurement) */
 
-static void usage_fail(const char *what, const char *arg)
-{
-    fprintf(stderr, "storecas: %s '%s'\n%s", what, arg, usage_text);
-    exit(2);
-}
+static void usage_fail(const char *what, const char *arg) { bench_usage_fail("storecas", usage_text, what, arg); }
 
 static LL_ALIGNED _Atomic uint64_t shared_word;
 static LL_ALIGNED _Atomic int stop, ready;
