@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <pthread.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include "liblock.h"
 
 static int th_failures;
@@ -93,6 +95,28 @@ static inline int th_selected(int argc, char **argv, const char *name)
         return 0;
     }
     return !any;
+}
+
+/* Wait for child `pid` at most `seconds`, killing it (SIGKILL) if it runs
+ * longer: a hang before the child arms its own watchdog still ends.  Returns
+ * the exit status, 128 + signal if it died of a signal, or -1 if it had to
+ * be killed (a line naming `what` is printed). */
+static inline int th_wait_child(pid_t pid, unsigned seconds, const char *what)
+{
+    int st = 0;
+    uint64_t deadline = th_now_ns() + (uint64_t)seconds * 1000000000ull;
+    while (waitpid(pid, &st, WNOHANG) != pid) {
+        if (th_now_ns() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            fprintf(stderr, "FAIL %s: killed after %u s\n", what, seconds);
+            return -1;
+        }
+        usleep(20000);
+    }
+    if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
+    return WEXITSTATUS(st);
 }
 
 static inline int th_report(const char *prog)

@@ -71,23 +71,9 @@ static int run_child(const char *prog, const char *lib, const char *algo, const 
         execl(prog, prog, (char *)NULL);
         _exit(126);
     }
-    int st;
-    uint64_t deadline = th_now_ns() + 60ull * 1000000000ull;
-    for (;;) {
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid)
-            break;
-        if (th_now_ns() > deadline) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            fprintf(stderr, "FAIL %s under %s: killed after 60 s\n", prog, algo);
-            return -1;
-        }
-        usleep(20000);
-    }
-    if (WIFSIGNALED(st))
-        return 128 + WTERMSIG(st);
-    return WEXITSTATUS(st);
+    char what[256];
+    snprintf(what, sizeof what, "%s under %s", prog, algo);
+    return th_wait_child(pid, 60, what);
 }
 
 static int driver(int argc, char **argv)

@@ -183,17 +183,8 @@ int main(int argc, char **argv)
             execl(argv[0], argv[0], (char *)NULL);
             _exit(126);
         }
-        int st = 0;
-        uint64_t deadline = th_now_ns() + 60ull * 1000000000ull; /* a hang before main has no watchdog */
-        while (waitpid(pid, &st, WNOHANG) != pid) {
-            if (th_now_ns() > deadline) {
-                kill(pid, SIGKILL);
-                waitpid(pid, &st, 0);
-                break;
-            }
-            usleep(20000);
-        }
-        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "under %s: status 0x%x", *a, st);
+        int rc = th_wait_child(pid, 60, *a); /* a hang before main has no watchdog */
+        CHECK(rc == 0, "under %s: exit %d", *a, rc);
     }
     return th_report("test_interpose_malloc");
 }
