@@ -173,6 +173,12 @@ static int NW; /* workers */
 static _Atomic int setup_failed;
 
 static inline int stopping(void) { return atomic_load_explicit(&stop_flag, memory_order_relaxed); }
+/* One operation done.  Only this worker writes its counter; the main thread
+ * reads it (relaxed: a count, ordered by nothing else). */
+static inline void count_op(struct worker *w)
+{
+    atomic_store_explicit(&w->ops, atomic_load_explicit(&w->ops, memory_order_relaxed) + 1, memory_order_relaxed);
+}
 
 static inline uint64_t xs(uint64_t *s)
 {
@@ -265,7 +271,7 @@ static void ra_loop(struct worker *w)
         for (long i = 0; i < cs; i++)
             sum += ra_shared[below(xs(&r), n)];
         liblock_unlock(&LOCK);
-        atomic_store_explicit(&w->ops, atomic_load_explicit(&w->ops, memory_order_relaxed) + 1, memory_order_relaxed);
+        count_op(w);
         for (long i = 0; i < ncs; i++)
             sum += priv[below(xs(&r), n)];
     }
@@ -346,7 +352,7 @@ static void rw_loop(struct worker *w)
         rw_cursor = q;
         rw_steps += (uint64_t)cs;
         liblock_unlock(&LOCK);
-        atomic_store_explicit(&w->ops, atomic_load_explicit(&w->ops, memory_order_relaxed) + 1, memory_order_relaxed);
+        count_op(w);
         for (long i = 0; i < ncs; i++) {
             sum += p->val;
             p = p->next;
@@ -410,7 +416,7 @@ static void pc_loop(struct worker *w)
             liblock_cond_signal(&COND_A);
             liblock_unlock(&LOCK);
         }
-        atomic_store_explicit(&w->ops, atomic_load_explicit(&w->ops, memory_order_relaxed) + 1, memory_order_relaxed);
+        count_op(w);
     }
 }
 
@@ -482,19 +488,26 @@ static int keyset_init(struct worker *w, long range)
 }
 static int km_thread_init(struct worker *w) { return keyset_init(w, C.keys); }
 
-static void km_loop(struct worker *w)
+/* Under the lock (keymap, LRUCache): the key of this operation, drawn from
+ * the thread's key set, which is refreshed with probability C.replace. */
+static inline int32_t keyset_pick(struct worker *w)
 {
     int32_t *ks = w->priv;
+    uint32_t i = mt_below(w->mt, (uint32_t)C.keyset);
+    if (mt_unit(w->mt) < C.replace)
+        ks[i] = (int32_t)mt_below(w->mt, (uint32_t)C.keys);
+    return ks[i];
+}
+
+static void km_loop(struct worker *w)
+{
     struct mt *m = w->mt;
     uint64_t sum = 0;
     while (!stopping()) {
         liblock_lock(&LOCK);
-        uint32_t i = mt_below(m, (uint32_t)C.keyset);
-        if (mt_unit(m) < C.replace)
-            ks[i] = (int32_t)mt_below(m, (uint32_t)C.keys);
-        km_update(ks[i]);
+        km_update(keyset_pick(w));
         liblock_unlock(&LOCK);
-        atomic_store_explicit(&w->ops, atomic_load_explicit(&w->ops, memory_order_relaxed) + 1, memory_order_relaxed);
+        count_op(w);
         for (long k = 0; k < C.ncs_steps; k++)
             sum += mt_next(m);
     }
@@ -587,17 +600,13 @@ static int lru_setup(void)
 static int lru_thread_init(struct worker *w) { return keyset_init(w, C.keys); }
 static void lru_loop(struct worker *w)
 {
-    int32_t *ks = w->priv;
     struct mt *m = w->mt;
     uint64_t sum = 0;
     while (!stopping()) {
         liblock_lock(&LOCK);
-        uint32_t i = mt_below(m, (uint32_t)C.keyset);
-        if (mt_unit(m) < C.replace)
-            ks[i] = (int32_t)mt_below(m, (uint32_t)C.keys);
-        sum += (uint32_t)lru_lookup(ks[i]);
+        sum += (uint32_t)lru_lookup(keyset_pick(w));
         liblock_unlock(&LOCK);
-        atomic_store_explicit(&w->ops, atomic_load_explicit(&w->ops, memory_order_relaxed) + 1, memory_order_relaxed);
+        count_op(w);
         for (long k = 0; k < C.ncs_steps; k++)
             sum += mt_next(m);
     }
@@ -703,7 +712,7 @@ static void bp_loop(struct worker *w)
         B.returns++;
         liblock_cond_signal(&COND_A);
         liblock_unlock(&LOCK);
-        atomic_store_explicit(&w->ops, atomic_load_explicit(&w->ops, memory_order_relaxed) + 1, memory_order_relaxed);
+        count_op(w);
         for (long k = 0; k < C.updates; k++)
             mine[below(xs(&r), n)] += (uint32_t)k;
     }
