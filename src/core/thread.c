@@ -29,8 +29,13 @@ static pthread_once_t self_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t ids_mutex = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t *id_bits;          /* bit set = id in use; guarded by ids_mutex */
 static unsigned id_words;
-static _Atomic unsigned id_watermark; /* 1 + highest id in use */
-static _Atomic long live_records;
+/* 1 + highest id in use.  Written under ids_mutex with release, read
+ * without it (acquire) by scanners such as RCL's request loop: a reader may
+ * see a slightly stale bound, which only means it scans a free slot or
+ * misses an id that is being handed out at that moment and whose owner has
+ * not posted anything yet. */
+static _Atomic unsigned id_watermark;
+static _Atomic long live_records; /* a count for leak tests; relaxed: it orders nothing */
 
 static void thread_exit(void *arg);
 

@@ -32,7 +32,9 @@
 
 #include <time.h>
 
-static _Atomic uint64_t spin_budget; /* cycles; 0 = not computed yet */
+/* Cycles; 0 = not computed yet.  Relaxed is enough: the value is
+ * self-contained, and racing first callers compute the same one. */
+static _Atomic uint64_t spin_budget;
 
 uint64_t ll_spin_budget_cycles(void)
 {
