@@ -30,10 +30,10 @@ static pthread_mutex_t ids_mutex = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t *id_bits;          /* bit set = id in use; guarded by ids_mutex */
 static unsigned id_words;
 /* 1 + highest id in use.  Written under ids_mutex with release, read
- * without it (acquire) by scanners such as RCL's request loop: a reader may
- * see a slightly stale bound, which only means it scans a free slot or
- * misses an id that is being handed out at that moment and whose owner has
- * not posted anything yet. */
+ * without it (acquire) as a scan bound for arrays indexed by id (today only
+ * tests read it; RCL keeps its own client-id space): a stale bound can only
+ * include a freed id, or miss one being handed out at that moment whose
+ * owner has not published anything under it yet. */
 static _Atomic unsigned id_watermark;
 static _Atomic long live_records; /* a count for leak tests; relaxed: it orders nothing */
 
