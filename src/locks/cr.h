@@ -27,7 +27,7 @@ struct cr_node {
     _Atomic(struct cr_node *) next; /* MCS link (written by the next arrival, or by the owner when grafting) */
     _Atomic uint32_t locked;        /* waiting word: 1 = wait, 0 = granted (bit 31 = policy) */
     int numa;                       /* mcscrn: NUMA node of the waiter when it arrived */
-    bool spared;                    /* mcscr/mcscrn: arriving again after a take-over: never culled */
+    bool retried;                   /* mcscr/mcscrn: arriving again after a take-over (next grant outright) */
     struct cr_node *ps_prev, *ps_next; /* list links, owner-only */
 };
 _Static_assert(sizeof(struct cr_node) <= LL_NODE_BYTES, "cr node too large");
@@ -162,15 +162,19 @@ static inline void cr_link_wait_step(int policy)
  *    cleared it, so plain CASes on PENDING are exact.  A's CAS to RETRY needs
  *    no wake-up: the grant already woke h if it slept, and h never parks on
  *    PENDING or RETRY.
- *  - Fairness: h arrives again with its node marked `spared` (written before
- *    its tail swap, so the owner that reads it after the acquire load of the
- *    link that names the node sees it), and the owner never culls a spared
- *    node.  So a lock() call is taken over at most once: afterwards its
- *    thread is never in a list again and gets the lock by an MCS hand-over
- *    from the short chain.  Without this, a thread could cycle
- *    culled -> reprovisioned -> taken over, always re-entering the passive
- *    set at its young end where the eldest-first fairness trial never finds
- *    it (tests/test_malthus.c measured a wait of 21,000 admissions). */
+ *  - Fairness: h arrives again with its node marked `retried` (written
+ *    before its tail swap; an owner reads it only after an acquire load of
+ *    a link naming the node, or in a node it culled itself), and a retried
+ *    node that is reprovisioned again gets an outright grant (0), which
+ *    cannot be taken over.  So a lock() call is taken over at most once;
+ *    afterwards it is treated exactly as in the paper's MCSCR.  Without
+ *    this, a thread could cycle culled -> reprovisioned -> taken over,
+ *    re-entering the passive set at its young end each time, where the
+ *    eldest-first fairness trial never finds it.  (Exempting retried nodes
+ *    from culling instead also bounds the wait, but every take-over then
+ *    injects one more thread into the circulating set: with the CPUs
+ *    loaded, the working set of tests/test_malthus.c grew from ~15 to ~27
+ *    of 32.) */
 #define CR_RETRY 2u   /* word: your pending grant was taken over; arrive again */
 #define CR_PENDING 3u /* word: you hold the lock unless an arrival takes it over first */
 #define CR_STOLE 4u   /* cr_arrive's result: took the lock over from a pending grantee */

@@ -22,7 +22,7 @@
  *       P = 0 gives no long-term fairness guarantee beyond reprovisioning.
  *   (C) culling: if succ exists and succ.next exists, succ is an
  *       intermediate node (the chain holds owner, succ, and at least one
- *       more): unless succ is "spared" (below), it is surplus.  Unlink it, push it on the PS head, and hand
+ *       more): it is surplus.  Unlink it, push it on the PS head, and hand
  *       the lock to succ.next.  At most one node is culled per unlock, so
  *       unlock stays O(1); the chain shrinks by two per unlock (one culled,
  *       one admitted) while arrivals add at most about one, so it converges
@@ -47,8 +47,9 @@
  * passive thread, once it runs, arrives again as a new arrival.  The lock
  * is never free meanwhile (work conservation holds) and no passive thread
  * is stranded (the grant woke it, and it either claims the lock or
- * re-enqueues).  A thread that re-enqueues is "spared": never culled again
- * in that lock() call, so it is taken over at most once (cr.h: fairness).
+ * re-enqueues).  A thread that re-enqueues is marked "retried", and if it
+ * is reprovisioned again in the same lock() call the grant is outright, so
+ * it is taken over at most once (cr.h: fairness).
  * Fairness grafts (F) grant outright: the eldest thread is admitted, not
  * raced.
  *
@@ -140,9 +141,9 @@ static int mcscr_lock(liblock_t *l, void *vnode)
     struct mcscr_lock *s = LL_STATE(l, struct mcscr_lock);
     struct cr_node *n = vnode;
     uint32_t r;
-    n->spared = false;
+    n->retried = false;
     while ((r = cr_arrive(&s->tail, n, l->_wait)) == CR_RETRY)
-        n->spared = true; /* our pending grant was taken over: arrive again, not to be culled */
+        n->retried = true; /* our pending grant was taken over: arrive again */
     if (r == CR_STOLE)
         s->steals++; /* we own the lock: owner-only counter */
     return 0;
@@ -181,8 +182,8 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
     }
 
     if (succ) {
-        if (ss && !succ->spared) {
-            /* (C) succ is intermediate: cull it (unless spared: cr.h). */
+        if (ss) {
+            /* (C) succ is intermediate: cull it. */
             cr_push_head(&s->ps, succ);
             s->culls++;
             cr_grant(ss, pol);
@@ -197,7 +198,10 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
         struct cr_node *h = cr_pop_head(&s->ps);
         if (cr_install_after(&s->tail, n, h, &succ)) {
             s->reprovisions++; /* before the grant: then the lock is no longer ours */
-            cr_grant_pending(h, pol);
+            if (h->retried)
+                cr_grant(h, pol); /* taken over once already in this lock(): outright (cr.h) */
+            else
+                cr_grant_pending(h, pol);
             return 0;
         }
         cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock */

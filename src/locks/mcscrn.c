@@ -48,8 +48,8 @@
  *
  * Reprovisioning grants are pending, as in mcscr: the first arrival behind
  * the reprovisioned waiter may take the lock over, and the waiter then
- * arrives again (its node re-stamped with its current NUMA node), spared
- * from every kind of culling for the rest of that lock() call.
+ * arrives again (its node re-stamped with its current NUMA node); if it is
+ * reprovisioned again in that lock() call, the grant is outright.
  *
  * With one node (or every thread on the home node) MCSCRN is MCSCR.
  * P = 1: every unlock is fair; no list is ever filled: plain MCS (FIFO).
@@ -96,12 +96,12 @@ static int mcscrn_lock(liblock_t *l, void *vnode)
     struct cr_node *n = vnode;
     struct mcscrn_lock *s = LL_STATE(l, struct mcscrn_lock);
     uint32_t r;
-    n->spared = false;
+    n->retried = false;
     for (;;) {
         n->numa = my_node();
         if ((r = cr_arrive(&s->tail, n, l->_wait)) != CR_RETRY)
             break;
-        n->spared = true; /* our pending grant was taken over: arrive again, not to be culled */
+        n->retried = true; /* our pending grant was taken over: arrive again */
     }
     if (r == CR_STOLE)
         s->steals++; /* we own the lock: owner-only counter */
@@ -180,10 +180,6 @@ static int mcscrn_unlock(liblock_t *l, void *vnode)
     }
 
     if (succ) {
-        if (succ->spared) { /* never culled (cr.h: fairness of pending grants) */
-            cr_grant(succ, pol);
-            return 0;
-        }
         if (ss) {
             if (succ->numa != s->home) {
                 cr_push_head(&s->remote, succ);
@@ -193,7 +189,7 @@ static int mcscrn_unlock(liblock_t *l, void *vnode)
             }
             if (ss->numa != s->home) {
                 struct cr_node *sss = nxt(ss);
-                if (sss && !ss->spared) {
+                if (sss) {
                     atomic_store_explicit(&succ->next, sss, memory_order_relaxed);
                     cr_push_head(&s->remote, ss);
                     s->remote_culls++;
@@ -239,7 +235,10 @@ deficit:
         }
         if (cr_install_after(&s->tail, n, h, &succ)) {
             s->reprovisions++; /* before the grant: then the lock is no longer ours */
-            cr_grant_pending(h, pol);
+            if (h->retried)
+                cr_grant(h, pol); /* taken over once already in this lock(): outright (cr.h) */
+            else
+                cr_grant_pending(h, pol);
             return 0;
         }
         cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock; h is home now */
