@@ -542,7 +542,7 @@ struct pend_arg {
 static void *pend_thread(void *vp)
 {
     struct pend_arg *a = vp;
-    uint32_t r = cr_arrive(a->tail, a->node, a->policy);
+    uint32_t r = cr_arrive(a->tail, a->node, a->policy, cr_pending_value(0));
     atomic_store(&a->result, (int)r);
     return NULL;
 }
@@ -582,9 +582,9 @@ static void test_pending_protocol(void)
          *    linking; the grantee's word says RETRY */
         memset(&h, 0, sizeof h);
         memset(&a, 0, sizeof a);
-        atomic_store(&h.locked, CR_PENDING);
+        atomic_store(&h.locked, cr_pending_value(0));
         atomic_store(&tail, &h);
-        CHECK_EQ(cr_arrive(&tail, &a, pol), CR_STOLE);
+        CHECK_EQ(cr_arrive(&tail, &a, pol, cr_pending_value(0)), CR_STOLE);
         CHECK_EQ(atomic_load(&h.locked), CR_RETRY);
         CHECK(atomic_load(&h.next) == NULL, "take-over linked behind the pending grantee");
         CHECK(atomic_load(&tail) == &a, "take-over: the arrival is not the tail");
@@ -603,6 +603,19 @@ static void test_pending_protocol(void)
         } else
             return; /* the watchdog reports the stuck thread */
 
+        /* 2b. an arrival whose key differs (mcscrn: another NUMA node) may
+         *     not take over: it links and waits like behind an owner */
+        memset(&h, 0, sizeof h);
+        memset(&a, 0, sizeof a);
+        atomic_store(&h.locked, cr_pending_value(1));
+        atomic_store(&tail, &h);
+        if (pend_start(&th, &arg, &tail, &a, &h, pol)) { /* the thread's key is 0 */
+            CHECK_EQ(atomic_load(&h.locked), cr_pending_value(1));
+            cr_grant(&a, pol);
+            CHECK_EQ(pend_result(th, &arg), 0);
+        } else
+            return;
+
         /* 3. a waiter granted pending claims the lock: word 0, result 0 */
         memset(&o, 0, sizeof o);
         memset(&h, 0, sizeof h);
@@ -614,7 +627,7 @@ static void test_pending_protocol(void)
             while (!(atomic_load(&h.locked) & LL_PARKED) && th_now_ns() < deadline)
                 usleep(1000);
         }
-        cr_grant_pending(&h, pol);
+        cr_grant_pending(&h, cr_pending_value(0), pol);
         CHECK_EQ(pend_result(th, &arg), 0);
         CHECK_EQ(atomic_load(&h.locked), 0);
 

@@ -27,7 +27,7 @@ struct cr_node {
     _Atomic(struct cr_node *) next; /* MCS link (written by the next arrival, or by the owner when grafting) */
     _Atomic uint32_t locked;        /* waiting word: 1 = wait, 0 = granted (bit 31 = policy) */
     int numa;                       /* mcscrn: NUMA node of the waiter when it arrived */
-    bool retried;                   /* mcscr/mcscrn: arriving again after a take-over (next grant outright) */
+    bool retried;                   /* mcscr: arriving again after a take-over (next grant outright) */
     struct cr_node *ps_prev, *ps_next; /* list links, owner-only */
 };
 _Static_assert(sizeof(struct cr_node) <= LL_NODE_BYTES, "cr node too large");
@@ -176,30 +176,42 @@ static inline void cr_link_wait_step(int policy)
  *    loaded, the working set of tests/test_malthus.c grew from ~15 to ~27
  *    of 32.) */
 #define CR_RETRY 2u   /* word: your pending grant was taken over; arrive again */
-#define CR_PENDING 3u /* word: you hold the lock unless an arrival takes it over first */
+#define CR_PENDING 3u /* word >= this: you hold the lock unless an arrival takes it over first */
 #define CR_STOLE 4u   /* cr_arrive's result: took the lock over from a pending grantee */
 
-/* One arrival: enqueue n and wait for the lock.  Returns 0 when n holds the
+#define CR_NO_TAKE 0u   /* cr_arrive's take for a lock that never grants pending */
+
+/* The pending value for key k (any k < 2^30): an arrival may take over only
+ * a pending grant whose value equals its own.  mcscr uses one key (0); the
+ * key lets a lock restrict take-overs to a class of arrivals (tried for
+ * mcscrn's NUMA nodes; see mcscrn.c for why it does not use them). */
+static inline uint32_t cr_pending_value(int key)
+{
+    return CR_PENDING + (uint32_t)(key < 0 ? 0 : key & 0x3fffffff);
+}
+
+/* One arrival: enqueue n and wait for the lock.  take is the pending value
+ * (cr_pending_value) this arrival may take over.  Returns 0 when n holds the
  * lock, CR_STOLE when n holds it by taking over a pending grant (the caller,
  * now the owner, may count it), CR_RETRY when n's own pending grant was
  * taken over (its node is then in no list and on no chain: arrive again). */
-static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node *n, int policy)
+static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node *n, int policy, uint32_t take)
 {
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
     struct cr_node *pred = atomic_exchange_explicit(tail, n, memory_order_acq_rel);
     if (!pred)
         return 0;
-    if (atomic_load_explicit(&pred->locked, memory_order_relaxed) == CR_PENDING) {
-        uint32_t expect = CR_PENDING;
+    if (take != CR_NO_TAKE && atomic_load_explicit(&pred->locked, memory_order_relaxed) == take) {
+        uint32_t expect = take;
         if (atomic_compare_exchange_strong_explicit(&pred->locked, &expect, CR_RETRY, memory_order_acquire,
                                                     memory_order_relaxed))
             return CR_STOLE;
     }
     atomic_store_explicit(&pred->next, n, memory_order_release);
     uint32_t v = ll_wait_while(&n->locked, 1, policy);
-    if (v == CR_PENDING) {
-        uint32_t expect = CR_PENDING;
+    if (v >= CR_PENDING) {
+        uint32_t expect = v;
         if (atomic_compare_exchange_strong_explicit(&n->locked, &expect, 0, memory_order_acquire,
                                                     memory_order_acquire))
             return 0;
@@ -209,8 +221,8 @@ static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node
 }
 
 /* Pending grant of the lock to t, which the caller has just made the tail
- * (see above). */
-static inline void cr_grant_pending(struct cr_node *t, int policy) { ll_wake(&t->locked, CR_PENDING, policy); }
+ * (see above), that arrivals with the same pending value may take over. */
+static inline void cr_grant_pending(struct cr_node *t, uint32_t value, int policy) { ll_wake(&t->locked, value, policy); }
 
 /* Take the lock only if the chain is empty. */
 static inline int cr_trylock(_Atomic(struct cr_node *) *tail, struct cr_node *n)
@@ -269,7 +281,7 @@ struct ll_cr_stats {
     uint64_t remote_culls; /* mcscrn: waiters moved to the remote list            */
     uint64_t home_changes; /* mcscrn: changes of the home NUMA node               */
     uint64_t handoffs;     /* loiter: direct hand-offs to an impatient standby    */
-    uint64_t steals;       /* mcscr/mcscrn: pending grants taken over by an arrival */
+    uint64_t steals;       /* mcscr: pending grants taken over by an arrival */
     unsigned passive;      /* current passive-set size                           */
     unsigned remote;       /* mcscrn: current remote-list size                    */
     int home;              /* mcscrn: current home node                            */

@@ -142,7 +142,7 @@ static int mcscr_lock(liblock_t *l, void *vnode)
     struct cr_node *n = vnode;
     uint32_t r;
     n->retried = false;
-    while ((r = cr_arrive(&s->tail, n, l->_wait)) == CR_RETRY)
+    while ((r = cr_arrive(&s->tail, n, l->_wait, cr_pending_value(0))) == CR_RETRY)
         n->retried = true; /* our pending grant was taken over: arrive again */
     if (r == CR_STOLE)
         s->steals++; /* we own the lock: owner-only counter */
@@ -201,7 +201,7 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
             if (h->retried)
                 cr_grant(h, pol); /* taken over once already in this lock(): outright (cr.h) */
             else
-                cr_grant_pending(h, pol);
+                cr_grant_pending(h, cr_pending_value(0), pol);
             return 0;
         }
         cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock */
