@@ -138,7 +138,7 @@ static inline void cr_link_wait_step(int policy)
 /* Waiting-word values besides 1 (wait) and 0 (granted), and cr_arrive's
  * extra return value.
  *
- * Pending grants (mcscr and mcscrn reprovisioning; not in the paper).  On a
+ * Pending grants (mcscr's reprovisioning; not in the paper).  On a
  * deficit the owner makes a passive node h the tail and stores CR_PENDING in
  * h's word instead of 0: h holds the lock, but only until it claims it.
  * Either h claims it (CAS PENDING -> 0 when it sees the value), or the first
