@@ -603,7 +603,7 @@ static void test_pending_protocol(void)
         } else
             return; /* the watchdog reports the stuck thread */
 
-        /* 2b. an arrival whose key differs (mcscrn: another NUMA node) may
+        /* 2b. an arrival whose key differs (a grant reserved for another class) may
          *     not take over: it links and waits like behind an owner */
         memset(&h, 0, sizeof h);
         memset(&a, 0, sizeof a);
