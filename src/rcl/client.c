@@ -69,9 +69,13 @@ static _Atomic unsigned ids_watermark, ids_inuse;
 static _Atomic unsigned cpus_gen = 1;
 static int affinity_on = 1;
 
+unsigned rcl_yield_every = 1024;
+
 static void ids_init(void)
 {
     ids_cap = (unsigned)ll_env_long("LIBLOCK_RCL_SLOTS", 4096, 1, 1L << 20);
+    long ye = ll_env_long("LIBLOCK_RCL_YIELD_EVERY", 1024, 0, 1L << 30);
+    rcl_yield_every = ye ? (unsigned)ye : UINT32_MAX;
     ids_bits = calloc((ids_cap + 63) / 64, sizeof *ids_bits);
     if (!ids_bits)
         ids_cap = 0;
@@ -297,10 +301,19 @@ void *rcl_execute(liblock_t *l, void *(*cs)(void *), void *arg)
             return NULL;
         }
     }
-    struct rcl_slot *r = post(s, lk, cs, arg, l->_wait);
+    int policy = l->_wait;
+    struct rcl_slot *r = post(s, lk, cs, arg, policy);
     if (LL_UNLIKELY(!r))
         return NULL;
-    return r->ret;
+    void *ret = r->ret;
+    /* Pacing of spinning clients (see "Pacing" above): every
+     * rcl_yield_every completed requests, give the CPU to another runnable
+     * thread, if there is one. */
+    if (policy == LIBLOCK_WAIT_SPIN && LL_UNLIKELY(++t->since_yield >= rcl_yield_every)) {
+        t->since_yield = 0;
+        ll_yield();
+    }
+    return ret;
 }
 
 int rcl_lock_lock(liblock_t *l, void *node)
