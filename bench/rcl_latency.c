@@ -5,15 +5,19 @@
  *
  * Latency: one client pinned on CPU C, the server on CPU S (defaults 0 and
  * the last CPU).  Each round: probe (C<->S) | N execute() with an empty CS |
- * N execute() with a CS that increments 5 shared lines | probe.  The server
+ * N execute() with a CS that increments 5 shared lines | probe.  The 5
+ * lines are touched only by the CS, so they stay in the server's cache.  The server
  * is idle-parked during the probes (the bench sleeps past LIBLOCK_RCL_IDLE_US
  * first), so the probe's responder gets CPU S.  Reported per round: ns per
  * CS and the ratio to the mean of the two probes; then the median, min and
  * max of the ratios over the rounds.
  *
  * Throughput: T client threads (1..64) all pinned on CPU C run execute() in
- * a loop for a fixed time; reported: million CSs per second and the
- * max/min ratio of per-thread counts, for the spin and yield policies.
+ * a loop for a fixed time; reported: million CSs per second, the max/min
+ * ratio of per-thread counts (the raw balance), of per-thread CPU times
+ * (CLOCK_THREAD_CPUTIME_ID: how evenly the scheduler split CPU C) and of
+ * per-thread CSs per CPU-second (how evenly the server served the clients
+ * while they ran), for the spin and yield policies.
  *
  * -f runs the latency part (client and both probe threads) under SCHED_FIFO
  * priority 1, below the server's threads, so that other processes on a
@@ -34,7 +38,14 @@
 struct lines {
     _Alignas(64) volatile long v[8];
 };
-static struct lines data[5];
+/* The 5 lines only the server touches (through the CS).  128-byte aligned
+ * and padded to a whole number of 128-byte pairs, so that no variable the
+ * client reads shares an adjacent-line-prefetch pair with them. */
+static struct {
+    struct lines l[5];
+    char pad[64];
+} __attribute__((aligned(128))) five;
+#define data five.l
 static _Alignas(64) liblock_t lock;   /* on its own line: the CS never writes it */
 static _Alignas(64) volatile long counter;
 

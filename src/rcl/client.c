@@ -25,6 +25,16 @@
  * (server.c, "Idle parking").  A servicing thread always yields while it
  * waits for another server, so its own server's other threads can run.
  *
+ * Pacing (not in the thesis).  A spin-policy client of execute() calls
+ * sched_yield() once every rcl_yield_every (LIBLOCK_RCL_YIELD_EVERY, 1024)
+ * completed requests, after the reply, so never with a request pending.
+ * Alone on its CPU the call returns at once (~1 us per 1024 CSs); with
+ * other spinning clients on the CPU it hands the CPU over, so they take
+ * turns every ~1024 CSs instead of every scheduler slice, and their CS
+ * counts over short intervals stay balanced (measured: max/min 2-3x
+ * without pacing at 32-64 clients on one CPU, ~1.3x with it).  The count
+ * is thread-local: no shared write.
+ *
  * Local path (a servicing thread calling a lock of its OWN server:
  * nesting): local CAS on is_locked, sched_yield() while it is held so that
  * the holder (another servicing thread) can finish, run inline, release.

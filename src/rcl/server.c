@@ -53,7 +53,9 @@
  * it exits; client.c).  Client: write lock, ctx, then fn (release).  Server:
  * read fn (acquire); run; write ret, then clear fn (release); the client's
  * acquire load of fn == NULL makes ret and the CS's effects visible.  The
- * scan stops at the id watermark (1 + highest id in use).
+ * scan stops at the id watermark (1 + highest id in use).  After a scan
+ * that found nothing the servicing thread pauses once (serve_loop), so an
+ * idle server does not flood the clients' lines with reads.
  *
  * ---- Invariants and the argument for local atomics ----------------------
  * (I1) lock->is_locked, server->busy[], n_free, n_servicing, is_alive,
