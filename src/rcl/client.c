@@ -25,7 +25,8 @@
  * (server.c, "Idle parking").  A servicing thread always yields while it
  * waits for another server, so its own server's other threads can run.
  *
- * Pacing (not in the thesis).  A spin-policy client of execute() calls
+ * Pacing (not in the thesis).  A spin-policy client of execute() (not a
+ * servicing thread: those are scheduled by their server) calls
  * sched_yield() once every rcl_yield_every (LIBLOCK_RCL_YIELD_EVERY, 1024)
  * completed requests, after the reply, so never with a request pending.
  * Alone on its CPU the call returns at once (~1 us per 1024 CSs); with
@@ -319,7 +320,7 @@ void *rcl_execute(liblock_t *l, void *(*cs)(void *), void *arg)
     /* Pacing of spinning clients (see "Pacing" above): every
      * rcl_yield_every completed requests, give the CPU to another runnable
      * thread, if there is one. */
-    if (policy == LIBLOCK_WAIT_SPIN && LL_UNLIKELY(++t->since_yield >= rcl_yield_every)) {
+    if (policy == LIBLOCK_WAIT_SPIN && LL_UNLIKELY(++t->since_yield >= rcl_yield_every) && !t->my_server) {
         t->since_yield = 0;
         ll_yield();
     }
