@@ -325,15 +325,15 @@ static void serve_loop(struct rcl_server *s, struct rcl_sthread *me)
             continue;
         }
         /* Nothing was pending: pause once before the next pass.  Without
-         * it the pass loop issues a read of the client's line every few
-         * cycles, and those reads compete with the client's stores of its
-         * next request for ownership of the line; measured on the 2-CPU
-         * development VM (bench/rcl_latency, BENCHMARKS.md) the unpaused
-         * loop made the round trip depend on the phase of the client's
-         * own pause loop (0.8x to 1.65x the probe from one run to the
-         * next, an empty CS and a 5-line CS differing by up to 0.3x),
-         * the paused one keeps it near 1.0-1.1x for both.  Only an empty
-         * pass pauses, so a loaded server never slows down. */
+         * it the pass loop re-reads the client's line every few cycles
+         * (probably competing with the client's stores of its next request
+         * for the line).  Measured on the 2-CPU development VM
+         * (bench/rcl_latency, docs/rcl.md "Speed"): the unpaused loop made
+         * the round trip depend on the phase of the client's own pause
+         * loop (0.8x to 1.8x the probe from one run to the next, an empty
+         * CS and a 5-line CS differing by up to 0.3x); the paused one
+         * keeps both at a median of ~1.07x.  Only an empty pass pauses,
+         * so a loaded server never slows down. */
         ll_pause();
         if (s->idle_cycles && (++empty & 255) == 0) {
             uint64_t now = ll_cycles();
