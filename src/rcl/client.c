@@ -29,7 +29,7 @@
  * servicing thread: those are scheduled by their server) calls
  * sched_yield() once every rcl_yield_every (LIBLOCK_RCL_YIELD_EVERY, 1024)
  * completed requests, after the reply, so never with a request pending.
- * Alone on its CPU the call returns at once (~1 us per 1024 CSs); with
+ * Alone on its CPU the call returns at once (~0.5 us per 1024 CSs); with
  * other spinning clients on the CPU it hands the CPU over, so they take
  * turns every ~1024 CSs instead of every scheduler slice, and their CS
  * counts over short intervals stay balanced (measured: max/min 2-3x
