@@ -5,15 +5,19 @@
  *
  * Latency: one client pinned on CPU C, the server on CPU S (defaults 0 and
  * the last CPU).  Each round: probe (C<->S) | N execute() with an empty CS |
- * N execute() with a CS that increments 5 shared lines | probe.  The server
+ * N execute() with a CS that increments 5 shared lines | probe.  The 5
+ * lines are touched only by the CS, so they stay in the server's cache.  The server
  * is idle-parked during the probes (the bench sleeps past LIBLOCK_RCL_IDLE_US
  * first), so the probe's responder gets CPU S.  Reported per round: ns per
  * CS and the ratio to the mean of the two probes; then the median, min and
  * max of the ratios over the rounds.
  *
  * Throughput: T client threads (1..64) all pinned on CPU C run execute() in
- * a loop for a fixed time; reported: million CSs per second and the
- * max/min ratio of per-thread counts, for the spin and yield policies.
+ * a loop for a fixed time; reported: million CSs per second, the max/min
+ * ratio of per-thread counts (the raw balance), of per-thread CPU times
+ * (CLOCK_THREAD_CPUTIME_ID: how evenly the scheduler split CPU C) and of
+ * per-thread CSs per CPU-second (how evenly the server served the clients
+ * while they ran), for the spin and yield policies.
  *
  * -f runs the latency part (client and both probe threads) under SCHED_FIFO
  * priority 1, below the server's threads, so that other processes on a
@@ -26,6 +30,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "liblock.h"
 #include "probe.h"
@@ -33,7 +38,14 @@
 struct lines {
     _Alignas(64) volatile long v[8];
 };
-static struct lines data[5];
+/* The 5 lines only the server touches (through the CS).  128-byte aligned
+ * and padded to a whole number of 128-byte pairs, so that no variable the
+ * client reads shares an adjacent-line-prefetch pair with them. */
+static struct {
+    struct lines l[5];
+    char pad[64];
+} __attribute__((aligned(128))) five;
+#define data five.l
 static _Alignas(64) liblock_t lock;   /* on its own line: the CS never writes it */
 static _Alignas(64) volatile long counter;
 
@@ -70,22 +82,33 @@ struct tp_arg {
     int cpu;
     volatile int *stop;
     long count;
+    double cpu_s; /* CPU time this thread received while it ran the loop */
     pthread_barrier_t *bar;
     liblock_t *l;
 };
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 static void *tp_thread(void *p)
 {
     struct tp_arg *a = p;
     probe_pin(a->cpu);
     pthread_barrier_wait(a->bar);
     long c = 0;
+    double c0 = thread_cpu_s();
     while (!__atomic_load_n(a->stop, __ATOMIC_RELAXED)) {
         liblock_execute(a->l, cs_count, NULL);
         c++;
     }
+    a->cpu_s = thread_cpu_s() - c0;
     a->count = c;
     return NULL;
 }
+
+static double ratio(double mx, double mn) { return mn > 0 ? mx / mn : 0.0; }
 
 static void throughput(int ccpu, liblock_server_t *srv, int policy, int nthreads, int ms)
 {
@@ -103,25 +126,35 @@ static void throughput(int ccpu, liblock_server_t *srv, int policy, int nthreads
     volatile int stop = 0;
     counter = 0;
     for (int i = 0; i < nthreads; i++) {
-        a[i] = (struct tp_arg){ccpu, &stop, 0, &bar, &l};
+        a[i] = (struct tp_arg){ccpu, &stop, 0, 0.0, &bar, &l};
         pthread_create(&th[i], NULL, tp_thread, &a[i]);
     }
     pthread_barrier_wait(&bar);
     uint64_t t0 = probe_now_ns();
     usleep((useconds_t)ms * 1000);
     __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-    long total = 0, mx = 0, mn = -1;
+    long total = 0;
+    double mx = 0, mn = -1, cmx = 0, cmn = -1, rmx = 0, rmn = -1;
     for (int i = 0; i < nthreads; i++) {
         pthread_join(th[i], NULL);
         total += a[i].count;
-        if (a[i].count > mx)
-            mx = a[i].count;
-        if (mn < 0 || a[i].count < mn)
-            mn = a[i].count;
+        double c = (double)a[i].count, cpu = a[i].cpu_s, rate = cpu > 0 ? c / cpu : 0;
+        mx = c > mx ? c : mx;
+        mn = mn < 0 || c < mn ? c : mn;
+        cmx = cpu > cmx ? cpu : cmx;
+        cmn = cmn < 0 || cpu < cmn ? cpu : cmn;
+        rmx = rate > rmx ? rate : rmx;
+        rmn = rmn < 0 || rate < rmn ? rate : rmn;
     }
     double secs = (double)(probe_now_ns() - t0) / 1e9;
-    printf("  %-5s %2d threads: %7.3f M CS/s  max/min %s%.2f\n", liblock_wait_name(policy), nthreads,
-           (double)total / secs / 1e6, mn > 0 ? "" : "inf ", mn > 0 ? (double)mx / (double)mn : 0.0);
+    /* count max/min is the raw per-client balance; a client cannot complete
+     * more CSs than its share of the CPU allows, so the CPU-time max/min and
+     * the CS-per-CPU-second max/min separate the scheduler's split of the
+     * client CPU from the server's treatment of the clients. */
+    printf("  %-5s %2d threads: %7.3f M CS/s  count max/min %5.2f  cpu-time max/min %5.2f  "
+           "CS/cpu-s max/min %5.2f\n",
+           liblock_wait_name(policy), nthreads, (double)total / secs / 1e6, ratio(mx, mn), ratio(cmx, cmn),
+           ratio(rmx, rmn));
     liblock_destroy(&l);
     pthread_barrier_destroy(&bar);
 }

@@ -119,6 +119,7 @@ struct rcl_tls {
     struct rcl_lock *held[RCL_MAX_HELD]; /* locks held locally (servicing thread) */
     int nheld;
     int cond_mode;                /* how cond_release released: 1 api hold, 2 local held */
+    unsigned since_yield;         /* spin requests completed since this thread last yielded */
     struct ll_exit_hook hook;
 };
 extern __thread struct rcl_tls rcl_tls __attribute__((tls_model("initial-exec")));
@@ -127,6 +128,7 @@ void rcl_ids_fork_prepare(void);
 void rcl_ids_fork_parent(void);
 void rcl_ids_fork_child(void);
 unsigned rcl_slot_capacity(void);
+extern unsigned rcl_yield_every;      /* pacing of spin clients (LIBLOCK_RCL_YIELD_EVERY) */
 unsigned rcl_client_watermark(void);  /* 1 + highest client id in use */
 unsigned rcl_clients_in_use(void);
 int rcl_client_id(void);              /* this thread's id, allocating it; -1 + EAGAIN when full */

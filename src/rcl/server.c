@@ -53,7 +53,9 @@
  * it exits; client.c).  Client: write lock, ctx, then fn (release).  Server:
  * read fn (acquire); run; write ret, then clear fn (release); the client's
  * acquire load of fn == NULL makes ret and the CS's effects visible.  The
- * scan stops at the id watermark (1 + highest id in use).
+ * scan stops at the id watermark (1 + highest id in use).  After a scan
+ * that found nothing the servicing thread pauses once (serve_loop), so an
+ * idle server does not flood the clients' lines with reads.
  *
  * ---- Invariants and the argument for local atomics ----------------------
  * (I1) lock->is_locked, server->busy[], n_free, n_servicing, is_alive,
@@ -322,6 +324,17 @@ static void serve_loop(struct rcl_server *s, struct rcl_sthread *me)
             empty = 0;
             continue;
         }
+        /* Nothing was pending: pause once before the next pass.  Without
+         * it the pass loop re-reads the client's line every few cycles
+         * (probably competing with the client's stores of its next request
+         * for the line).  Measured on the 2-CPU development VM
+         * (bench/rcl_latency, docs/rcl.md "Speed"): the unpaused loop made
+         * the round trip depend on the phase of the client's own pause
+         * loop (0.8x to 1.8x the probe from one run to the next, an empty
+         * CS and a 5-line CS differing by up to 0.3x); the paused one
+         * keeps both at a median of ~1.07x.  Only an empty pass pauses,
+         * so a loaded server never slows down. */
+        ll_pause();
         if (s->idle_cycles && (++empty & 255) == 0) {
             uint64_t now = ll_cycles();
             if (!idle_since) {
