@@ -77,6 +77,7 @@
  * Condition variables: supported (it is an ordinary lock; generic path).
  */
 #include "../internal.h"
+#include "deferred_wake.h"
 
 #include <stdlib.h>
 
@@ -85,8 +86,11 @@ enum { TP_INIT = 0, TP_AVAILABLE = 1, TP_WAITING = 2, TP_TIMED_OUT = 3, TP_FAILE
 struct tp_node {
     _Atomic(struct tp_node *) next;
     _Atomic uint64_t time; /* cycles */
-    _Atomic uint32_t status;
+    _Atomic uint32_t status; /* TP_*, LL_PARKED added by a parked waiter */
     const void *last_lock;
+    /* parked list (spin-then-park); written and read by lock holders only */
+    struct tp_node *plink;
+    uint64_t parked_at; /* cycles, when a holder took it off the queue */
 };
 _Static_assert(sizeof(struct tp_node) <= LL_NODE_BYTES, "mcs-tp node too large");
 
@@ -94,9 +98,11 @@ struct tp_lock {
     LL_ALIGNED _Atomic(struct tp_node *) tail;
     /* second line: written once per acquisition, read by waiters */
     LL_ALIGNED _Atomic uint64_t cs_start;               /* cycles */
-    uint64_t max_cs, update_delay, patience;            /* cycles, read-only after init */
+    uint64_t max_cs, update_delay, patience, max_park;  /* cycles, read-only after init */
     int fix;
-    _Atomic unsigned long timeouts, failed; /* statistics, for tests */
+    /* parked list, oldest first: the lock holder's (see the header) */
+    struct tp_node *park_head, *park_tail;
+    _Atomic unsigned long timeouts, failed, parks, wakes; /* statistics, for tests */
 };
 
 static inline int64_t since(uint64_t now, uint64_t t) { return (int64_t)(now - t); }
@@ -108,10 +114,12 @@ static int tp_init(liblock_t *l, const liblock_attr_t *attr)
     s->max_cs = ll_ns_to_cycles((uint64_t)ll_env_long("LIBLOCK_MCSTP_MAX_CS_TIME_NS", 10000000L, 1, 1L << 40));
     s->update_delay = ll_ns_to_cycles((uint64_t)ll_env_long("LIBLOCK_MCSTP_UPDATE_DELAY_NS", 10000L, 1, 1L << 40));
     s->patience = ll_ns_to_cycles((uint64_t)ll_env_long("LIBLOCK_MCSTP_PATIENCE_NS", 50000L, 1, 1L << 40));
+    s->max_park = ll_ns_to_cycles((uint64_t)ll_env_long("LIBLOCK_MCSTP_MAX_PARK_NS", 1000000L, 1, 1L << 40));
     s->fix = ll_env_long("LIBLOCK_MCSTP_UNSAFE_DISABLE_FIX", 0, 0, 1) ? 0 : 1;
     if (!s->fix)
         ll_warn_once("mcstp-nofix", "liblock: mcs-tp: LIBLOCK_MCSTP_UNSAFE_DISABLE_FIX=1: the last_lock fix is off "
                                     "(test use only; the lock can deadlock)");
+    s->park_head = s->park_tail = NULL;
     atomic_store_explicit(&s->tail, NULL, memory_order_release);
     return 0;
 }
@@ -164,6 +172,23 @@ static int tp_attempt(liblock_t *l, struct tp_lock *s, struct tp_node *n)
         while (atomic_load_explicit(&n->status, memory_order_acquire) == TP_WAITING) {
             uint64_t now = ll_cycles();
             atomic_store_explicit(&n->time, now, memory_order_relaxed);
+            if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
+                if (since(now, start) <= (int64_t)ll_spin_budget_cycles()) {
+                    ll_pause();
+                    continue;
+                }
+                /* Park: announce it in the status word, so that releasers
+                 * skip this node, and sleep until a holder replaces the
+                 * word (FAILED: try again; AVAILABLE if a releaser handed
+                 * over just before the CAS).  No time-out while parked. */
+                uint32_t w = TP_WAITING;
+                if (!atomic_compare_exchange_strong_explicit(&n->status, &w, TP_WAITING | LL_PARKED,
+                                                             memory_order_acq_rel, memory_order_acquire))
+                    break; /* handed over or removed meanwhile */
+                atomic_fetch_add_explicit(&s->parks, 1, memory_order_relaxed);
+                ll_wait_while(&n->status, TP_WAITING, LIBLOCK_WAIT_PARK);
+                break;
+            }
             if (since(now, start) <= (int64_t)s->patience) {
                 ll_wait_step(policy);
                 continue;
@@ -205,58 +230,142 @@ static int tp_trylock(liblock_t *l, void *vnode)
     return 0;
 }
 
-/* Mark the passed-over nodes from `from` up to (not including) `until`
- * FAILED; until == NULL: up to the end of the chain. */
-static void mark_failed(struct tp_node *from, struct tp_node *until)
+/* ---- the parked list (holder only) ---- */
+static void park_push(struct tp_lock *s, struct tp_node *m, uint64_t now)
 {
-    struct tp_node *n = from;
-    while (n && n != until) {
-        struct tp_node *nx = atomic_load_explicit(&n->next, memory_order_acquire);
-        atomic_store_explicit(&n->status, TP_FAILED, memory_order_release);
-        n = nx;
+    m->plink = NULL;
+    m->parked_at = now;
+    if (s->park_tail)
+        s->park_tail->plink = m;
+    else
+        s->park_head = m;
+    s->park_tail = m;
+}
+
+static struct tp_node *park_pop(struct tp_lock *s)
+{
+    struct tp_node *m = s->park_head;
+    if (m && !(s->park_head = m->plink))
+        s->park_tail = NULL;
+    return m;
+}
+
+static void park_unpop(struct tp_lock *s, struct tp_node *m)
+{
+    if (!(m->plink = s->park_head))
+        s->park_tail = m;
+    s->park_head = m;
+}
+
+/* Tell m's owner that its node is out of the queue (FAILED: try again),
+ * waking it if it parked; the futex_wake is deferred.  Release: the
+ * caller's reads of m (its next) come before the owner reuses it. */
+static void tell_failed(struct tp_lock *s, struct tp_node *m, struct ll_deferred_wakes *dw)
+{
+    uint32_t old = atomic_exchange_explicit(&m->status, TP_FAILED, memory_order_acq_rel);
+    if (old & LL_PARKED) {
+        atomic_fetch_add_explicit(&s->wakes, 1, memory_order_relaxed);
+        if (dw->n < LL_DEFER_MAX)
+            dw->w[dw->n++] = &m->status;
+        else
+            ll_futex_wake(&m->status, 1 << 30);
     }
+}
+
+/* m was passed over, its next has been read and it is not the tail: it is
+ * out of the queue.  A parked owner stays asleep and its node goes to the
+ * parked list; any other owner is told FAILED.  The owner may turn WAITING
+ * into PARKED or TIMED_OUT (or TIMED_OUT back into WAITING) meanwhile:
+ * retry the CAS on the value seen. */
+static void pass_over(struct tp_lock *s, struct tp_node *m)
+{
+    for (;;) {
+        uint32_t st = atomic_load_explicit(&m->status, memory_order_acquire);
+        if (st & LL_PARKED) {
+            park_push(s, m, ll_cycles());
+            return;
+        }
+        if (atomic_compare_exchange_weak_explicit(&m->status, &st, TP_FAILED, memory_order_release,
+                                                  memory_order_relaxed))
+            return;
+    }
+}
+
+/* cur has no successor: try to free the lock (CAS tail cur -> nil).  The
+ * parked list must be left as the next holder will find it before that
+ * CAS, so the oldest parked node (if any) is taken off first and, once the
+ * lock is free, woken to try again (it is put back if the CAS fails). */
+static int try_free(struct tp_lock *s, struct tp_node *cur, struct ll_deferred_wakes *dw)
+{
+    struct tp_node *w = park_pop(s);
+    struct tp_node *expect = cur;
+    if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
+                                                memory_order_relaxed)) {
+        if (w)
+            tell_failed(s, w, dw);
+        return 1;
+    }
+    if (w)
+        park_unpop(s, w);
+    return 0;
+}
+
+static struct tp_node *wait_link(struct tp_node *cur, int policy)
+{
+    struct tp_node *nx;
+    unsigned spins = 0;
+    while (!(nx = atomic_load_explicit(&cur->next, memory_order_acquire))) {
+        /* the enqueuer is between its tail swap and its link; if it was
+         * preempted there, spinning would burn the rest of our slice */
+        if (policy == LIBLOCK_WAIT_YIELD || (policy == LIBLOCK_WAIT_SPIN_THEN_PARK && ++spins > 256))
+            ll_yield();
+        else
+            ll_pause();
+    }
+    return nx;
 }
 
 static int tp_unlock(liblock_t *l, void *vnode)
 {
     struct tp_lock *s = LL_STATE(l, struct tp_lock);
     struct tp_node *n = vnode;
-    int step = l->_wait == LIBLOCK_WAIT_YIELD ? LIBLOCK_WAIT_YIELD : LIBLOCK_WAIT_SPIN;
-    struct tp_node *succ = atomic_load_explicit(&n->next, memory_order_acquire);
-    if (!succ) {
-        struct tp_node *expect = n;
-        if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
-                                                    memory_order_relaxed))
-            return 0;
-        while (!(succ = atomic_load_explicit(&n->next, memory_order_acquire)))
-            ll_wait_step(step);
+    int policy = l->_wait;
+    struct ll_deferred_wakes dw;
+    dw.n = 0;
+    /* rotation: the oldest parked waiter has slept MAX_PARK: let it try
+     * again (before the lock changes hands: the list is the holder's) */
+    if (s->park_head && since(ll_cycles(), s->park_head->parked_at) > (int64_t)s->max_park)
+        tell_failed(s, park_pop(s), &dw);
+    struct tp_node *cur = atomic_load_explicit(&n->next, memory_order_acquire);
+    if (!cur) {
+        if (try_free(s, n, &dw))
+            goto out;
+        cur = wait_link(n, policy);
     }
-    struct tp_node *cur = succ;
     for (;;) {
         uint32_t st = atomic_load_explicit(&cur->status, memory_order_acquire);
         if (st == TP_WAITING &&
             since(ll_cycles(), atomic_load_explicit(&cur->time, memory_order_relaxed)) <= (int64_t)s->update_delay) {
             uint32_t w = TP_WAITING;
             if (atomic_compare_exchange_strong_explicit(&cur->status, &w, TP_AVAILABLE, memory_order_acq_rel,
-                                                        memory_order_relaxed)) {
-                mark_failed(succ, cur);
-                return 0;
-            }
+                                                        memory_order_relaxed))
+                goto out; /* handed over */
         }
         /* pass over cur */
         struct tp_node *nx = atomic_load_explicit(&cur->next, memory_order_acquire);
         if (!nx) {
-            struct tp_node *expect = cur;
-            if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
-                                                        memory_order_relaxed)) {
-                mark_failed(succ, NULL);
-                return 0;
+            if (try_free(s, cur, &dw)) {
+                tell_failed(s, cur, &dw); /* the lock is free: a parked owner is woken */
+                goto out;
             }
-            while (!(nx = atomic_load_explicit(&cur->next, memory_order_acquire)))
-                ll_wait_step(step);
+            nx = wait_link(cur, policy);
         }
+        pass_over(s, cur);
         cur = nx;
     }
+out:
+    ll_wake_flush(&dw);
+    return 0;
 }
 
 /* For tests: attempts that timed out (PATIENCE) and that were removed by a
@@ -269,12 +378,23 @@ unsigned long ll_mcstp_debug_timeouts(liblock_t *l, unsigned long *failed)
     return atomic_load_explicit(&s->timeouts, memory_order_relaxed);
 }
 
+/* For tests: times a waiter parked (spin-then-park), and times a releaser
+ * woke a parked waiter to try again. */
+unsigned long ll_mcstp_debug_parks(liblock_t *l, unsigned long *wakes)
+{
+    struct tp_lock *s = LL_STATE(l, struct tp_lock);
+    if (wakes)
+        *wakes = atomic_load_explicit(&s->wakes, memory_order_relaxed);
+    return atomic_load_explicit(&s->parks, memory_order_relaxed);
+}
+
 const struct ll_ops ll_ops_mcs_tp = {
     .name = "mcs-tp",
     .description = "MCS-TP: MCS queue lock with time-published waiters that skips preempted threads",
     .source = "seed 000 section 3.5, Algorithms 4-5 with the thesis's last_lock fix; He, Scherer and Scott, HiPC 2005",
     .props = LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
-    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD),
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
+                LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN,
     .state_size = sizeof(struct tp_lock),
     .node_size = sizeof(struct tp_node),
