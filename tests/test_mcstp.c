@@ -173,6 +173,8 @@ static void run_many(const char *label, int policy, int nthreads, long iters)
                   parks = ll_mcstp_debug_parks(&L, &wakes);
     printf("  %-36s %d threads x %ld: ok, %lu time-outs, %lu removals, %lu parks, %lu wake-ups\n", label, nthreads,
            iters, to, failed, parks, wakes);
+    /* every waiter that parked was woken by a holder (none left asleep) */
+    CHECK(parks == wakes, "%s: %lu parks but %lu wake-ups", label, parks, wakes);
     CHECK_EQ(liblock_destroy(&L), 0);
     free(ws);
 }

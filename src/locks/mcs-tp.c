@@ -8,12 +8,14 @@
  * (unlock), including the thesis's line 38 fix (digest 000 section 3.5).
  * Algorithm 5 is missing from the seed's text; the release below is
  * written from the algorithm's description in section 3.5 and the states
- * Algorithm 4 expects (FAILED = "you were removed from the queue").
+ * Algorithm 4 expects (FAILED = "you were removed from the queue").  The
+ * spin-then-park policy (parked waiters and the parked list) is ours.
  *
- * Node {next, time, status, last_lock}; status is INIT, AVAILABLE (you hold
- * the lock), WAITING, TIMED_OUT (left the queue by itself, node still
- * linked) or FAILED (removed by a releaser, node unlinked).  Lock {tail,
- * cs_start}.
+ * Node {next, time, status, last_lock, plink, parked_at}; status is INIT,
+ * AVAILABLE (you hold the lock), WAITING, TIMED_OUT (left the queue by
+ * itself, node still linked), FAILED (removed by a releaser, node
+ * unlinked), or WAITING|PARKED (spin-then-park: asleep, skip me).  Lock
+ * {tail, cs_start, parked list head/tail}.
  *   one attempt (Algorithm 4's trylock; lock() repeats it until it wins):
  *     if not (status == TIMED_OUT and last_lock == this lock and
  *             CAS(status, TIMED_OUT, WAITING)):       -- reclaim our place
@@ -24,19 +26,32 @@
  *           FAILED    -> yield if the holder looks preempted
  *                        (now - cs_start > MAX_CS_TIME); last_lock = lock;
  *                        return failed
- *           WAITING   -> publish time; after PATIENCE, CAS(WAITING ->
+ *           WAITING   -> publish time;
+ *                        spin/yield: after PATIENCE, CAS(WAITING ->
  *                        TIMED_OUT); yield if the holder looks preempted;
  *                        last_lock = lock   <- line 38, the thesis's fix;
  *                        return failed
- *   unlock: walk the successors from node.next: a WAITING node whose time
- *     is fresh (now - time <= UPDATE_DELAY) gets CAS(WAITING -> AVAILABLE):
- *     the hand-over.  Every node passed over (TIMED_OUT, or WAITING with a
- *     stale time, or whose CAS failed) is unlinked; when the walk reaches a
- *     node without successor it tries CAS(tail, node, nil) (lock free) or
- *     waits for the successor to link itself.  Only after the hand-over (or
- *     the CAS to nil) does the releaser set FAILED in the passed-over nodes,
- *     reading each one's next before: FAILED tells the owner its node is no
- *     longer referenced, so the owner may re-enqueue it (and rewrite next).
+ *                        spin-then-park: after the spin budget
+ *                        (LIBLOCK_SPIN_NS), CAS(WAITING -> WAITING|PARKED)
+ *                        and sleep on the status word until a holder
+ *                        replaces it (no time-out while parked)
+ *   unlock: (spin-then-park) if the oldest parked node has slept more than
+ *     MAX_PARK, take it off the parked list and tell it FAILED (it wakes
+ *     and tries again).  Then walk the successors from node.next: a WAITING
+ *     node whose time is fresh (now - time <= UPDATE_DELAY) gets
+ *     CAS(WAITING -> AVAILABLE): the hand-over.  Every node passed over
+ *     (TIMED_OUT, parked, WAITING with a stale time, or whose CAS failed) is
+ *     unlinked as soon as the releaser has read its non-nil next: a parked
+ *     one goes to the tail of the parked list (its owner sleeps on), any
+ *     other is told FAILED.  A node without successor is passed over only
+ *     by freeing the lock, CAS(tail, node, nil): just before it the
+ *     releaser takes the oldest parked node off the list (put back if the
+ *     CAS fails), and after it tells that one and the last node FAILED
+ *     (waking them if parked); if the CAS fails it waits for the successor
+ *     to link itself (spin-then-park: yielding after a few hundred pauses,
+ *     in case the enqueuer was preempted between its swap and its link).
+ *     The futex_wake calls are made after the hand-over or the free
+ *     (deferred_wake.h).
  *
  * Why line 38 matters here: a node that timed out is still linked in the
  * queue.  The next attempt must reclaim that place (TIMED_OUT -> WAITING)
@@ -48,32 +63,76 @@
  * it for ever.  tests/test_mcstp.c shows this with the fix disabled by
  * LIBLOCK_MCSTP_UNSAFE_DISABLE_FIX=1 (for that test only; never set it).
  *
+ * Why spin-then-park (measured, BENCHMARKS.md): with more threads than
+ * cores, a spin or yield waiter is mostly not running.  Under yield each
+ * hand-over goes to a thread that still has to be scheduled (about one
+ * yield round of its CPU), and once the threads per CPU times the cost of
+ * a yield exceed UPDATE_DELAY most published times are stale: releasers
+ * remove most of the queue at every unlock and the removed waiters
+ * re-enqueue (test_mcstp, 64 threads: about 45 removals per critical
+ * section).  A parked waiter instead says so in its status word: a
+ * releaser moves it off the queue in O(1) and it does not come back until
+ * a holder wakes it, so the queue holds only waiters that are running, the
+ * hand-over goes to one of them, and each parked node costs one pass and
+ * one wake-up per park.
+ *
  * Invariants: tail is nil iff the lock is free; the nodes reachable from the
- * holder's node are WAITING or TIMED_OUT; a node is linked in at most one
- * queue position (that is what last_lock protects); a node's owner rewrites
- * its next only after seeing FAILED (unlinked) or AVAILABLE (head) or at a
- * fresh insertion when the node is in no queue; only the holder walks the
- * queue.
+ * holder's node are WAITING, TIMED_OUT or WAITING|PARKED; a node is linked
+ * in at most one queue position (that is what last_lock protects); only
+ * the holder walks the queue, and a passed-over node is never the tail
+ * (its next was non-nil) nor reachable from the new holder, so telling its
+ * owner FAILED before the hand-over is safe; a node's owner rewrites its
+ * next only after seeing FAILED (unlinked) or AVAILABLE (head) or at a
+ * fresh insertion when the node is in no queue.
+ * Parked list: read and written only by the lock holder (and by a
+ * releaser before it gives the lock away: hand-over CAS or free CAS);
+ * every node on it is WAITING|PARKED, out of the queue, its owner asleep
+ * in lock(); only a holder changes such a status (the owner's CASes all
+ * expect WAITING or TIMED_OUT, the hand-over CAS expects WAITING).
+ * No lost waiter: a queued node is eventually passed over or handed the
+ * lock, since each release either frees the lock after passing every
+ * queued node or hands over to a node behind all the ones it passed.  A
+ * parked node leaves the list only by a holder's FAILED + wake.  The list
+ * can be non-empty while the lock is free only right after a free that
+ * woke its oldest node W: W's owner is in lock() and re-enqueues, so either
+ * it takes the free lock or there is a holder; whoever holds next inherits
+ * the list, and every later free wakes one more node, every release after
+ * MAX_PARK the oldest.  So a parked waiter is woken while the lock is in
+ * use, within MAX_PARK of reaching the list's head.  When no thread is in
+ * lock() the list is empty (its nodes are threads asleep in lock()).
  * Orderings: the tail swap is acq_rel and pred.next = node is release,
  * paired with the releaser's acquire loads of next (as in MCS); the
  * hand-over CAS is acq_rel and the waiter's status load is acquire, so the
- * new holder sees the critical section; FAILED is a release store after the
- * releaser's last read of that node's next, paired with the owner's acquire
- * load; CAS(tail, node, nil) is release so the next holder that finds tail
- * nil sees the critical section.  Timestamps are heuristics: relaxed.
+ * new holder sees the critical section and the parked list; FAILED is a
+ * release RMW after the releaser's last read of that node's next, paired
+ * with the owner's acquire load; CAS(tail, node, nil) is release, after
+ * every write to the parked list, so the next holder (whose swap or
+ * trylock CAS on tail is acq_rel) sees both.  The park announcement is a
+ * CAS (acq_rel) on the status word, so a releaser either sees PARKED and
+ * must wake, or its own CAS/RMW wins and the owner never sleeps; the wake
+ * follows the waiting layer's protocol (internal.h): the owner sleeps in
+ * futex_wait(status, WAITING|PARKED), and the kernel re-checks the word.
+ * Timestamps (time, cs_start, parked_at) are heuristics: relaxed.
  *
  * Parameters (env, read at liblock_init; nanoseconds):
  *   LIBLOCK_MCSTP_MAX_CS_TIME_NS    10,000,000 (10 ms)  holder looks preempted
  *   LIBLOCK_MCSTP_UPDATE_DELAY_NS       10,000 (10 us)  waiter looks preempted
  *   LIBLOCK_MCSTP_PATIENCE_NS           50,000 (50 us)  time in queue before
- *                                                       timing out
- * Policies: spin and yield (a waiter must keep running to keep its
- * timestamp fresh, so parking is not offered).  Neither FIFO nor
- * starvation-free: waiters that look preempted are passed over.
+ *                                                       timing out (spin, yield)
+ *   LIBLOCK_MCSTP_MAX_PARK_NS        1,000,000 (1 ms)   a parked waiter older
+ *                                                       than this is woken to
+ *                                                       try again
+ *   and the library's LIBLOCK_SPIN_NS (20 us): spin phase before parking.
+ * Policies: spin (default), yield, spin-then-park (the one for more threads
+ * than cores).  Neither FIFO nor starvation-free: waiters that look
+ * preempted are passed over, and under spin-then-park running waiters get
+ * the lock before parked ones (MAX_PARK bounds how long one sleeps at the
+ * head of the parked list, not how often it is passed over).
  * liblock_trylock is a single CAS(tail, nil, node) (EBUSY if held or
  * queued), not Algorithm 4's patient attempt.  lock() returns only when it
  * holds the lock, so the node (the API's per-hold node) is never left in a
- * queue after the call: no per-thread state outlives a call.
+ * queue or on the parked list after the call: no per-thread state outlives
+ * a call.
  * Condition variables: supported (it is an ordinary lock; generic path).
  */
 #include "../internal.h"
