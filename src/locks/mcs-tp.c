@@ -60,8 +60,13 @@
  * value (nil for a new node), the attempt enqueues the node a second time
  * while it is still linked, and the queue gets a cycle (with one waiter,
  * swap returns the node itself and node.next = node): the next unlock walks
- * it for ever.  tests/test_mcstp.c shows this with the fix disabled by
- * LIBLOCK_MCSTP_UNSAFE_DISABLE_FIX=1 (for that test only; never set it).
+ * it for ever (unless, by luck, the owner sees the FAILED that the walking
+ * releaser writes into the node, re-inserts it and the releaser finds the
+ * lock free in that window).  tests/test_mcstp.c shows this with the fix
+ * disabled by LIBLOCK_MCSTP_UNSAFE_DISABLE_FIX=1 (for that test only; never
+ * set it): the lock deadlocks or, when it escapes, reports the double
+ * insertion (a swap that returned the node itself; counted, never happens
+ * with the fix).
  *
  * Why spin-then-park (measured, BENCHMARKS.md): with more threads than
  * cores, a spin or yield waiter is mostly not running.  Under yield each
@@ -162,6 +167,7 @@ struct tp_lock {
     /* parked list, oldest first: the lock holder's (see the header) */
     struct tp_node *park_head, *park_tail;
     _Atomic unsigned long timeouts, failed, parks, wakes; /* statistics, for tests */
+    _Atomic unsigned long self_pred; /* a node swapped in behind itself: only without the fix */
 };
 
 static inline int64_t since(uint64_t now, uint64_t t) { return (int64_t)(now - t); }
@@ -209,6 +215,8 @@ static int tp_attempt(liblock_t *l, struct tp_lock *s, struct tp_node *n)
         atomic_store_explicit(&n->status, TP_WAITING, memory_order_relaxed);
         atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
         struct tp_node *pred = atomic_exchange_explicit(&s->tail, n, memory_order_acq_rel);
+        if (LL_UNLIKELY(pred == n)) /* inserted twice (see line 38 above): counted for the test */
+            atomic_fetch_add_explicit(&s->self_pred, 1, memory_order_relaxed);
         if (!pred) {
             atomic_store_explicit(&n->status, TP_AVAILABLE, memory_order_relaxed);
             atomic_store_explicit(&s->cs_start, ll_cycles(), memory_order_relaxed);
@@ -435,6 +443,13 @@ unsigned long ll_mcstp_debug_timeouts(liblock_t *l, unsigned long *failed)
     if (failed)
         *failed = atomic_load_explicit(&s->failed, memory_order_relaxed);
     return atomic_load_explicit(&s->timeouts, memory_order_relaxed);
+}
+
+/* For tests: times a node was swapped into the queue while it was already
+ * its tail (the double insertion that the line 38 fix prevents). */
+unsigned long ll_mcstp_debug_double_inserts(liblock_t *l)
+{
+    return atomic_load_explicit(&LL_STATE(l, struct tp_lock)->self_pred, memory_order_relaxed);
 }
 
 /* For tests: times a waiter parked (spin-then-park), and times a releaser
