@@ -16,7 +16,7 @@
  *
  * usage: cr_quick [-r ROUNDS] [-t SECONDS] [-T THREADS,...] [ALGO[:POLICY][@LIBLOCK_VAR=VALUE]...]
  *   (a LIBLOCK_ variable given after @ is set only while that lock is
- *   initialised, e.g. mcscr:spin-then-park@LIBLOCK_MCSCR_WAKE_PARKED=1)
+ *   initialised, e.g. mcscr:spin-then-park@LIBLOCK_CR_FAIRNESS=0.01)
  *   default configurations: mcs:spin-then-park mcscr:spin-then-park posix
  *   default thread counts: 2,32
  */

@@ -21,6 +21,9 @@
  *  - condition variables: a bounded buffer (2 producers, 2 consumers),
  *    timedwait/clockwait timeouts with the mutex held on return, a
  *    CLOCK_MONOTONIC condvar, broadcast, a condvar with a robust mutex;
+ *  - C11 mtx_* and cnd_* (which glibc implements without going through
+ *    pthread_mutex_*): interposed, exact counts, recursive, timed, bad type,
+ *    thrd_* return codes, a condition-variable hand-off;
  *  - fork: the child unlocks what the forking thread held (including a lock
  *    another thread was queued on, and a recursive one held twice), takes
  *    locks other threads held, runs pthread_atfork handlers that lock and
@@ -30,6 +33,7 @@
 
 #include <dlfcn.h>
 #include <stdint.h>
+#include <threads.h>
 #include <sys/wait.h>
 
 #define NTHREADS 4
@@ -815,6 +819,144 @@ static void test_fork(void)
     CHECK_EQ(pthread_mutex_unlock(&f_atfork), 0);
 }
 
+/* ---------------------------------------------------------------- C11 threads */
+static mtx_t c11_m, c11_r, c11_t;
+static cnd_t c11_c;
+static long c11_count;
+static int c11_items, c11_taken, c11_sum;
+
+static int c11_worker(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < scale(20000); i++) {
+        if (i % 8 == 0) {
+            int r;
+            while ((r = mtx_trylock(&c11_m)) == thrd_busy)
+                thrd_yield();
+            if (r != thrd_success)
+                return r;
+        } else if (mtx_lock(&c11_m) != thrd_success)
+            return -1;
+        c11_count++;
+        mtx_unlock(&c11_m);
+    }
+    return 0;
+}
+
+static int c11_try_other(void *arg)
+{
+    return mtx_trylock(arg) == thrd_busy ? 0 : 1; /* held by the main thread */
+}
+
+static int c11_timed_other(void *arg)
+{
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    ts.tv_nsec += 30 * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return mtx_timedlock(arg, &ts) == thrd_timedout ? 0 : 1;
+}
+
+static int c11_consumer(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        mtx_lock(&c11_m);
+        while (c11_items == 0 && c11_taken < 1000)
+            cnd_wait(&c11_c, &c11_m);
+        if (c11_taken >= 1000) {
+            mtx_unlock(&c11_m);
+            return 0;
+        }
+        c11_items--;
+        c11_sum += ++c11_taken;
+        cnd_broadcast(&c11_c);
+        mtx_unlock(&c11_m);
+    }
+}
+
+/* glibc's mtx_* and cnd_* call its pthread functions internally, so they are
+ * interposed separately: check that they land on the algorithm and keep C11
+ * semantics and return codes. */
+static void test_c11(void)
+{
+    th_context = "C11 mtx";
+    CHECK_EQ(mtx_init(&c11_m, mtx_plain), thrd_success);
+    thrd_t t[NTHREADS];
+    int res;
+    for (int i = 0; i < NTHREADS; i++)
+        CHECK_EQ(thrd_create(&t[i], c11_worker, NULL), thrd_success);
+    for (int i = 0; i < NTHREADS; i++) {
+        thrd_join(t[i], &res);
+        CHECK_EQ(res, 0);
+    }
+    CHECK_EQ(c11_count, (long)NTHREADS * scale(20000));
+    CHECK(((pthread_mutex_t *)&c11_m)->__data.__list.__prev != NULL, "a C11 mutex is not interposed");
+
+    th_context = "C11 mtx_init";
+    mtx_t bad;
+    CHECK_EQ(mtx_init(&bad, 42), thrd_error);
+    CHECK_EQ(mtx_init(&bad, mtx_timed | 8), thrd_error);
+
+    th_context = "C11 recursive";
+    CHECK_EQ(mtx_init(&c11_r, mtx_plain | mtx_recursive), thrd_success);
+    CHECK_EQ(mtx_lock(&c11_r), thrd_success);
+    CHECK_EQ(mtx_lock(&c11_r), thrd_success);
+    CHECK_EQ(mtx_trylock(&c11_r), thrd_success);
+    thrd_t o;
+    CHECK_EQ(thrd_create(&o, c11_try_other, &c11_r), thrd_success);
+    thrd_join(o, &res);
+    CHECK(res == 0, "another thread's mtx_trylock on a held recursive mutex did not say thrd_busy");
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(mtx_unlock(&c11_r), thrd_success);
+    CHECK_EQ(mtx_trylock(&c11_r), thrd_success); /* free again after three unlocks */
+    CHECK_EQ(mtx_unlock(&c11_r), thrd_success);
+    mtx_destroy(&c11_r);
+
+    th_context = "C11 timed";
+    CHECK_EQ(mtx_init(&c11_t, mtx_timed), thrd_success);
+    CHECK_EQ(mtx_lock(&c11_t), thrd_success);
+    CHECK_EQ(thrd_create(&o, c11_timed_other, &c11_t), thrd_success);
+    thrd_join(o, &res);
+    CHECK(res == 0, "mtx_timedlock on a held mutex did not return thrd_timedout");
+    CHECK_EQ(mtx_unlock(&c11_t), thrd_success);
+    mtx_destroy(&c11_t);
+
+    th_context = "C11 cnd";
+    CHECK_EQ(cnd_init(&c11_c), thrd_success);
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    ts.tv_nsec += 20 * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    CHECK_EQ(mtx_lock(&c11_m), thrd_success);
+    CHECK_EQ(cnd_timedwait(&c11_c, &c11_m, &ts), thrd_timedout);
+    CHECK_EQ(mtx_trylock(&c11_m), thrd_busy); /* held again on return (not recursive) */
+    CHECK_EQ(mtx_unlock(&c11_m), thrd_success);
+    thrd_t cons[2];
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ(thrd_create(&cons[i], c11_consumer, NULL), thrd_success);
+    for (int produced = 0; produced < 1000; produced++) {
+        mtx_lock(&c11_m);
+        while (c11_items >= 4)
+            cnd_wait(&c11_c, &c11_m);
+        c11_items++;
+        cnd_broadcast(&c11_c);
+        mtx_unlock(&c11_m);
+    }
+    for (int i = 0; i < 2; i++)
+        thrd_join(cons[i], NULL);
+    CHECK_EQ(c11_taken, 1000);
+    CHECK_EQ(c11_sum, 1000 * 1001 / 2);
+    cnd_destroy(&c11_c);
+    mtx_destroy(&c11_m);
+}
+
 /* ---------------------------------------------------------------- child main */
 static int child(void)
 {
@@ -836,6 +978,7 @@ static int child(void)
     test_types();
     test_timed();
     test_cond();
+    test_c11();
     test_fork();
     char name[128];
     snprintf(name, sizeof name, "test_interpose[%s]", want ? want : "?");

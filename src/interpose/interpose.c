@@ -9,7 +9,7 @@
  *
  * What is replaced: pthread_mutex_{init,destroy,lock,trylock,timedlock,
  * clocklock,unlock} and pthread_cond_{init,destroy,wait,timedwait,clockwait,
- * signal,broadcast}.  (clocklock/clockwait are replaced too because
+ * signal,broadcast}, and the C11 mtx_* and cnd_* calls on top of them.  (clocklock/clockwait are replaced too because
  * libstdc++'s std::timed_mutex and std::condition_variable::wait_for call
  * them; leaving them to glibc would hand glibc a mutex it does not own.)
  * With LIBLOCK_SEM=fifo|mostly-lifo also sem_{init,destroy,wait,trywait,
@@ -1417,6 +1417,76 @@ LL_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, cons
 LL_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk, const struct timespec *abstime)
 {
     return cond_wait_cancel(c, m, 1, clk, abstime);
+}
+
+/* ---- C11 mtx_* and cnd_* ------------------------------------------------------
+ * glibc implements mtx_lock and friends with internal calls to its own
+ * pthread functions, so replacing pthread_mutex_* alone would leave every
+ * C11 mutex on glibc's lock.  We replace the C11 calls too and route them to
+ * the pthread entry points above: in glibc an mtx_t is a pthread_mutex_t
+ * and a cnd_t a pthread_cond_t (same size and layout, checked below), so a
+ * C11 mutex gets a wrapper exactly like a pthread one, and pass-through
+ * mutexes still reach glibc through the same path.  Error codes map to the
+ * thrd_* values as C11 (and glibc) define them. */
+#include <threads.h>
+
+_Static_assert(sizeof(mtx_t) == sizeof(pthread_mutex_t), "mtx_t is not a pthread_mutex_t");
+_Static_assert(sizeof(cnd_t) == sizeof(pthread_cond_t), "cnd_t is not a pthread_cond_t");
+
+static int thrd_result(int e)
+{
+    switch (e) {
+    case 0:
+        return thrd_success;
+    case EBUSY:
+        return thrd_busy;
+    case ETIMEDOUT:
+        return thrd_timedout;
+    case ENOMEM:
+        return thrd_nomem;
+    default:
+        return thrd_error;
+    }
+}
+
+LL_EXPORT int mtx_init(mtx_t *m, int type)
+{
+    int base = type & ~mtx_recursive;
+    if (!m || (base != mtx_plain && base != mtx_timed))
+        return thrd_error; /* as glibc: only plain or timed, optionally recursive */
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    if (type & mtx_recursive)
+        pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    int e = pthread_mutex_init((pthread_mutex_t *)m, &a);
+    pthread_mutexattr_destroy(&a);
+    return thrd_result(e);
+}
+
+LL_EXPORT int mtx_lock(mtx_t *m) { return thrd_result(pthread_mutex_lock((pthread_mutex_t *)m)); }
+LL_EXPORT int mtx_trylock(mtx_t *m) { return thrd_result(pthread_mutex_trylock((pthread_mutex_t *)m)); }
+LL_EXPORT int mtx_unlock(mtx_t *m) { return thrd_result(pthread_mutex_unlock((pthread_mutex_t *)m)); }
+
+LL_EXPORT int mtx_timedlock(mtx_t *restrict m, const struct timespec *restrict t)
+{
+    return thrd_result(pthread_mutex_timedlock((pthread_mutex_t *)m, t));
+}
+
+LL_EXPORT void mtx_destroy(mtx_t *m) { pthread_mutex_destroy((pthread_mutex_t *)m); }
+
+LL_EXPORT int cnd_init(cnd_t *c) { return thrd_result(pthread_cond_init((pthread_cond_t *)c, NULL)); }
+LL_EXPORT int cnd_signal(cnd_t *c) { return thrd_result(pthread_cond_signal((pthread_cond_t *)c)); }
+LL_EXPORT int cnd_broadcast(cnd_t *c) { return thrd_result(pthread_cond_broadcast((pthread_cond_t *)c)); }
+LL_EXPORT void cnd_destroy(cnd_t *c) { pthread_cond_destroy((pthread_cond_t *)c); }
+
+LL_EXPORT int cnd_wait(cnd_t *c, mtx_t *m)
+{
+    return thrd_result(pthread_cond_wait((pthread_cond_t *)c, (pthread_mutex_t *)m));
+}
+
+LL_EXPORT int cnd_timedwait(cnd_t *restrict c, mtx_t *restrict m, const struct timespec *restrict t)
+{
+    return thrd_result(pthread_cond_timedwait((pthread_cond_t *)c, (pthread_mutex_t *)m, t));
 }
 
 /* ---- sem_* (only with LIBLOCK_SEM) ------------------------------------------------

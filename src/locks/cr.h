@@ -27,6 +27,7 @@ struct cr_node {
     _Atomic(struct cr_node *) next; /* MCS link (written by the next arrival, or by the owner when grafting) */
     _Atomic uint32_t locked;        /* waiting word: 1 = wait, 0 = granted (bit 31 = policy) */
     int numa;                       /* mcscrn: NUMA node of the waiter when it arrived */
+    bool retried;                   /* mcscr/mcscrn: arriving again after a take-over (next grant outright) */
     struct cr_node *ps_prev, *ps_next; /* list links, owner-only */
 };
 _Static_assert(sizeof(struct cr_node) <= LL_NODE_BYTES, "cr node too large");
@@ -134,13 +135,54 @@ static inline void cr_link_wait_step(int policy)
  * acquire load of next, the grant goes through the waiting layer
  * (release/acquire), and freeing the lock is a release CAS on the tail. */
 
-/* Waiting-word value with which wake-parked mode sends a passive thread
- * back to arrive again instead of granting it the lock. */
-#define CR_RETRY 2u
+/* Waiting-word values besides 1 (wait) and 0 (granted), and cr_arrive's
+ * extra return value.
+ *
+ * Pending grants (mcscr and mcscrn reprovisioning; not in the paper).  On a
+ * deficit the owner makes a passive node h the tail and stores CR_PENDING in
+ * h's word instead of 0: h holds the lock, but only until it claims it.
+ * Either h claims it (CAS PENDING -> 0 when it sees the value), or the first
+ * arrival A that finds h as its predecessor takes it over (CAS PENDING ->
+ * RETRY) before linking behind h: A then owns the lock, h's node is on no
+ * list and no chain (A never linked to it, and A's swap made A the tail), and
+ * h, when it runs, sees RETRY and arrives again as a new arrival.  Exactly
+ * one of the two CASes succeeds.  The lock is never free (the tail is h, then
+ * A), so reprovisioning stays work conserving, but a running arrival no
+ * longer waits for a parked passive thread's wake-up.
+ *  - Safety of A's access to h: A reads and CASes h's word after its tail
+ *    swap returned h and before it links h.next.  h cannot finish an unlock
+ *    (and reuse its node) before that link: the tail is no longer h, so h's
+ *    unlock waits for h.next.  If h has claimed the lock, A's CAS fails and A
+ *    links and waits as in MCS.
+ *  - Orderings: the owner's grant (ll_wake) is a release swap of PENDING;
+ *    h's claim and A's take-over are acquire CASes that read it, so either
+ *    new owner sees the critical section and the owner-only state (passive
+ *    set, counters) of the previous owner.  PENDING never carries the parked
+ *    bit: the waiting layer sets it only on the value 1, and the grant's swap
+ *    cleared it, so plain CASes on PENDING are exact.  A's CAS to RETRY needs
+ *    no wake-up: the grant already woke h if it slept, and h never parks on
+ *    PENDING or RETRY.
+ *  - Fairness: h arrives again with its node marked `retried` (written
+ *    before its tail swap; an owner reads it only after an acquire load of
+ *    a link naming the node, or in a node it culled itself), and a retried
+ *    node that is reprovisioned again gets an outright grant (0), which
+ *    cannot be taken over.  So a lock() call is taken over at most once;
+ *    afterwards it is treated exactly as in the paper's MCSCR.  Without
+ *    this, a thread could cycle culled -> reprovisioned -> taken over,
+ *    re-entering the passive set at its young end each time, where the
+ *    eldest-first fairness trial never finds it.  (Exempting retried nodes
+ *    from culling instead also bounds the wait, but every take-over then
+ *    injects one more thread into the circulating set: with the CPUs
+ *    loaded, the working set of tests/test_malthus.c grew from ~15 to ~27
+ *    of 32.) */
+#define CR_RETRY 2u   /* word: your pending grant was taken over; arrive again */
+#define CR_PENDING 3u /* word: you hold the lock unless an arrival takes it over first */
+#define CR_STOLE 4u   /* cr_arrive's result: took the lock over from a pending grantee */
 
 /* One arrival: enqueue n and wait for the lock.  Returns 0 when n holds the
- * lock, CR_RETRY when n was sent back to arrive again (its node is then in
- * no list and on no chain). */
+ * lock, CR_STOLE when n holds it by taking over a pending grant (the caller,
+ * now the owner, may count it), CR_RETRY when n's own pending grant was
+ * taken over (its node is then in no list and on no chain: arrive again). */
 static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node *n, int policy)
 {
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
@@ -148,9 +190,27 @@ static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node
     struct cr_node *pred = atomic_exchange_explicit(tail, n, memory_order_acq_rel);
     if (!pred)
         return 0;
+    if (atomic_load_explicit(&pred->locked, memory_order_relaxed) == CR_PENDING) {
+        uint32_t expect = CR_PENDING;
+        if (atomic_compare_exchange_strong_explicit(&pred->locked, &expect, CR_RETRY, memory_order_acquire,
+                                                    memory_order_relaxed))
+            return CR_STOLE;
+    }
     atomic_store_explicit(&pred->next, n, memory_order_release);
-    return ll_wait_while(&n->locked, 1, policy) == CR_RETRY ? CR_RETRY : 0;
+    uint32_t v = ll_wait_while(&n->locked, 1, policy);
+    if (v == CR_PENDING) {
+        uint32_t expect = CR_PENDING;
+        if (atomic_compare_exchange_strong_explicit(&n->locked, &expect, 0, memory_order_acquire,
+                                                    memory_order_acquire))
+            return 0;
+        v = expect; /* an arrival took it over: RETRY */
+    }
+    return v == CR_RETRY ? CR_RETRY : 0;
 }
+
+/* Pending grant of the lock to t, which the caller has just made the tail
+ * (see above). */
+static inline void cr_grant_pending(struct cr_node *t, int policy) { ll_wake(&t->locked, CR_PENDING, policy); }
 
 /* Take the lock only if the chain is empty. */
 static inline int cr_trylock(_Atomic(struct cr_node *) *tail, struct cr_node *n)
@@ -209,7 +269,7 @@ struct ll_cr_stats {
     uint64_t remote_culls; /* mcscrn: waiters moved to the remote list            */
     uint64_t home_changes; /* mcscrn: changes of the home NUMA node               */
     uint64_t handoffs;     /* loiter: direct hand-offs to an impatient standby    */
-    uint64_t retries;      /* mcscr wake-parked mode: sleeping passive thread woken to re-arrive */
+    uint64_t steals;       /* mcscr/mcscrn: pending grants taken over by an arrival */
     unsigned passive;      /* current passive-set size                           */
     unsigned remote;       /* mcscrn: current remote-list size                    */
     int home;              /* mcscrn: current home node                            */

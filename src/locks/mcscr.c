@@ -33,25 +33,25 @@
  *   (R) reprovisioning (work conservation): if the chain holds only the
  *       owner's node and the PS is not empty, pop the PS head (the most
  *       recently culled, warmest thread), make it the tail and hand it the
- *       lock.  Hence the lock is never released (tail = nil) while a
- *       passive thread waits.
+ *       lock (a pending grant, below).  Hence the lock is never released
+ *       (tail = nil) while a passive thread waits.
  *   (M) otherwise plain MCS.
  *
- * Optional wake-parked mode (LIBLOCK_MCSCR_WAKE_PARKED=1, off by default;
- * a departure from the paper, for oversubscribed machines).  Under
- * spin-then-park a passive thread has usually gone to sleep; handing it the
- * lock in (R) makes the lock wait, held but idle, for the wake-up (tens of
- * microseconds, more when the CPUs are oversubscribed) while running
- * threads pile up behind it.  In this mode, when the PS head's word carries
- * the policy's parked bit, (R) instead releases the lock (CAS tail n -> nil)
- * and wakes the head with the value RETRY; its lock() then enqueues the same
- * node afresh as a new arrival (the node is on no list and no chain, so it
- * is the thread's own again).  No passive thread is stranded: every release
- * that leaves the PS non-empty sets one PS thread on its way to lock(), and
- * that thread, or whoever takes the lock first, will unlock again and
- * continue the drain.  What is given up is strict work conservation (the
- * lock can be free while passive threads sleep, though one is always being
- * woken).
+ * Pending grants (not in the paper; cr.h has the full argument).  Under
+ * spin-then-park a passive thread has usually gone to sleep by the time it
+ * is reprovisioned; granting it the lock outright makes the lock wait, held
+ * but idle, for its wake-up (tens of microseconds when the CPUs are
+ * oversubscribed) while running threads queue behind it.  So (R) grants the
+ * PS head *pending*: it holds the lock unless the first arrival behind it
+ * takes it over first, in which case the arrival owns the lock and the
+ * passive thread, once it runs, arrives again as a new arrival.  The lock
+ * is never free meanwhile (work conservation holds) and no passive thread
+ * is stranded (the grant woke it, and it either claims the lock or
+ * re-enqueues).  A thread that re-enqueues is marked "retried", and if it
+ * is reprovisioned again in the same lock() call the grant is outright, so
+ * it is taken over at most once (cr.h: fairness).
+ * Fairness grafts (F) grant outright: the eldest thread is admitted, not
+ * raced.
  *
  * Culled threads are not told: their `locked` word simply stays 1, so they
  * keep waiting under the lock's policy (spin: MCSCR-S; spin-then-park:
@@ -63,7 +63,10 @@
  *     owner edits the PS.  (work conservation)
  *  I2 every waiting thread's node is in exactly one of: the MCS chain after
  *     the owner, the PS.  Culling moves an intermediate node chain -> PS;
- *     (F)/(R) move a PS node back into the chain before granting it.
+ *     (F)/(R) move a PS node back into the chain before granting it.  The
+ *     one exception is a thread whose pending grant was taken over: its node
+ *     is in neither, and the thread is not waiting but on its way back into
+ *     lock() (it was woken by the grant).
  *  I3 a node's `next` is written by (a) its own thread (nil, before the tail
  *     swap), (b) the single arrival that obtained it as pred from the tail
  *     swap, (c) the owner while the node is off the chain (in the PS) or is
@@ -122,8 +125,7 @@ struct mcscr_lock {
     LL_ALIGNED struct cr_list ps;
     struct cr_trial fair;
     double p;
-    uint64_t culls, grafts, reprovisions, retries;
-    bool wake_parked; /* LIBLOCK_MCSCR_WAKE_PARKED=1 */
+    uint64_t culls, grafts, reprovisions, steals;
 };
 
 static int mcscr_init(liblock_t *l, const liblock_attr_t *attr)
@@ -131,15 +133,19 @@ static int mcscr_init(liblock_t *l, const liblock_attr_t *attr)
     struct mcscr_lock *s = LL_STATE(l, struct mcscr_lock);
     s->p = ll_env_double("LIBLOCK_CR_FAIRNESS", 0.001, 0.0, 1.0);
     s->fair = cr_trial_make(s->p);
-    s->wake_parked = ll_env_long("LIBLOCK_MCSCR_WAKE_PARKED", 0, 0, 1) != 0;
     return 0;
 }
 
 static int mcscr_lock(liblock_t *l, void *vnode)
 {
-    /* CR_RETRY: woken from the passive set to arrive again (wake-parked mode) */
-    while (cr_arrive(&LL_STATE(l, struct mcscr_lock)->tail, vnode, l->_wait) == CR_RETRY)
-        ;
+    struct mcscr_lock *s = LL_STATE(l, struct mcscr_lock);
+    struct cr_node *n = vnode;
+    uint32_t r;
+    n->retried = false;
+    while ((r = cr_arrive(&s->tail, n, l->_wait)) == CR_RETRY)
+        n->retried = true; /* our pending grant was taken over: arrive again */
+    if (r == CR_STOLE)
+        s->steals++; /* we own the lock: owner-only counter */
     return 0;
 }
 
@@ -190,24 +196,12 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
     if (s->ps.head) {
         /* (R) deficit: reprovision from the PS head. */
         struct cr_node *h = cr_pop_head(&s->ps);
-        if (s->wake_parked && (atomic_load_explicit(&h->locked, memory_order_relaxed) & LL_PARKED)) {
-            /* h sleeps: rather than make the lock wait for its wake-up,
-             * release the lock and wake h to arrive again. */
-            struct cr_node *expect = n;
-            s->retries++; /* before the CAS: after it the lock is no longer ours */
-            if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
-                                                        memory_order_relaxed)) {
-                ll_wake(&h->locked, CR_RETRY, pol);
-                return 0;
-            }
-            s->retries--;
-            cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock */
-            cr_grant(cr_await_link(n, pol), pol);
-            return 0;
-        }
         if (cr_install_after(&s->tail, n, h, &succ)) {
-            s->reprovisions++;
-            cr_grant(h, pol);
+            s->reprovisions++; /* before the grant: then the lock is no longer ours */
+            if (h->retried)
+                cr_grant(h, pol); /* taken over once already in this lock(): outright (cr.h) */
+            else
+                cr_grant_pending(h, pol);
             return 0;
         }
         cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock */
@@ -236,7 +230,7 @@ int ll_mcscr_stats(const liblock_t *l, struct ll_cr_stats *out)
     out->culls = s->culls;
     out->grafts = s->grafts;
     out->reprovisions = s->reprovisions;
-    out->retries = s->retries;
+    out->steals = s->steals;
     out->passive = s->ps.count;
     out->fairness = s->p;
     out->tail = atomic_load_explicit(&((struct mcscr_lock *)l->_state)->tail, memory_order_acquire);

@@ -46,9 +46,10 @@
  * order.  This walk is the only non-constant step; it happens once per 1/P
  * unlocks on average, or on a deficit with an empty passive set.
  *
- * Wake-parked mode (LIBLOCK_MCSCR_WAKE_PARKED=1) works as in mcscr: a
- * deficit whose chosen list head sleeps releases the lock and wakes it to
- * arrive again (its node is then re-stamped with its current NUMA node).
+ * Reprovisioning grants are pending, as in mcscr: the first arrival behind
+ * the reprovisioned waiter may take the lock over, and the waiter then
+ * arrives again (its node re-stamped with its current NUMA node); if it is
+ * reprovisioned again in that lock() call, the grant is outright.
  *
  * With one node (or every thread on the home node) MCSCRN is MCSCR.
  * P = 1: every unlock is fair; no list is ever filled: plain MCS (FIFO).
@@ -72,8 +73,7 @@ struct mcscrn_lock {
     int home; /* -1 until the first contended unlock */
     struct cr_trial fair;
     double p;
-    uint64_t culls, remote_culls, grafts, reprovisions, home_changes, retries;
-    bool wake_parked; /* LIBLOCK_MCSCR_WAKE_PARKED=1, as in mcscr */
+    uint64_t culls, remote_culls, grafts, reprovisions, home_changes, steals;
 };
 
 static int mcscrn_init(liblock_t *l, const liblock_attr_t *attr)
@@ -82,7 +82,6 @@ static int mcscrn_init(liblock_t *l, const liblock_attr_t *attr)
     s->p = ll_env_double("LIBLOCK_CR_FAIRNESS", 0.001, 0.0, 1.0);
     s->fair = cr_trial_make(s->p);
     s->home = -1;
-    s->wake_parked = ll_env_long("LIBLOCK_MCSCR_WAKE_PARKED", 0, 0, 1) != 0;
     return 0;
 }
 
@@ -95,9 +94,17 @@ static inline int my_node(void)
 static int mcscrn_lock(liblock_t *l, void *vnode)
 {
     struct cr_node *n = vnode;
-    do /* CR_RETRY: woken from a list to arrive again (wake-parked mode, as mcscr) */
+    struct mcscrn_lock *s = LL_STATE(l, struct mcscrn_lock);
+    uint32_t r;
+    n->retried = false;
+    for (;;) {
         n->numa = my_node();
-    while (cr_arrive(&LL_STATE(l, struct mcscrn_lock)->tail, n, l->_wait) == CR_RETRY);
+        if ((r = cr_arrive(&s->tail, n, l->_wait)) != CR_RETRY)
+            break;
+        n->retried = true; /* our pending grant was taken over: arrive again */
+    }
+    if (r == CR_STOLE)
+        s->steals++; /* we own the lock: owner-only counter */
     return 0;
 }
 
@@ -226,22 +233,12 @@ deficit:
             h = cr_pop_head(&s->remote);
             switch_home(s, h->numa);
         }
-        if (s->wake_parked && (atomic_load_explicit(&h->locked, memory_order_relaxed) & LL_PARKED)) {
-            struct cr_node *expect = n;
-            s->retries++; /* before the CAS: after it the lock is no longer ours */
-            if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
-                                                        memory_order_relaxed)) {
-                ll_wake(&h->locked, CR_RETRY, pol);
-                return 0;
-            }
-            s->retries--;
-            cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock */
-            cr_grant(cr_await_link(n, pol), pol);
-            return 0;
-        }
         if (cr_install_after(&s->tail, n, h, &succ)) {
-            s->reprovisions++;
-            cr_grant(h, pol);
+            s->reprovisions++; /* before the grant: then the lock is no longer ours */
+            if (h->retried)
+                cr_grant(h, pol); /* taken over once already in this lock(): outright (cr.h) */
+            else
+                cr_grant_pending(h, pol);
             return 0;
         }
         cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock; h is home now */
@@ -272,7 +269,7 @@ int ll_mcscrn_stats(const liblock_t *l, struct ll_cr_stats *out)
     out->grafts = s->grafts;
     out->reprovisions = s->reprovisions;
     out->home_changes = s->home_changes;
-    out->retries = s->retries;
+    out->steals = s->steals;
     out->passive = s->ps.count;
     out->remote = s->remote.count;
     out->home = s->home;
