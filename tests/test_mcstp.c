@@ -6,13 +6,24 @@
  *     the child finishes; with the fix disabled (LIBLOCK_MCSTP_UNSAFE_
  *     DISABLE_FIX=1) the waiter inserts its node a second time, the queue
  *     gets a cycle and the child deadlocks -- the watchdog turns that into
- *     a non-zero exit, which is what the test expects.  The holder releases
- *     only after the waiter has timed out twice (debug counter), so the
- *     scenario does not depend on timing;
+ *     a non-zero exit, which is what the test expects.  (Now and then the
+ *     lock escapes the cycle, see the source's header; then the child
+ *     exits 8 because the lock counted the double insertion, which the fix
+ *     makes impossible: so the child fails either way without the fix.)
+ *     The holder releases only after the waiter has timed out twice (debug
+ *     counter), so the scenario does not depend on timing;
  *   - 64 threads on 2 cores with the yield policy (waiters descheduled
  *     while queued), default parameters and tiny ones that make waiters time
  *     out and releasers remove them all the time: exact counts, exclusion,
  *     no deadlock;
+ *   - spin-then-park: a waiter that parks is skipped by the releaser and
+ *     woken to try again when the lock would otherwise go free (one parked
+ *     waiter; two, where the first goes to the holder's parked list and is
+ *     woken from there); a parked waiter is not stranded while two other
+ *     threads keep the lock busy (MAX_PARK rotation or the free path wakes
+ *     it); 64 threads on 2 cores with default and tiny MAX_PARK.  The
+ *     main thread waits for the waiters to have parked (debug counter), so
+ *     none of this depends on timing;
  *   - trylock, bad input, a condition-variable bounded buffer.
  * Bounded by watchdogs; no timing assertions.
  */
@@ -21,6 +32,8 @@
 #include <sys/wait.h>
 
 unsigned long ll_mcstp_debug_timeouts(liblock_t *l, unsigned long *failed);
+unsigned long ll_mcstp_debug_parks(liblock_t *l, unsigned long *wakes);
+unsigned long ll_mcstp_debug_double_inserts(liblock_t *l);
 
 static liblock_t L;
 
@@ -70,6 +83,10 @@ static int fix_child(int disable_fix)
     pthread_join(t, &rv);
     if (rv)
         return 6;
+    /* the waiter's second attempt swapped its node in behind itself: the
+     * queue had a cycle, and this time the lock got out of it by luck */
+    if (ll_mcstp_debug_double_inserts(&L))
+        return 8;
     /* a few more rounds, both threads */
     for (int i = 0; i < 50; i++) {
         pthread_create(&t, NULL, waiter_main, NULL);
@@ -100,8 +117,10 @@ static void test_fix(void)
     int with = run_fix_child(0);
     CHECK(with == 0, "with the fix: child exited %d (3 = deadlock watchdog)", with);
     int without = run_fix_child(1);
-    CHECK(without != 0, "with the fix disabled the double insertion went unnoticed (child exited 0)");
-    printf("  last_lock fix: with fix child exit %d, without fix child exit %d (3 = deadlock caught by watchdog)\n",
+    CHECK(without == 3 || without == 8,
+          "with the fix disabled the child exited %d, expected 3 (deadlock) or 8 (double insertion)", without);
+    printf("  last_lock fix: with fix child exit %d, without fix child exit %d (3 = deadlock caught by watchdog, "
+           "8 = node inserted twice)\n",
            with, without);
 }
 
@@ -160,9 +179,12 @@ static void run_many(const char *label, int policy, int nthreads, long iters)
     CHECK(total == nthreads * iters, "%s: %ld of %ld sections", label, total, nthreads * iters);
     CHECK(counter == total, "%s: counter %ld != %ld", label, counter, total);
     CHECK(violations == 0, "%s: %d exclusion violations", label, violations);
-    unsigned long failed = 0, to = ll_mcstp_debug_timeouts(&L, &failed);
-    printf("  %-40s %d threads x %ld: ok, %lu time-outs, %lu removals by releasers\n", label, nthreads, iters, to,
-           failed);
+    unsigned long failed = 0, to = ll_mcstp_debug_timeouts(&L, &failed), wakes = 0,
+                  parks = ll_mcstp_debug_parks(&L, &wakes);
+    printf("  %-36s %d threads x %ld: ok, %lu time-outs, %lu removals, %lu parks, %lu wake-ups\n", label, nthreads,
+           iters, to, failed, parks, wakes);
+    /* every waiter that parked was woken by a holder (none left asleep) */
+    CHECK(parks == wakes, "%s: %lu parks but %lu wake-ups", label, parks, wakes);
     CHECK_EQ(liblock_destroy(&L), 0);
     free(ws);
 }
@@ -176,9 +198,119 @@ static void test_oversubscribed(void)
     setenv("LIBLOCK_MCSTP_MAX_CS_TIME_NS", "5000", 1);
     run_many("yield, patience 2us, update delay 0.5us", LIBLOCK_WAIT_YIELD, 64, 200);
     run_many("spin, patience 2us, update delay 0.5us", LIBLOCK_WAIT_SPIN, 16, 200);
+    run_many("spin-then-park, update delay 0.5us", LIBLOCK_WAIT_SPIN_THEN_PARK, 64, 200);
     unsetenv("LIBLOCK_MCSTP_PATIENCE_NS");
     unsetenv("LIBLOCK_MCSTP_UPDATE_DELAY_NS");
     unsetenv("LIBLOCK_MCSTP_MAX_CS_TIME_NS");
+    run_many("spin-then-park, default parameters", LIBLOCK_WAIT_SPIN_THEN_PARK, 64, 200);
+    setenv("LIBLOCK_MCSTP_MAX_PARK_NS", "1000", 1);
+    run_many("spin-then-park, max park 1us", LIBLOCK_WAIT_SPIN_THEN_PARK, 64, 200);
+    unsetenv("LIBLOCK_MCSTP_MAX_PARK_NS");
+}
+
+/* ---- spin-then-park: parked waiters are skipped, then woken -------------------------- */
+static volatile int hammer_stop;
+
+struct pw {
+    pthread_t th;
+    volatile int done;
+};
+
+static void *parked_waiter(void *a)
+{
+    struct pw *p = a;
+    if (liblock_lock(&L) == 0) {
+        counter++;
+        liblock_unlock(&L);
+    }
+    __atomic_store_n(&p->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void *hammer(void *a)
+{
+    (void)a;
+    while (!__atomic_load_n(&hammer_stop, __ATOMIC_ACQUIRE)) {
+        liblock_lock(&L);
+        counter++;
+        liblock_unlock(&L);
+    }
+    return NULL;
+}
+
+static void wait_parks(unsigned long n)
+{
+    while (ll_mcstp_debug_parks(&L, NULL) < n)
+        usleep(200);
+}
+
+static void test_park(void)
+{
+    th_context = "spin-then-park";
+    unsigned long wakes = 0, parks;
+    struct pw w[2];
+    /* one waiter parks behind the holder; the release finds no running
+     * waiter, frees the lock and wakes it */
+    CHECK_EQ(init_lock(LIBLOCK_WAIT_SPIN_THEN_PARK), 0);
+    counter = 0;
+    CHECK_EQ(liblock_lock(&L), 0);
+    memset(w, 0, sizeof w);
+    pthread_create(&w[0].th, NULL, parked_waiter, &w[0]);
+    wait_parks(1);
+    CHECK_EQ(liblock_unlock(&L), 0);
+    pthread_join(w[0].th, NULL);
+    parks = ll_mcstp_debug_parks(&L, &wakes);
+    CHECK(w[0].done && counter == 1, "parked waiter did not get the lock (counter %ld)", counter);
+    CHECK(wakes >= 1, "one parked waiter: %lu wake-ups, expected at least 1", wakes);
+    printf("  one parked waiter: %lu parks, %lu wake-ups\n", parks, wakes);
+    CHECK_EQ(liblock_destroy(&L), 0);
+
+    /* two parked waiters: the first is passed over while the second is
+     * still queued, so it goes to the holder's parked list; the release
+     * then frees the lock and wakes both (the list's oldest and the last
+     * queued node) */
+    CHECK_EQ(init_lock(LIBLOCK_WAIT_SPIN_THEN_PARK), 0);
+    counter = 0;
+    CHECK_EQ(liblock_lock(&L), 0);
+    memset(w, 0, sizeof w);
+    pthread_create(&w[0].th, NULL, parked_waiter, &w[0]);
+    wait_parks(1);
+    pthread_create(&w[1].th, NULL, parked_waiter, &w[1]);
+    wait_parks(2);
+    CHECK_EQ(liblock_unlock(&L), 0);
+    pthread_join(w[0].th, NULL);
+    pthread_join(w[1].th, NULL);
+    parks = ll_mcstp_debug_parks(&L, &wakes);
+    CHECK(counter == 2, "two parked waiters: counter %ld, expected 2", counter);
+    CHECK(wakes >= 2, "two parked waiters: %lu wake-ups, expected at least 2", wakes);
+    printf("  two parked waiters: %lu parks, %lu wake-ups\n", parks, wakes);
+    CHECK_EQ(liblock_destroy(&L), 0);
+
+    /* a parked waiter while two threads keep the lock busy: it must be
+     * woken (MAX_PARK rotation, or a release that finds the queue empty)
+     * and get the lock; the watchdog fails the test if it is stranded */
+    CHECK_EQ(init_lock(LIBLOCK_WAIT_SPIN_THEN_PARK), 0);
+    counter = 0;
+    hammer_stop = 0;
+    CHECK_EQ(liblock_lock(&L), 0);
+    memset(w, 0, sizeof w);
+    pthread_create(&w[0].th, NULL, parked_waiter, &w[0]);
+    wait_parks(1);
+    pthread_t h[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&h[i], NULL, hammer, NULL);
+    CHECK_EQ(liblock_unlock(&L), 0);
+    while (!__atomic_load_n(&w[0].done, __ATOMIC_ACQUIRE))
+        usleep(200);
+    __atomic_store_n(&hammer_stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 2; i++)
+        pthread_join(h[i], NULL);
+    pthread_join(w[0].th, NULL);
+    parks = ll_mcstp_debug_parks(&L, &wakes);
+    CHECK(wakes >= 1, "busy lock: %lu wake-ups, expected at least 1", wakes);
+    printf("  parked waiter under contention: got the lock after %ld sections; %lu parks, %lu wake-ups\n",
+           counter, parks, wakes);
+    CHECK_EQ(liblock_destroy(&L), 0);
 }
 
 /* ---- trylock and bad input ------------------------------------------------------ */
@@ -225,7 +357,7 @@ static void test_trylock_bad_input(void)
     CHECK_EQ(liblock_unlock(&L), 0);
     CHECK_EQ(liblock_unlock(&L), EPERM);
     CHECK_EQ(liblock_destroy(&L), 0);
-    CHECK_EQ(init_lock(LIBLOCK_WAIT_SPIN_THEN_PARK), ENOTSUP);
+    CHECK_EQ(init_lock(LIBLOCK_WAIT_PARK), ENOTSUP);
     setenv("LIBLOCK_MCSTP_PATIENCE_NS", "-5", 1);
     CHECK_EQ(init_lock(LIBLOCK_WAIT_SPIN), 0); /* warning, default used */
     unsetenv("LIBLOCK_MCSTP_PATIENCE_NS");
@@ -304,7 +436,11 @@ int main(void)
 {
     test_fix(); /* forks: first, while this process has one thread */
     th_watchdog(120);
+    /* a shorter spin phase than the default makes spin-then-park waiters
+     * park (and releasers meet parked nodes) more often */
+    setenv("LIBLOCK_SPIN_NS", "3000", 0);
     test_oversubscribed();
+    test_park();
     test_trylock_bad_input();
     test_cond();
     return th_report("test_mcstp");

@@ -8,12 +8,14 @@
  * (unlock), including the thesis's line 38 fix (digest 000 section 3.5).
  * Algorithm 5 is missing from the seed's text; the release below is
  * written from the algorithm's description in section 3.5 and the states
- * Algorithm 4 expects (FAILED = "you were removed from the queue").
+ * Algorithm 4 expects (FAILED = "you were removed from the queue").  The
+ * spin-then-park policy (parked waiters and the parked list) is ours.
  *
- * Node {next, time, status, last_lock}; status is INIT, AVAILABLE (you hold
- * the lock), WAITING, TIMED_OUT (left the queue by itself, node still
- * linked) or FAILED (removed by a releaser, node unlinked).  Lock {tail,
- * cs_start}.
+ * Node {next, time, status, last_lock, plink, parked_at}; status is INIT,
+ * AVAILABLE (you hold the lock), WAITING, TIMED_OUT (left the queue by
+ * itself, node still linked), FAILED (removed by a releaser, node
+ * unlinked), or WAITING|PARKED (spin-then-park: asleep, skip me).  Lock
+ * {tail, cs_start, parked list head/tail}.
  *   one attempt (Algorithm 4's trylock; lock() repeats it until it wins):
  *     if not (status == TIMED_OUT and last_lock == this lock and
  *             CAS(status, TIMED_OUT, WAITING)):       -- reclaim our place
@@ -24,19 +26,32 @@
  *           FAILED    -> yield if the holder looks preempted
  *                        (now - cs_start > MAX_CS_TIME); last_lock = lock;
  *                        return failed
- *           WAITING   -> publish time; after PATIENCE, CAS(WAITING ->
+ *           WAITING   -> publish time;
+ *                        spin/yield: after PATIENCE, CAS(WAITING ->
  *                        TIMED_OUT); yield if the holder looks preempted;
  *                        last_lock = lock   <- line 38, the thesis's fix;
  *                        return failed
- *   unlock: walk the successors from node.next: a WAITING node whose time
- *     is fresh (now - time <= UPDATE_DELAY) gets CAS(WAITING -> AVAILABLE):
- *     the hand-over.  Every node passed over (TIMED_OUT, or WAITING with a
- *     stale time, or whose CAS failed) is unlinked; when the walk reaches a
- *     node without successor it tries CAS(tail, node, nil) (lock free) or
- *     waits for the successor to link itself.  Only after the hand-over (or
- *     the CAS to nil) does the releaser set FAILED in the passed-over nodes,
- *     reading each one's next before: FAILED tells the owner its node is no
- *     longer referenced, so the owner may re-enqueue it (and rewrite next).
+ *                        spin-then-park: after the spin budget
+ *                        (LIBLOCK_SPIN_NS), CAS(WAITING -> WAITING|PARKED)
+ *                        and sleep on the status word until a holder
+ *                        replaces it (no time-out while parked)
+ *   unlock: (spin-then-park) if the oldest parked node has slept more than
+ *     MAX_PARK, take it off the parked list and tell it FAILED (it wakes
+ *     and tries again).  Then walk the successors from node.next: a WAITING
+ *     node whose time is fresh (now - time <= UPDATE_DELAY) gets
+ *     CAS(WAITING -> AVAILABLE): the hand-over.  Every node passed over
+ *     (TIMED_OUT, parked, WAITING with a stale time, or whose CAS failed) is
+ *     unlinked as soon as the releaser has read its non-nil next: a parked
+ *     one goes to the tail of the parked list (its owner sleeps on), any
+ *     other is told FAILED.  A node without successor is passed over only
+ *     by freeing the lock, CAS(tail, node, nil): just before it the
+ *     releaser takes the oldest parked node off the list (put back if the
+ *     CAS fails), and after it tells that one and the last node FAILED
+ *     (waking them if parked); if the CAS fails it waits for the successor
+ *     to link itself (spin-then-park: yielding after a few hundred pauses,
+ *     in case the enqueuer was preempted between its swap and its link).
+ *     The futex_wake calls are made after the hand-over or the free
+ *     (deferred_wake.h).
  *
  * Why line 38 matters here: a node that timed out is still linked in the
  * queue.  The next attempt must reclaim that place (TIMED_OUT -> WAITING)
@@ -45,38 +60,88 @@
  * value (nil for a new node), the attempt enqueues the node a second time
  * while it is still linked, and the queue gets a cycle (with one waiter,
  * swap returns the node itself and node.next = node): the next unlock walks
- * it for ever.  tests/test_mcstp.c shows this with the fix disabled by
- * LIBLOCK_MCSTP_UNSAFE_DISABLE_FIX=1 (for that test only; never set it).
+ * it for ever (unless, by luck, the owner sees the FAILED that the walking
+ * releaser writes into the node, re-inserts it and the releaser finds the
+ * lock free in that window).  tests/test_mcstp.c shows this with the fix
+ * disabled by LIBLOCK_MCSTP_UNSAFE_DISABLE_FIX=1 (for that test only; never
+ * set it): the lock deadlocks or, when it escapes, reports the double
+ * insertion (a swap that returned the node itself; counted, never happens
+ * with the fix).
+ *
+ * Why spin-then-park (measured, BENCHMARKS.md): with more threads than
+ * cores, a spin or yield waiter is mostly not running.  Under yield each
+ * hand-over goes to a thread that still has to be scheduled (about one
+ * yield round of its CPU), and once the threads per CPU times the cost of
+ * a yield exceed UPDATE_DELAY most published times are stale: releasers
+ * remove most of the queue at every unlock and the removed waiters
+ * re-enqueue (test_mcstp, 64 threads: about 45 removals per critical
+ * section).  A parked waiter instead says so in its status word: a
+ * releaser moves it off the queue in O(1) and it does not come back until
+ * a holder wakes it, so the queue holds only waiters that are running, the
+ * hand-over goes to one of them, and each parked node costs one pass and
+ * one wake-up per park.
  *
  * Invariants: tail is nil iff the lock is free; the nodes reachable from the
- * holder's node are WAITING or TIMED_OUT; a node is linked in at most one
- * queue position (that is what last_lock protects); a node's owner rewrites
- * its next only after seeing FAILED (unlinked) or AVAILABLE (head) or at a
- * fresh insertion when the node is in no queue; only the holder walks the
- * queue.
+ * holder's node are WAITING, TIMED_OUT or WAITING|PARKED; a node is linked
+ * in at most one queue position (that is what last_lock protects); only
+ * the holder walks the queue, and a passed-over node is never the tail
+ * (its next was non-nil) nor reachable from the new holder, so telling its
+ * owner FAILED before the hand-over is safe; a node's owner rewrites its
+ * next only after seeing FAILED (unlinked) or AVAILABLE (head) or at a
+ * fresh insertion when the node is in no queue.
+ * Parked list: read and written only by the lock holder (and by a
+ * releaser before it gives the lock away: hand-over CAS or free CAS);
+ * every node on it is WAITING|PARKED, out of the queue, its owner asleep
+ * in lock(); only a holder changes such a status (the owner's CASes all
+ * expect WAITING or TIMED_OUT, the hand-over CAS expects WAITING).
+ * No lost waiter: a queued node is eventually passed over or handed the
+ * lock, since each release either frees the lock after passing every
+ * queued node or hands over to a node behind all the ones it passed.  A
+ * parked node leaves the list only by a holder's FAILED + wake.  The list
+ * can be non-empty while the lock is free only right after a free that
+ * woke its oldest node W: W's owner is in lock() and re-enqueues, so either
+ * it takes the free lock or there is a holder; whoever holds next inherits
+ * the list, and every later free wakes one more node, every release after
+ * MAX_PARK the oldest.  So a parked waiter is woken while the lock is in
+ * use, within MAX_PARK of reaching the list's head.  When no thread is in
+ * lock() the list is empty (its nodes are threads asleep in lock()).
  * Orderings: the tail swap is acq_rel and pred.next = node is release,
  * paired with the releaser's acquire loads of next (as in MCS); the
  * hand-over CAS is acq_rel and the waiter's status load is acquire, so the
- * new holder sees the critical section; FAILED is a release store after the
- * releaser's last read of that node's next, paired with the owner's acquire
- * load; CAS(tail, node, nil) is release so the next holder that finds tail
- * nil sees the critical section.  Timestamps are heuristics: relaxed.
+ * new holder sees the critical section and the parked list; FAILED is a
+ * release RMW after the releaser's last read of that node's next, paired
+ * with the owner's acquire load; CAS(tail, node, nil) is release, after
+ * every write to the parked list, so the next holder (whose swap or
+ * trylock CAS on tail is acq_rel) sees both.  The park announcement is a
+ * CAS (acq_rel) on the status word, so a releaser either sees PARKED and
+ * must wake, or its own CAS/RMW wins and the owner never sleeps; the wake
+ * follows the waiting layer's protocol (internal.h): the owner sleeps in
+ * futex_wait(status, WAITING|PARKED), and the kernel re-checks the word.
+ * Timestamps (time, cs_start, parked_at) are heuristics: relaxed.
  *
  * Parameters (env, read at liblock_init; nanoseconds):
  *   LIBLOCK_MCSTP_MAX_CS_TIME_NS    10,000,000 (10 ms)  holder looks preempted
  *   LIBLOCK_MCSTP_UPDATE_DELAY_NS       10,000 (10 us)  waiter looks preempted
  *   LIBLOCK_MCSTP_PATIENCE_NS           50,000 (50 us)  time in queue before
- *                                                       timing out
- * Policies: spin and yield (a waiter must keep running to keep its
- * timestamp fresh, so parking is not offered).  Neither FIFO nor
- * starvation-free: waiters that look preempted are passed over.
+ *                                                       timing out (spin, yield)
+ *   LIBLOCK_MCSTP_MAX_PARK_NS        1,000,000 (1 ms)   a parked waiter older
+ *                                                       than this is woken to
+ *                                                       try again
+ *   and the library's LIBLOCK_SPIN_NS (20 us): spin phase before parking.
+ * Policies: spin (default), yield, spin-then-park (the one for more threads
+ * than cores).  Neither FIFO nor starvation-free: waiters that look
+ * preempted are passed over, and under spin-then-park running waiters get
+ * the lock before parked ones (MAX_PARK bounds how long one sleeps at the
+ * head of the parked list, not how often it is passed over).
  * liblock_trylock is a single CAS(tail, nil, node) (EBUSY if held or
  * queued), not Algorithm 4's patient attempt.  lock() returns only when it
  * holds the lock, so the node (the API's per-hold node) is never left in a
- * queue after the call: no per-thread state outlives a call.
+ * queue or on the parked list after the call: no per-thread state outlives
+ * a call.
  * Condition variables: supported (it is an ordinary lock; generic path).
  */
 #include "../internal.h"
+#include "deferred_wake.h"
 
 #include <stdlib.h>
 
@@ -85,8 +150,11 @@ enum { TP_INIT = 0, TP_AVAILABLE = 1, TP_WAITING = 2, TP_TIMED_OUT = 3, TP_FAILE
 struct tp_node {
     _Atomic(struct tp_node *) next;
     _Atomic uint64_t time; /* cycles */
-    _Atomic uint32_t status;
+    _Atomic uint32_t status; /* TP_*, LL_PARKED added by a parked waiter */
     const void *last_lock;
+    /* parked list (spin-then-park); written and read by lock holders only */
+    struct tp_node *plink;
+    uint64_t parked_at; /* cycles, when a holder took it off the queue */
 };
 _Static_assert(sizeof(struct tp_node) <= LL_NODE_BYTES, "mcs-tp node too large");
 
@@ -94,9 +162,12 @@ struct tp_lock {
     LL_ALIGNED _Atomic(struct tp_node *) tail;
     /* second line: written once per acquisition, read by waiters */
     LL_ALIGNED _Atomic uint64_t cs_start;               /* cycles */
-    uint64_t max_cs, update_delay, patience;            /* cycles, read-only after init */
+    uint64_t max_cs, update_delay, patience, max_park;  /* cycles, read-only after init */
     int fix;
-    _Atomic unsigned long timeouts, failed; /* statistics, for tests */
+    /* parked list, oldest first: the lock holder's (see the header) */
+    struct tp_node *park_head, *park_tail;
+    _Atomic unsigned long timeouts, failed, parks, wakes; /* statistics, for tests */
+    _Atomic unsigned long self_pred; /* a node swapped in behind itself: only without the fix */
 };
 
 static inline int64_t since(uint64_t now, uint64_t t) { return (int64_t)(now - t); }
@@ -108,10 +179,12 @@ static int tp_init(liblock_t *l, const liblock_attr_t *attr)
     s->max_cs = ll_ns_to_cycles((uint64_t)ll_env_long("LIBLOCK_MCSTP_MAX_CS_TIME_NS", 10000000L, 1, 1L << 40));
     s->update_delay = ll_ns_to_cycles((uint64_t)ll_env_long("LIBLOCK_MCSTP_UPDATE_DELAY_NS", 10000L, 1, 1L << 40));
     s->patience = ll_ns_to_cycles((uint64_t)ll_env_long("LIBLOCK_MCSTP_PATIENCE_NS", 50000L, 1, 1L << 40));
+    s->max_park = ll_ns_to_cycles((uint64_t)ll_env_long("LIBLOCK_MCSTP_MAX_PARK_NS", 1000000L, 1, 1L << 40));
     s->fix = ll_env_long("LIBLOCK_MCSTP_UNSAFE_DISABLE_FIX", 0, 0, 1) ? 0 : 1;
     if (!s->fix)
         ll_warn_once("mcstp-nofix", "liblock: mcs-tp: LIBLOCK_MCSTP_UNSAFE_DISABLE_FIX=1: the last_lock fix is off "
                                     "(test use only; the lock can deadlock)");
+    s->park_head = s->park_tail = NULL;
     atomic_store_explicit(&s->tail, NULL, memory_order_release);
     return 0;
 }
@@ -142,6 +215,8 @@ static int tp_attempt(liblock_t *l, struct tp_lock *s, struct tp_node *n)
         atomic_store_explicit(&n->status, TP_WAITING, memory_order_relaxed);
         atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
         struct tp_node *pred = atomic_exchange_explicit(&s->tail, n, memory_order_acq_rel);
+        if (LL_UNLIKELY(pred == n)) /* inserted twice (see line 38 above): counted for the test */
+            atomic_fetch_add_explicit(&s->self_pred, 1, memory_order_relaxed);
         if (!pred) {
             atomic_store_explicit(&n->status, TP_AVAILABLE, memory_order_relaxed);
             atomic_store_explicit(&s->cs_start, ll_cycles(), memory_order_relaxed);
@@ -164,6 +239,23 @@ static int tp_attempt(liblock_t *l, struct tp_lock *s, struct tp_node *n)
         while (atomic_load_explicit(&n->status, memory_order_acquire) == TP_WAITING) {
             uint64_t now = ll_cycles();
             atomic_store_explicit(&n->time, now, memory_order_relaxed);
+            if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
+                if (since(now, start) <= (int64_t)ll_spin_budget_cycles()) {
+                    ll_pause();
+                    continue;
+                }
+                /* Park: announce it in the status word, so that releasers
+                 * skip this node, and sleep until a holder replaces the
+                 * word (FAILED: try again; AVAILABLE if a releaser handed
+                 * over just before the CAS).  No time-out while parked. */
+                uint32_t w = TP_WAITING;
+                if (!atomic_compare_exchange_strong_explicit(&n->status, &w, TP_WAITING | LL_PARKED,
+                                                             memory_order_acq_rel, memory_order_acquire))
+                    break; /* handed over or removed meanwhile */
+                atomic_fetch_add_explicit(&s->parks, 1, memory_order_relaxed);
+                ll_wait_while(&n->status, TP_WAITING, LIBLOCK_WAIT_PARK);
+                break;
+            }
             if (since(now, start) <= (int64_t)s->patience) {
                 ll_wait_step(policy);
                 continue;
@@ -205,58 +297,142 @@ static int tp_trylock(liblock_t *l, void *vnode)
     return 0;
 }
 
-/* Mark the passed-over nodes from `from` up to (not including) `until`
- * FAILED; until == NULL: up to the end of the chain. */
-static void mark_failed(struct tp_node *from, struct tp_node *until)
+/* ---- the parked list (holder only) ---- */
+static void park_push(struct tp_lock *s, struct tp_node *m, uint64_t now)
 {
-    struct tp_node *n = from;
-    while (n && n != until) {
-        struct tp_node *nx = atomic_load_explicit(&n->next, memory_order_acquire);
-        atomic_store_explicit(&n->status, TP_FAILED, memory_order_release);
-        n = nx;
+    m->plink = NULL;
+    m->parked_at = now;
+    if (s->park_tail)
+        s->park_tail->plink = m;
+    else
+        s->park_head = m;
+    s->park_tail = m;
+}
+
+static struct tp_node *park_pop(struct tp_lock *s)
+{
+    struct tp_node *m = s->park_head;
+    if (m && !(s->park_head = m->plink))
+        s->park_tail = NULL;
+    return m;
+}
+
+static void park_unpop(struct tp_lock *s, struct tp_node *m)
+{
+    if (!(m->plink = s->park_head))
+        s->park_tail = m;
+    s->park_head = m;
+}
+
+/* Tell m's owner that its node is out of the queue (FAILED: try again),
+ * waking it if it parked; the futex_wake is deferred.  Release: the
+ * caller's reads of m (its next) come before the owner reuses it. */
+static void tell_failed(struct tp_lock *s, struct tp_node *m, struct ll_deferred_wakes *dw)
+{
+    uint32_t old = atomic_exchange_explicit(&m->status, TP_FAILED, memory_order_acq_rel);
+    if (old & LL_PARKED) {
+        atomic_fetch_add_explicit(&s->wakes, 1, memory_order_relaxed);
+        if (dw->n < LL_DEFER_MAX)
+            dw->w[dw->n++] = &m->status;
+        else
+            ll_futex_wake(&m->status, 1 << 30);
     }
+}
+
+/* m was passed over, its next has been read and it is not the tail: it is
+ * out of the queue.  A parked owner stays asleep and its node goes to the
+ * parked list; any other owner is told FAILED.  The owner may turn WAITING
+ * into PARKED or TIMED_OUT (or TIMED_OUT back into WAITING) meanwhile:
+ * retry the CAS on the value seen. */
+static void pass_over(struct tp_lock *s, struct tp_node *m)
+{
+    for (;;) {
+        uint32_t st = atomic_load_explicit(&m->status, memory_order_acquire);
+        if (st & LL_PARKED) {
+            park_push(s, m, ll_cycles());
+            return;
+        }
+        if (atomic_compare_exchange_weak_explicit(&m->status, &st, TP_FAILED, memory_order_release,
+                                                  memory_order_relaxed))
+            return;
+    }
+}
+
+/* cur has no successor: try to free the lock (CAS tail cur -> nil).  The
+ * parked list must be left as the next holder will find it before that
+ * CAS, so the oldest parked node (if any) is taken off first and, once the
+ * lock is free, woken to try again (it is put back if the CAS fails). */
+static int try_free(struct tp_lock *s, struct tp_node *cur, struct ll_deferred_wakes *dw)
+{
+    struct tp_node *w = park_pop(s);
+    struct tp_node *expect = cur;
+    if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
+                                                memory_order_relaxed)) {
+        if (w)
+            tell_failed(s, w, dw);
+        return 1;
+    }
+    if (w)
+        park_unpop(s, w);
+    return 0;
+}
+
+static struct tp_node *wait_link(struct tp_node *cur, int policy)
+{
+    struct tp_node *nx;
+    unsigned spins = 0;
+    while (!(nx = atomic_load_explicit(&cur->next, memory_order_acquire))) {
+        /* the enqueuer is between its tail swap and its link; if it was
+         * preempted there, spinning would burn the rest of our slice */
+        if (policy == LIBLOCK_WAIT_YIELD || (policy == LIBLOCK_WAIT_SPIN_THEN_PARK && ++spins > 256))
+            ll_yield();
+        else
+            ll_pause();
+    }
+    return nx;
 }
 
 static int tp_unlock(liblock_t *l, void *vnode)
 {
     struct tp_lock *s = LL_STATE(l, struct tp_lock);
     struct tp_node *n = vnode;
-    int step = l->_wait == LIBLOCK_WAIT_YIELD ? LIBLOCK_WAIT_YIELD : LIBLOCK_WAIT_SPIN;
-    struct tp_node *succ = atomic_load_explicit(&n->next, memory_order_acquire);
-    if (!succ) {
-        struct tp_node *expect = n;
-        if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
-                                                    memory_order_relaxed))
-            return 0;
-        while (!(succ = atomic_load_explicit(&n->next, memory_order_acquire)))
-            ll_wait_step(step);
+    int policy = l->_wait;
+    struct ll_deferred_wakes dw;
+    dw.n = 0;
+    /* rotation: the oldest parked waiter has slept MAX_PARK: let it try
+     * again (before the lock changes hands: the list is the holder's) */
+    if (s->park_head && since(ll_cycles(), s->park_head->parked_at) > (int64_t)s->max_park)
+        tell_failed(s, park_pop(s), &dw);
+    struct tp_node *cur = atomic_load_explicit(&n->next, memory_order_acquire);
+    if (!cur) {
+        if (try_free(s, n, &dw))
+            goto out;
+        cur = wait_link(n, policy);
     }
-    struct tp_node *cur = succ;
     for (;;) {
         uint32_t st = atomic_load_explicit(&cur->status, memory_order_acquire);
         if (st == TP_WAITING &&
             since(ll_cycles(), atomic_load_explicit(&cur->time, memory_order_relaxed)) <= (int64_t)s->update_delay) {
             uint32_t w = TP_WAITING;
             if (atomic_compare_exchange_strong_explicit(&cur->status, &w, TP_AVAILABLE, memory_order_acq_rel,
-                                                        memory_order_relaxed)) {
-                mark_failed(succ, cur);
-                return 0;
-            }
+                                                        memory_order_relaxed))
+                goto out; /* handed over */
         }
         /* pass over cur */
         struct tp_node *nx = atomic_load_explicit(&cur->next, memory_order_acquire);
         if (!nx) {
-            struct tp_node *expect = cur;
-            if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
-                                                        memory_order_relaxed)) {
-                mark_failed(succ, NULL);
-                return 0;
+            if (try_free(s, cur, &dw)) {
+                tell_failed(s, cur, &dw); /* the lock is free: a parked owner is woken */
+                goto out;
             }
-            while (!(nx = atomic_load_explicit(&cur->next, memory_order_acquire)))
-                ll_wait_step(step);
+            nx = wait_link(cur, policy);
         }
+        pass_over(s, cur);
         cur = nx;
     }
+out:
+    ll_wake_flush(&dw);
+    return 0;
 }
 
 /* For tests: attempts that timed out (PATIENCE) and that were removed by a
@@ -269,12 +445,30 @@ unsigned long ll_mcstp_debug_timeouts(liblock_t *l, unsigned long *failed)
     return atomic_load_explicit(&s->timeouts, memory_order_relaxed);
 }
 
+/* For tests: times a node was swapped into the queue while it was already
+ * its tail (the double insertion that the line 38 fix prevents). */
+unsigned long ll_mcstp_debug_double_inserts(liblock_t *l)
+{
+    return atomic_load_explicit(&LL_STATE(l, struct tp_lock)->self_pred, memory_order_relaxed);
+}
+
+/* For tests: times a waiter parked (spin-then-park), and times a releaser
+ * woke a parked waiter to try again. */
+unsigned long ll_mcstp_debug_parks(liblock_t *l, unsigned long *wakes)
+{
+    struct tp_lock *s = LL_STATE(l, struct tp_lock);
+    if (wakes)
+        *wakes = atomic_load_explicit(&s->wakes, memory_order_relaxed);
+    return atomic_load_explicit(&s->parks, memory_order_relaxed);
+}
+
 const struct ll_ops ll_ops_mcs_tp = {
     .name = "mcs-tp",
     .description = "MCS-TP: MCS queue lock with time-published waiters that skips preempted threads",
     .source = "seed 000 section 3.5, Algorithms 4-5 with the thesis's last_lock fix; He, Scherer and Scott, HiPC 2005",
     .props = LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
-    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD),
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
+                LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN,
     .state_size = sizeof(struct tp_lock),
     .node_size = sizeof(struct tp_node),
