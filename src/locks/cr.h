@@ -27,7 +27,7 @@ struct cr_node {
     _Atomic(struct cr_node *) next; /* MCS link (written by the next arrival, or by the owner when grafting) */
     _Atomic uint32_t locked;        /* waiting word: 1 = wait, 0 = granted (bit 31 = policy) */
     int numa;                       /* mcscrn: NUMA node of the waiter when it arrived */
-    bool retried;                   /* mcscr: arriving again after a take-over (next grant outright) */
+    unsigned takeovers;             /* mcscr: take-overs of this lock() call's pending grants */
     struct cr_node *ps_prev, *ps_next; /* list links, owner-only */
 };
 _Static_assert(sizeof(struct cr_node) <= LL_NODE_BYTES, "cr node too large");
@@ -162,19 +162,24 @@ static inline void cr_link_wait_step(int policy)
  *    cleared it, so plain CASes on PENDING are exact.  A's CAS to RETRY needs
  *    no wake-up: the grant already woke h if it slept, and h never parks on
  *    PENDING or RETRY.
- *  - Fairness: h arrives again with its node marked `retried` (written
- *    before its tail swap; an owner reads it only after an acquire load of
- *    a link naming the node, or in a node it culled itself), and a retried
- *    node that is reprovisioned again gets an outright grant (0), which
- *    cannot be taken over.  So a lock() call is taken over at most once;
- *    afterwards it is treated exactly as in the paper's MCSCR.  Without
- *    this, a thread could cycle culled -> reprovisioned -> taken over,
- *    re-entering the passive set at its young end each time, where the
- *    eldest-first fairness trial never finds it.  (Exempting retried nodes
- *    from culling instead also bounds the wait, but every take-over then
- *    injects one more thread into the circulating set: with the CPUs
- *    loaded, the working set of tests/test_malthus.c grew from ~15 to ~27
- *    of 32.) */
+ *  - Fairness: h arrives again counting one more take-over in its node
+ *    (`takeovers`, reset at the start of each lock() call; written by h's
+ *    thread before its tail swap, read by an owner only after an acquire
+ *    load of a link naming the node).  The owner does not cull a node that
+ *    has been taken over CR_MAX_TAKEOVERS times: that lock() call then
+ *    reaches the lock through the short MCS chain.  So a call is taken over
+ *    at most CR_MAX_TAKEOVERS times, each time re-entering the young end of
+ *    the passive set -- without the bound a thread could cycle culled ->
+ *    reprovisioned -> taken over where the eldest-first fairness trial never
+ *    finds it.  Measured alternatives (RandArray, 32 threads, 2 CPUs):
+ *    exempting a node from culling after its first take-over kept the
+ *    throughput but let every take-over add a thread to the circulating set
+ *    (the working set of tests/test_malthus.c grew from ~15 to ~27 of 32
+ *    when the CPUs were loaded); granting a taken-over node outright when
+ *    it is reprovisioned again brought back the wake-up stalls (40K instead
+ *    of ~680K acquisitions/s).  With the bound 8: ~680K/s and an average
+ *    working set of ~4.5 (no bound: ~700K/s, 4.6; bound 1: ~610K/s, 6). */
+#define CR_MAX_TAKEOVERS 8u
 #define CR_RETRY 2u   /* word: your pending grant was taken over; arrive again */
 #define CR_PENDING 3u /* word >= this: you hold the lock unless an arrival takes it over first */
 #define CR_STOLE 4u   /* cr_arrive's result: took the lock over from a pending grantee */

@@ -22,7 +22,8 @@
  *       P = 0 gives no long-term fairness guarantee beyond reprovisioning.
  *   (C) culling: if succ exists and succ.next exists, succ is an
  *       intermediate node (the chain holds owner, succ, and at least one
- *       more): it is surplus.  Unlink it, push it on the PS head, and hand
+ *       more): it is surplus (unless it is a lock() call taken over
+ *       CR_MAX_TAKEOVERS times, below).  Unlink it, push it on the PS head, and hand
  *       the lock to succ.next.  At most one node is culled per unlock, so
  *       unlock stays O(1); the chain shrinks by two per unlock (one culled,
  *       one admitted) while arrivals add at most about one, so it converges
@@ -47,9 +48,9 @@
  * passive thread, once it runs, arrives again as a new arrival.  The lock
  * is never free meanwhile (work conservation holds) and no passive thread
  * is stranded (the grant woke it, and it either claims the lock or
- * re-enqueues).  A thread that re-enqueues is marked "retried", and if it
- * is reprovisioned again in the same lock() call the grant is outright, so
- * it is taken over at most once (cr.h: fairness).
+ * re-enqueues.  A lock() call that has been taken over CR_MAX_TAKEOVERS
+ * (8) times is no longer culled, so it reaches the lock through the MCS
+ * chain (cr.h: fairness).
  * Fairness grafts (F) grant outright: the eldest thread is admitted, not
  * raced.
  *
@@ -141,9 +142,9 @@ static int mcscr_lock(liblock_t *l, void *vnode)
     struct mcscr_lock *s = LL_STATE(l, struct mcscr_lock);
     struct cr_node *n = vnode;
     uint32_t r;
-    n->retried = false;
+    n->takeovers = 0;
     while ((r = cr_arrive(&s->tail, n, l->_wait, cr_pending_value(0))) == CR_RETRY)
-        n->retried = true; /* our pending grant was taken over: arrive again */
+        n->takeovers++; /* our pending grant was taken over: arrive again */
     if (r == CR_STOLE)
         s->steals++; /* we own the lock: owner-only counter */
     return 0;
@@ -182,8 +183,9 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
     }
 
     if (succ) {
-        if (ss) {
-            /* (C) succ is intermediate: cull it. */
+        if (ss && succ->takeovers < CR_MAX_TAKEOVERS) {
+            /* (C) succ is intermediate: cull it (unless taken over too
+             * often in this lock() call: cr.h, fairness). */
             cr_push_head(&s->ps, succ);
             s->culls++;
             cr_grant(ss, pol);
@@ -198,10 +200,7 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
         struct cr_node *h = cr_pop_head(&s->ps);
         if (cr_install_after(&s->tail, n, h, &succ)) {
             s->reprovisions++; /* before the grant: then the lock is no longer ours */
-            if (h->retried)
-                cr_grant(h, pol); /* taken over once already in this lock(): outright (cr.h) */
-            else
-                cr_grant_pending(h, cr_pending_value(0), pol);
+            cr_grant_pending(h, cr_pending_value(0), pol);
             return 0;
         }
         cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock */
