@@ -498,7 +498,13 @@ static void test_working_set(const char *algo, const char *fair, double lwss_max
            (unsigned long long)st.grafts, (unsigned long long)st.reprovisions, (unsigned long long)st.handoffs,
            (unsigned long long)st.steals);
     CHECK_EQ(r.logged, r.total);
-    if (lwss_max > 0)
+    /* Under ThreadSanitizer (LIBLOCK_TEST_SCALE=tsan) every atomic access is
+     * instrumented: critical sections slow down several-fold while the
+     * kernel's wake-ups do not, so how many threads circulate says nothing
+     * about the lock: there the run checks exclusion,
+     * completion and the wait bound, and races, but not the working set. */
+    int tsan = getenv("LIBLOCK_TEST_SCALE") && strcmp(getenv("LIBLOCK_TEST_SCALE"), "tsan") == 0;
+    if (lwss_max > 0 && !tsan)
         CHECK(lw < lwss_max, "%s: average LWSS %.1f with 32 threads, expected < %.0f", algo, lw, lwss_max);
     if (gap_max > 0)
         CHECK(gap <= gap_max, "%s: thread %d waited %ld admissions in one lock(), bound %ld", algo, who, gap, gap_max);
