@@ -286,7 +286,8 @@ struct ll_cr_stats {
     uint64_t remote_culls; /* mcscrn: waiters moved to the remote list            */
     uint64_t home_changes; /* mcscrn: changes of the home NUMA node               */
     uint64_t handoffs;     /* loiter: direct hand-offs to an impatient standby    */
-    uint64_t steals;       /* mcscr: pending grants taken over by an arrival */
+    uint64_t pendings;     /* mcscr, lifocr: grants made pending (takeable)        */
+    uint64_t steals;       /* mcscr, lifocr: pending grants taken over by an arrival */
     unsigned passive;      /* current passive-set size                           */
     unsigned remote;       /* mcscrn: current remote-list size                    */
     int home;              /* mcscrn: current home node                            */

@@ -51,6 +51,40 @@
  * the waiter's ll_wait_while returns after an acquire load.  The release
  * CAS HELD -> FREE pairs with the next acquirer's acquire CAS FREE -> HELD.
  *
+ * Pending grants (not in the paper; the same idea as mcscr's, cr.h).  On 2
+ * CPUs the popped waiter has usually parked, and an outright grant makes
+ * the lock wait for its wake-up while running threads pile up (40K
+ * acquisitions/s on RandArray at 32 threads, 0.08x posix).  So when the
+ * waiter w the owner takes off the stack sleeps (its word carries the
+ * parked bit), the owner publishes w in `pend` (release) and wakes w with
+ * LIFO_CHECK instead of 0.  Ownership then belongs to whoever first CASes
+ * pend from w to nil (acquire): w itself when it runs, or an arrival that
+ * finds pend set on its slow path before pushing (take_pending).  The loser
+ * w pushes its node again (it is on no list: the owner removed it).  A
+ * spinning w is granted outright (it takes the lock at once; with two
+ * threads the hand-off stays alternating), and so is a lock() call taken
+ * over CR_MAX_TAKEOVERS times (bounded, as in mcscr).
+ *  - The lock is never free meanwhile: top is not touched by a pending
+ *    grant or a take-over (it stays HELD or a stack), and pend != nil only
+ *    while the lock is held pending.  Arrivals' fast path (FREE -> HELD)
+ *    fails, so they reach take_pending.  Work conserving as before (I3).
+ *  - No ABA on pend: only nodes are stored there and the CAS compares the
+ *    word itself, never a node's memory, so a stale read of pend is
+ *    harmless: if the CAS finds the same node pending again, that is a
+ *    current pending grant, and taking it over is legitimate.
+ *  - Orderings: the owner's release store of pend follows its critical
+ *    section and owner-only edits (counters, unlinks), and both possible
+ *    new owners read pend with an acquire CAS.  w learns it lost only
+ *    through its own failed CAS, so the take-over needs no wake-up; the
+ *    owner's ll_wake (swap, so the parked bit is seen) woke w already.
+ *  - The thread that made a pending grant does not take it over itself
+ *    (pend_by): otherwise an unlocker that comes straight back would take
+ *    back every grant it made to a sleeping waiter, and two threads would
+ *    no longer alternate.  pend_by is a hint read without synchronisation:
+ *    a stale value can only make an arrival skip or make a take-over,
+ *    and either is safe, because ownership is decided by the CAS on pend.
+ *  - trylock does not take over (EBUSY while the lock is held pending).
+ *
  * Policies: spin, yield, spin-then-park (default; the paper notes LIFO-CR
  * suits spin-then-park because the top of the stack, which runs next, is
  * the thread most likely to be still spinning).  Not FIFO (unless P = 1).
@@ -64,12 +98,16 @@
 
 struct lifocr_lock {
     _Atomic(struct cr_node *) top;
+    _Atomic(struct cr_node *) pend; /* pending grantee, or nil (same line as top: arrivals read both) */
+    _Atomic(void *) pend_by;        /* the thread that made the pending grant (a hint, see header) */
     /* owner-only */
     LL_ALIGNED struct cr_trial fair;
     double p;
     bool constant_time;
-    uint64_t grafts, bypass_unlinks;
+    uint64_t grafts, bypass_unlinks, pendings, steals;
 };
+
+#define LIFO_CHECK 2u /* waiting word: you were granted pending: claim through pend */
 
 static int lifocr_init(liblock_t *l, const liblock_attr_t *attr)
 {
@@ -80,25 +118,46 @@ static int lifocr_init(liblock_t *l, const liblock_attr_t *attr)
     return 0;
 }
 
+/* Take over a pending grant, if there is one and we did not make it: the
+ * lock is then ours. */
+static inline bool take_pending(struct lifocr_lock *s)
+{
+    struct cr_node *p = atomic_load_explicit(&s->pend, memory_order_relaxed);
+    return p && atomic_load_explicit(&s->pend_by, memory_order_relaxed) != (void *)ll_self() &&
+           atomic_compare_exchange_strong_explicit(&s->pend, &p, NULL, memory_order_acquire, memory_order_relaxed);
+}
+
 static int lifocr_lock(liblock_t *l, void *vnode)
 {
     struct lifocr_lock *s = LL_STATE(l, struct lifocr_lock);
     struct cr_node *n = vnode;
-    atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
-    struct cr_node *h = atomic_load_explicit(&s->top, memory_order_relaxed);
+    n->takeovers = 0;
     for (;;) {
-        if (h == LIFO_FREE) {
-            if (atomic_compare_exchange_weak_explicit(&s->top, &h, LIFO_HELD, memory_order_acquire,
-                                                      memory_order_relaxed))
+        atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
+        struct cr_node *h = atomic_load_explicit(&s->top, memory_order_relaxed);
+        for (;;) {
+            if (h == LIFO_FREE) {
+                if (atomic_compare_exchange_weak_explicit(&s->top, &h, LIFO_HELD, memory_order_acquire,
+                                                          memory_order_relaxed))
+                    return 0;
+                continue;
+            }
+            if (take_pending(s)) {
+                s->steals++; /* we own the lock: owner-only counter */
                 return 0;
-            continue;
+            }
+            atomic_store_explicit(&n->next, h, memory_order_relaxed);
+            if (atomic_compare_exchange_weak_explicit(&s->top, &h, n, memory_order_release, memory_order_relaxed))
+                break;
         }
-        atomic_store_explicit(&n->next, h, memory_order_relaxed);
-        if (atomic_compare_exchange_weak_explicit(&s->top, &h, n, memory_order_release, memory_order_relaxed))
-            break;
+        if (ll_wait_while(&n->locked, 1, l->_wait) != LIFO_CHECK)
+            return 0; /* granted outright */
+        struct cr_node *me = n;
+        if (atomic_compare_exchange_strong_explicit(&s->pend, &me, NULL, memory_order_acquire,
+                                                    memory_order_relaxed))
+            return 0; /* claimed our pending grant */
+        n->takeovers++; /* an arrival took it over: push again */
     }
-    ll_wait_while(&n->locked, 1, l->_wait);
-    return 0;
 }
 
 static int lifocr_trylock(liblock_t *l, void *vnode)
@@ -114,6 +173,24 @@ static int lifocr_trylock(liblock_t *l, void *vnode)
 static inline struct cr_node *next_of(struct cr_node *n)
 {
     return atomic_load_explicit(&n->next, memory_order_relaxed);
+}
+
+/* Hand the lock to w, which the owner has just taken off the stack: pending
+ * (an arrival may take it over until w claims it) if w sleeps, outright if
+ * it is still spinning (it takes the lock at once: with two threads the
+ * hand-off alternates, as the paper's LIFO-CR does) or if its lock() call
+ * has been taken over CR_MAX_TAKEOVERS times already. */
+static inline void grant_popped(struct lifocr_lock *s, struct cr_node *w, int pol)
+{
+    if (!(atomic_load_explicit(&w->locked, memory_order_relaxed) & LL_PARKED) ||
+        w->takeovers >= CR_MAX_TAKEOVERS) {
+        ll_wake(&w->locked, 0, pol);
+        return;
+    }
+    s->pendings++; /* before the grant: then the lock is no longer ours */
+    atomic_store_explicit(&s->pend_by, (void *)ll_self(), memory_order_relaxed);
+    atomic_store_explicit(&s->pend, w, memory_order_release);
+    ll_wake(&w->locked, LIFO_CHECK, pol);
 }
 
 static int lifocr_unlock(liblock_t *l, void *vnode)
@@ -146,14 +223,14 @@ static int lifocr_unlock(liblock_t *l, void *vnode)
         struct cr_node *v = h;
         if (atomic_compare_exchange_strong_explicit(&s->top, &v, next_of(h), memory_order_acq_rel,
                                                     memory_order_acquire)) {
-            ll_wake(&h->locked, 0, pol);
+            grant_popped(s, h, pol);
             return 0;
         }
         if (s->constant_time) {
             struct cr_node *w = next_of(v);
             atomic_store_explicit(&v->next, next_of(w), memory_order_relaxed);
             s->bypass_unlinks++;
-            ll_wake(&w->locked, 0, pol);
+            grant_popped(s, w, pol);
             return 0;
         }
         h = v;
@@ -174,6 +251,8 @@ int ll_lifocr_stats(const liblock_t *l, struct ll_cr_stats *out)
     struct lifocr_lock *s = l->_state;
     memset(out, 0, sizeof *out);
     out->grafts = s->grafts;
+    out->pendings = s->pendings;
+    out->steals = s->steals;
     out->fairness = s->p;
     out->tail = atomic_load_explicit(&s->top, memory_order_acquire);
     return 0;

@@ -229,6 +229,7 @@ int ll_mcscr_stats(const liblock_t *l, struct ll_cr_stats *out)
     out->culls = s->culls;
     out->grafts = s->grafts;
     out->reprovisions = s->reprovisions;
+    out->pendings = s->reprovisions; /* every reprovisioning grant is pending */
     out->steals = s->steals;
     out->passive = s->ps.count;
     out->fairness = s->p;
