@@ -542,13 +542,14 @@ struct pend_arg {
     _Atomic(struct cr_node *) *tail;
     struct cr_node *node;
     int policy;
+    bool take_over;
     _Atomic int result; /* -1 until cr_arrive returns */
 };
 
 static void *pend_thread(void *vp)
 {
     struct pend_arg *a = vp;
-    uint32_t r = cr_arrive(a->tail, a->node, a->policy, cr_pending_value(0));
+    uint32_t r = cr_arrive(a->tail, a->node, a->policy, a->take_over);
     atomic_store(&a->result, (int)r);
     return NULL;
 }
@@ -556,11 +557,12 @@ static void *pend_thread(void *vp)
 /* Start a thread that arrives behind *tail and wait until it has linked
  * itself behind pred (it is then waiting on its own word). */
 static int pend_start(pthread_t *th, struct pend_arg *a, _Atomic(struct cr_node *) *tail, struct cr_node *node,
-                      struct cr_node *pred, int policy)
+                      struct cr_node *pred, int policy, bool take_over)
 {
     a->tail = tail;
     a->node = node;
     a->policy = policy;
+    a->take_over = take_over;
     atomic_store(&a->result, -1);
     CHECK_EQ(pthread_create(th, NULL, pend_thread, a), 0);
     uint64_t deadline = th_now_ns() + 10000000000ull;
@@ -588,9 +590,9 @@ static void test_pending_protocol(void)
          *    linking; the grantee's word says RETRY */
         memset(&h, 0, sizeof h);
         memset(&a, 0, sizeof a);
-        atomic_store(&h.locked, cr_pending_value(0));
+        atomic_store(&h.locked, CR_PENDING);
         atomic_store(&tail, &h);
-        CHECK_EQ(cr_arrive(&tail, &a, pol, cr_pending_value(0)), CR_STOLE);
+        CHECK_EQ(cr_arrive(&tail, &a, pol, true), CR_STOLE);
         CHECK_EQ(atomic_load(&h.locked), CR_RETRY);
         CHECK(atomic_load(&h.next) == NULL, "take-over linked behind the pending grantee");
         CHECK(atomic_load(&tail) == &a, "take-over: the arrival is not the tail");
@@ -602,21 +604,21 @@ static void test_pending_protocol(void)
         atomic_store(&tail, &h);
         pthread_t th;
         struct pend_arg arg;
-        if (pend_start(&th, &arg, &tail, &a, &h, pol)) {
+        if (pend_start(&th, &arg, &tail, &a, &h, pol, true)) {
             CHECK_EQ(atomic_load(&arg.result), -1);
             cr_grant(&a, pol);
             CHECK_EQ(pend_result(th, &arg), 0);
         } else
             return; /* the watchdog reports the stuck thread */
 
-        /* 2b. an arrival whose key differs (a grant reserved for another class) may
-         *     not take over: it links and waits like behind an owner */
+        /* 2b. an arrival of a lock that does not take over (mcscrn) links
+         *     behind a pending node and waits like behind an owner */
         memset(&h, 0, sizeof h);
         memset(&a, 0, sizeof a);
-        atomic_store(&h.locked, cr_pending_value(1));
+        atomic_store(&h.locked, CR_PENDING);
         atomic_store(&tail, &h);
-        if (pend_start(&th, &arg, &tail, &a, &h, pol)) { /* the thread's key is 0 */
-            CHECK_EQ(atomic_load(&h.locked), cr_pending_value(1));
+        if (pend_start(&th, &arg, &tail, &a, &h, pol, false)) {
+            CHECK_EQ(atomic_load(&h.locked), CR_PENDING);
             cr_grant(&a, pol);
             CHECK_EQ(pend_result(th, &arg), 0);
         } else
@@ -626,14 +628,14 @@ static void test_pending_protocol(void)
         memset(&o, 0, sizeof o);
         memset(&h, 0, sizeof h);
         atomic_store(&tail, &o);
-        if (!pend_start(&th, &arg, &tail, &h, &o, pol))
+        if (!pend_start(&th, &arg, &tail, &h, &o, pol, true))
             return;
         if (pol == LIBLOCK_WAIT_SPIN_THEN_PARK) { /* let it park, so the grant has to wake it */
             uint64_t deadline = th_now_ns() + 5000000000ull;
             while (!(atomic_load(&h.locked) & LL_PARKED) && th_now_ns() < deadline)
                 usleep(1000);
         }
-        cr_grant_pending(&h, cr_pending_value(0), pol);
+        cr_grant_pending(&h, pol);
         CHECK_EQ(pend_result(th, &arg), 0);
         CHECK_EQ(atomic_load(&h.locked), 0);
 
@@ -642,7 +644,7 @@ static void test_pending_protocol(void)
         memset(&o, 0, sizeof o);
         memset(&h, 0, sizeof h);
         atomic_store(&tail, &o);
-        if (!pend_start(&th, &arg, &tail, &h, &o, pol))
+        if (!pend_start(&th, &arg, &tail, &h, &o, pol, true))
             return;
         ll_wake(&h.locked, CR_RETRY, pol);
         CHECK_EQ(pend_result(th, &arg), (int)CR_RETRY);

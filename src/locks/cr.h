@@ -174,49 +174,40 @@ static inline void cr_link_wait_step(int policy)
  *    finds it.  Measured alternatives (RandArray, 32 threads, 2 CPUs):
  *    exempting a node from culling after its first take-over kept the
  *    throughput but let every take-over add a thread to the circulating set
- *    (the working set of tests/test_malthus.c grew from ~15 to ~27 of 32
- *    when the CPUs were loaded); granting a taken-over node outright when
+ *    (with the CPUs loaded, the working set in tests/test_malthus.c's
+ *    P = 0.01 run grew to ~27 of 32, against 17-20 with the bound below);
+ *    granting a taken-over node outright when
  *    it is reprovisioned again brought back the wake-up stalls (40K instead
  *    of ~680K acquisitions/s).  With the bound 8: ~680K/s and an average
  *    working set of ~4.5 (no bound: ~700K/s, 4.6; bound 1: ~610K/s, 6). */
 #define CR_MAX_TAKEOVERS 8u
 #define CR_RETRY 2u   /* word: your pending grant was taken over; arrive again */
-#define CR_PENDING 3u /* word >= this: you hold the lock unless an arrival takes it over first */
+#define CR_PENDING 3u /* word: you hold the lock unless an arrival takes it over first */
 #define CR_STOLE 4u   /* cr_arrive's result: took the lock over from a pending grantee */
 
-#define CR_NO_TAKE 0u   /* cr_arrive's take for a lock that never grants pending */
-
-/* The pending value for key k (any k < 2^30): an arrival may take over only
- * a pending grant whose value equals its own.  mcscr uses one key (0); the
- * key lets a lock restrict take-overs to a class of arrivals (tried for
- * mcscrn's NUMA nodes; see mcscrn.c for why it does not use them). */
-static inline uint32_t cr_pending_value(int key)
-{
-    return CR_PENDING + (uint32_t)(key < 0 ? 0 : key & 0x3fffffff);
-}
-
-/* One arrival: enqueue n and wait for the lock.  take is the pending value
- * (cr_pending_value) this arrival may take over.  Returns 0 when n holds the
- * lock, CR_STOLE when n holds it by taking over a pending grant (the caller,
- * now the owner, may count it), CR_RETRY when n's own pending grant was
- * taken over (its node is then in no list and on no chain: arrive again). */
-static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node *n, int policy, uint32_t take)
+/* One arrival: enqueue n and wait for the lock.  take_over: whether this
+ * lock grants pending (mcscr) so that an arrival may take a pending grant
+ * over.  Returns 0 when n holds the lock, CR_STOLE when n holds it by taking
+ * over a pending grant (the caller, now the owner, may count it), CR_RETRY
+ * when n's own pending grant was taken over (its node is then in no list
+ * and on no chain: arrive again). */
+static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node *n, int policy, bool take_over)
 {
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
     struct cr_node *pred = atomic_exchange_explicit(tail, n, memory_order_acq_rel);
     if (!pred)
         return 0;
-    if (take != CR_NO_TAKE && atomic_load_explicit(&pred->locked, memory_order_relaxed) == take) {
-        uint32_t expect = take;
+    if (take_over && atomic_load_explicit(&pred->locked, memory_order_relaxed) == CR_PENDING) {
+        uint32_t expect = CR_PENDING;
         if (atomic_compare_exchange_strong_explicit(&pred->locked, &expect, CR_RETRY, memory_order_acquire,
                                                     memory_order_relaxed))
             return CR_STOLE;
     }
     atomic_store_explicit(&pred->next, n, memory_order_release);
     uint32_t v = ll_wait_while(&n->locked, 1, policy);
-    if (v >= CR_PENDING) {
-        uint32_t expect = v;
+    if (v == CR_PENDING) {
+        uint32_t expect = CR_PENDING;
         if (atomic_compare_exchange_strong_explicit(&n->locked, &expect, 0, memory_order_acquire,
                                                     memory_order_acquire))
             return 0;
@@ -226,8 +217,8 @@ static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node
 }
 
 /* Pending grant of the lock to t, which the caller has just made the tail
- * (see above), that arrivals with the same pending value may take over. */
-static inline void cr_grant_pending(struct cr_node *t, uint32_t value, int policy) { ll_wake(&t->locked, value, policy); }
+ * (see above). */
+static inline void cr_grant_pending(struct cr_node *t, int policy) { ll_wake(&t->locked, CR_PENDING, policy); }
 
 /* Take the lock only if the chain is empty. */
 static inline int cr_trylock(_Atomic(struct cr_node *) *tail, struct cr_node *n)

@@ -23,8 +23,8 @@
  *   (C) culling: if succ exists and succ.next exists, succ is an
  *       intermediate node (the chain holds owner, succ, and at least one
  *       more): it is surplus (unless it is a lock() call taken over
- *       CR_MAX_TAKEOVERS times, below).  Unlink it, push it on the PS head, and hand
- *       the lock to succ.next.  At most one node is culled per unlock, so
+ *       CR_MAX_TAKEOVERS times, below).  Unlink it, push it on the PS
+ *       head, and hand the lock to succ.next.  At most one node is culled per unlock, so
  *       unlock stays O(1); the chain shrinks by two per unlock (one culled,
  *       one admitted) while arrivals add at most about one, so it converges
  *       to "owner + one waiter", the paper's ideal steady state.  Culling
@@ -48,7 +48,7 @@
  * passive thread, once it runs, arrives again as a new arrival.  The lock
  * is never free meanwhile (work conservation holds) and no passive thread
  * is stranded (the grant woke it, and it either claims the lock or
- * re-enqueues.  A lock() call that has been taken over CR_MAX_TAKEOVERS
+ * re-enqueues).  A lock() call that has been taken over CR_MAX_TAKEOVERS
  * (8) times is no longer culled, so it reaches the lock through the MCS
  * chain (cr.h: fairness).
  * Fairness grafts (F) grant outright: the eldest thread is admitted, not
@@ -143,7 +143,7 @@ static int mcscr_lock(liblock_t *l, void *vnode)
     struct cr_node *n = vnode;
     uint32_t r;
     n->takeovers = 0;
-    while ((r = cr_arrive(&s->tail, n, l->_wait, cr_pending_value(0))) == CR_RETRY)
+    while ((r = cr_arrive(&s->tail, n, l->_wait, true)) == CR_RETRY)
         n->takeovers++; /* our pending grant was taken over: arrive again */
     if (r == CR_STOLE)
         s->steals++; /* we own the lock: owner-only counter */
@@ -200,7 +200,7 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
         struct cr_node *h = cr_pop_head(&s->ps);
         if (cr_install_after(&s->tail, n, h, &succ)) {
             s->reprovisions++; /* before the grant: then the lock is no longer ours */
-            cr_grant_pending(h, cr_pending_value(0), pol);
+            cr_grant_pending(h, pol);
             return 0;
         }
         cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock */

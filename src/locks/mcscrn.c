@@ -49,7 +49,8 @@
  * Reprovisioning grants are outright, as in the paper -- not mcscr's pending
  * grants.  A pending grant lets the next arrival take the lock over, and on
  * this 2-CPU machine that arrival is whichever thread runs, of either node:
- * tried here (with take-overs limited to the home node's arrivals), it
+ * tried here (with take-overs limited to the home node's arrivals, by
+ * keying the pending value with the node), it
  * removed the wake-up stalls that let waiters of one node queue up to be
  * culled, and the share of successions within a node in
  * tests/test_mcscrn_numa.c fell from ~0.9 to 0.07-0.8.  mcscrn's purpose is
@@ -99,7 +100,7 @@ static int mcscrn_lock(liblock_t *l, void *vnode)
 {
     struct cr_node *n = vnode;
     n->numa = my_node();
-    cr_arrive(&LL_STATE(l, struct mcscrn_lock)->tail, n, l->_wait, CR_NO_TAKE); /* never pending: 0 */
+    cr_arrive(&LL_STATE(l, struct mcscrn_lock)->tail, n, l->_wait, false); /* never pending: 0 */
     return 0;
 }
 
