@@ -67,11 +67,33 @@ static inline int th_scale_small(void)
     return s && (strcmp(s, "tsan") == 0 || strcmp(s, "small") == 0);
 }
 
+/* A ThreadSanitizer run (tests/run.sh sets LIBLOCK_TEST_SCALE=tsan). */
+static inline int th_under_tsan(void)
+{
+    const char *s = getenv("LIBLOCK_TEST_SCALE");
+    return s && strcmp(s, "tsan") == 0;
+}
+
 static inline uint64_t th_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Join th by deadline_ns (th_now_ns clock): 0 when joined, ETIMEDOUT if the
+ * thread is stuck. */
+static inline int th_join_by(pthread_t th, uint64_t deadline_ns)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t left = deadline_ns > th_now_ns() ? deadline_ns - th_now_ns() : 0;
+    struct timespec ts = {now.tv_sec + (time_t)(left / 1000000000ull), now.tv_nsec + (long)(left % 1000000000ull)};
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return pthread_timedjoin_np(th, NULL, &ts);
 }
 
 /* Algorithm filter: argv names (or LIBLOCK_TEST_ALGOS="a b c"); none = all. */

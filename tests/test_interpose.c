@@ -851,13 +851,8 @@ static int c11_try_other(void *arg)
 static int c11_timed_other(void *arg)
 {
     struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    ts.tv_nsec += 30 * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return mtx_timedlock(arg, &ts) == thrd_timedout ? 0 : 1;
+    ts_after(CLOCK_REALTIME, &ts, 30); /* C11's TIME_UTC is CLOCK_REALTIME */
+    return mtx_timedlock(arg, &ts) == thrd_timedout && ts_reached(CLOCK_REALTIME, &ts) ? 0 : 1;
 }
 
 static int c11_consumer(void *arg)
@@ -921,19 +916,14 @@ static void test_c11(void)
     CHECK_EQ(mtx_lock(&c11_t), thrd_success);
     CHECK_EQ(thrd_create(&o, c11_timed_other, &c11_t), thrd_success);
     thrd_join(o, &res);
-    CHECK(res == 0, "mtx_timedlock on a held mutex did not return thrd_timedout");
+    CHECK(res == 0, "mtx_timedlock on a held mutex did not return thrd_timedout at its deadline");
     CHECK_EQ(mtx_unlock(&c11_t), thrd_success);
     mtx_destroy(&c11_t);
 
     th_context = "C11 cnd";
     CHECK_EQ(cnd_init(&c11_c), thrd_success);
     struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    ts.tv_nsec += 20 * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    ts_after(CLOCK_REALTIME, &ts, 20);
     CHECK_EQ(mtx_lock(&c11_m), thrd_success);
     CHECK_EQ(cnd_timedwait(&c11_c, &c11_m, &ts), thrd_timedout);
     CHECK_EQ(mtx_trylock(&c11_m), thrd_busy); /* held again on return (not recursive) */

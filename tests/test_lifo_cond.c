@@ -22,19 +22,6 @@
 #include <math.h>
 #include <sched.h>
 
-static int join_by(pthread_t th, uint64_t deadline_ns)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    uint64_t left = deadline_ns > th_now_ns() ? deadline_ns - th_now_ns() : 0;
-    struct timespec ts = {now.tv_sec + (time_t)(left / 1000000000ull), now.tv_nsec + (long)(left % 1000000000ull)};
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return pthread_timedjoin_np(th, NULL, &ts);
-}
-
 static struct timespec in_ns(long ns)
 {
     struct timespec ts;
@@ -136,7 +123,7 @@ static void test_order(double p, int use_sem)
         }
     }
     for (int i = 0; i < NORD; i++)
-        CHECK(join_by(th[i], th_now_ns() + 20000000000ull) == 0, "waiter %d stuck", i);
+        CHECK(th_join_by(th[i], th_now_ns() + 20000000000ull) == 0, "waiter %d stuck", i);
     char buf[64] = "";
     int lifo = 1, fifo = 1;
     for (int i = 0; i < o.nwoken; i++) {
@@ -284,7 +271,7 @@ static void test_buffer(const char *algo, double p, int broadcast, int timed)
     uint64_t deadline = th_now_ns() + 30000000000ull;
     int stuck = 0;
     for (int i = 0; i < NP + NC; i++)
-        stuck += join_by(th[i], deadline) != 0;
+        stuck += th_join_by(th[i], deadline) != 0;
     CHECK(stuck == 0, "%s P=%g %s%s: %d threads stuck (lost wake-up?)", algo, p, broadcast ? "broadcast" : "signal",
           timed ? " timed" : "", stuck);
     if (stuck) {
@@ -361,7 +348,7 @@ static void test_sem_count(int value, double p, int timed)
     uint64_t deadline = th_now_ns() + 30000000000ull;
     int stuck = 0;
     for (int i = 0; i < N; i++)
-        stuck += join_by(th[i], deadline) != 0;
+        stuck += th_join_by(th[i], deadline) != 0;
     CHECK(stuck == 0, "sem value %d P=%g%s: %d threads stuck", value, p, timed ? " timed" : "", stuck);
     if (stuck)
         exit(1);
@@ -409,7 +396,7 @@ static void test_sem_pc(double p)
     uint64_t deadline = th_now_ns() + 30000000000ull;
     int stuck = 0;
     for (int i = 0; i < 8; i++)
-        stuck += join_by(th[i], deadline) != 0;
+        stuck += th_join_by(th[i], deadline) != 0;
     CHECK(stuck == 0, "sem producer/consumer P=%g: %d stuck (lost post?)", p, stuck);
     if (stuck)
         exit(1);
@@ -481,7 +468,7 @@ static void test_timed_and_bad(void)
     c.go = 1;
     CHECK_EQ(liblock_cond_signal(&c.cond), 0);
     liblock_unlock(&c.lock);
-    CHECK(join_by(th, th_now_ns() + 20000000000ull) == 0, "cond waiter stuck after EBUSY destroy");
+    CHECK(th_join_by(th, th_now_ns() + 20000000000ull) == 0, "cond waiter stuck after EBUSY destroy");
     CHECK_EQ(liblock_cond_destroy(&c.cond), 0);
     CHECK_EQ(liblock_cond_signal(&c.cond), EINVAL); /* destroyed */
     /* a lock without condition support answers ENOTSUP, if there is one */
@@ -510,7 +497,7 @@ static void test_timed_and_bad(void)
         sched_yield();
     CHECK_EQ(liblock_sem_destroy(&s), EBUSY);
     CHECK_EQ(liblock_sem_post(&s), 0);
-    CHECK(join_by(th, th_now_ns() + 20000000000ull) == 0, "sem waiter stuck after EBUSY destroy");
+    CHECK(th_join_by(th, th_now_ns() + 20000000000ull) == 0, "sem waiter stuck after EBUSY destroy");
     CHECK_EQ(liblock_sem_getvalue(&s, &v), 0);
     CHECK_EQ(v, 0); /* the unit went to the waiter */
     CHECK_EQ(liblock_sem_destroy(&s), 0);

@@ -67,20 +67,6 @@ static int init_lock(liblock_t *l, const char *algo, int policy)
     return liblock_init(l, algo, &a);
 }
 
-/* Joins with a deadline: 0 when joined, ETIMEDOUT if the thread is stuck. */
-static int join_by(pthread_t th, uint64_t deadline_ns)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    uint64_t left = deadline_ns > th_now_ns() ? deadline_ns - th_now_ns() : 0;
-    struct timespec ts = {now.tv_sec + (time_t)(left / 1000000000ull), now.tv_nsec + (long)(left % 1000000000ull)};
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return pthread_timedjoin_np(th, NULL, &ts);
-}
-
 /* ======================================================================
  * admission runs: N threads loop lock / log / unlock / NCS until the log is
  * full (global count) or each has its quota (per-thread count).
@@ -177,7 +163,7 @@ static int run_admissions(struct run *r, const char *algo, int policy, uint64_t 
     uint64_t deadline = th_now_ns() + budget_ns;
     int stuck = 0;
     for (int i = 0; i < r->nthreads; i++)
-        if (join_by(th[i], deadline) != 0)
+        if (th_join_by(th[i], deadline) != 0)
             stuck++;
     CHECK(stuck == 0, "%s: %d of %d threads did not finish (stranded?)", algo, stuck, r->nthreads);
     if (stuck) {
@@ -303,7 +289,7 @@ static void queue_in_order(struct order *o, const char *algo, int policy, int n)
     liblock_unlock(&o->lock);
     uint64_t deadline = th_now_ns() + 20000000000ull;
     for (int i = 0; i < n; i++)
-        CHECK(join_by(th[i], deadline) == 0, "%s: waiter %d stranded", algo, i);
+        CHECK(th_join_by(th[i], deadline) == 0, "%s: waiter %d stranded", algo, i);
     CHECK_EQ(o->n, n);
 }
 
@@ -437,7 +423,7 @@ static void test_two_threads(const char *algo)
             pthread_create(&th[i], NULL, duo_thread, &a[i]);
         uint64_t deadline = th_now_ns() + 20000000000ull;
         for (int i = 0; i < 2; i++)
-            CHECK(join_by(th[i], deadline) == 0, "%s two threads: thread %d stuck", algo, i);
+            CHECK(th_join_by(th[i], deadline) == 0, "%s two threads: thread %d stuck", algo, i);
         /* While both run, admissions alternate: find the last index where
          * both still had iterations left. */
         int c[2] = {0, 0}, breaks = 0;
@@ -503,8 +489,7 @@ static void test_working_set(const char *algo, const char *fair, double lwss_max
      * kernel's wake-ups do not, so how many threads circulate says nothing
      * about the lock: there the run checks exclusion,
      * completion and the wait bound, and races, but not the working set. */
-    int tsan = getenv("LIBLOCK_TEST_SCALE") && strcmp(getenv("LIBLOCK_TEST_SCALE"), "tsan") == 0;
-    if (lwss_max > 0 && !tsan)
+    if (lwss_max > 0 && !th_under_tsan())
         CHECK(lw < lwss_max, "%s: average LWSS %.1f with 32 threads, expected < %.0f", algo, lw, lwss_max);
     if (gap_max > 0)
         CHECK(gap <= gap_max, "%s: thread %d waited %ld admissions in one lock(), bound %ld", algo, who, gap, gap_max);
@@ -736,7 +721,7 @@ static void test_loiter_patience(void)
             }
             if (ll_hold_find(ll_self(), &p.lock))
                 liblock_unlock(&p.lock);
-            CHECK(join_by(th, th_now_ns() + 20000000000ull) == 0, "loiter: standby stranded");
+            CHECK(th_join_by(th, th_now_ns() + 20000000000ull) == 0, "loiter: standby stranded");
             CHECK(bypasses <= patience, "loiter/%s patience %d: standby bypassed %ld times",
                   liblock_wait_name(pols[pi]), patience, bypasses);
             stats_of(&p.lock, &st);

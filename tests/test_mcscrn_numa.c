@@ -23,19 +23,6 @@
 
 #include <sched.h>
 
-static int join_by(pthread_t th, uint64_t deadline_ns)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    uint64_t left = deadline_ns > th_now_ns() ? deadline_ns - th_now_ns() : 0;
-    struct timespec ts = {now.tv_sec + (time_t)(left / 1000000000ull), now.tv_nsec + (long)(left % 1000000000ull)};
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return pthread_timedjoin_np(th, NULL, &ts);
-}
-
 static int stats_of(const liblock_t *l, struct ll_cr_stats *st)
 {
     const char *a = liblock_algorithm(l);
@@ -91,7 +78,7 @@ static void test_order(const char *p, const int *expect, int policy)
     }
     liblock_unlock(&o.lock);
     for (int i = 0; i < 8; i++)
-        CHECK(join_by(th[i], th_now_ns() + 20000000000ull) == 0, "waiter %d stranded", i);
+        CHECK(th_join_by(th[i], th_now_ns() + 20000000000ull) == 0, "waiter %d stranded", i);
     char buf[128] = "";
     int same = o.n == 8;
     for (int i = 0; i < o.n; i++) {
@@ -167,7 +154,7 @@ static double same_node_fraction(const char *algo, struct ll_cr_stats *st, long 
     __atomic_store_n(&r.go, 1, __ATOMIC_RELEASE);
     uint64_t deadline = th_now_ns() + 40000000000ull;
     for (int i = 0; i < 16; i++)
-        CHECK(join_by(th[i], deadline) == 0, "%s: thread %d stuck", algo, i);
+        CHECK(th_join_by(th[i], deadline) == 0, "%s: thread %d stuck", algo, i);
     long same = 0;
     for (long i = 1; i < r.logged; i++)
         same += r.node_log[i] == r.node_log[i - 1];

@@ -259,6 +259,29 @@ static inline bool cr_install_after(_Atomic(struct cr_node *) *tail, struct cr_n
     return atomic_compare_exchange_strong_explicit(tail, &expect, t, memory_order_acq_rel, memory_order_acquire);
 }
 
+/* Reprovisioning (mcscr/mcscrn (R)): the chain holds only the owner's node
+ * n; put list node h after it and hand it the lock -- pending if `pending`
+ * (mcscr), else outright -- counting it in *count first (after the grant
+ * the lock, and so the owner-only counter, is no longer ours).  If an
+ * arrival raced into the chain (cr_install_after failed), h goes back on the
+ * head of list L, where it was, and the arrival gets the lock: the lock is
+ * not left free either way. */
+static inline void cr_reprovision(_Atomic(struct cr_node *) *tail, struct cr_node *n, struct cr_node *h,
+                                  struct cr_list *L, uint64_t *count, bool pending, int policy)
+{
+    struct cr_node *succ = NULL;
+    if (cr_install_after(tail, n, h, &succ)) {
+        (*count)++;
+        if (pending)
+            cr_grant_pending(h, policy);
+        else
+            cr_grant(h, policy);
+        return;
+    }
+    cr_push_head(L, h);
+    cr_grant(cr_await_link(n, policy), policy);
+}
+
 /* Plain MCS release by owner node n: free the lock if n is the tail, else
  * grant the successor. */
 static inline void cr_release(_Atomic(struct cr_node *) *tail, struct cr_node *n, int policy)

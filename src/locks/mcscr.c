@@ -197,14 +197,7 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
 
     if (s->ps.head) {
         /* (R) deficit: reprovision from the PS head. */
-        struct cr_node *h = cr_pop_head(&s->ps);
-        if (cr_install_after(&s->tail, n, h, &succ)) {
-            s->reprovisions++; /* before the grant: then the lock is no longer ours */
-            cr_grant_pending(h, pol);
-            return 0;
-        }
-        cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock */
-        cr_grant(cr_await_link(n, pol), pol);
+        cr_reprovision(&s->tail, n, cr_pop_head(&s->ps), &s->ps, &s->reprovisions, true, pol);
         return 0;
     }
 

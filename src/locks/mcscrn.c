@@ -229,13 +229,8 @@ deficit:
             h = cr_pop_head(&s->remote);
             switch_home(s, h->numa);
         }
-        if (cr_install_after(&s->tail, n, h, &succ)) {
-            s->reprovisions++;
-            cr_grant(h, pol);
-            return 0;
-        }
-        cr_push_head(&s->ps, h); /* an arrival raced in: it takes the lock; h is home now */
-        cr_grant(cr_await_link(n, pol), pol);
+        /* if an arrival races in, h goes to the passive set: it is home now */
+        cr_reprovision(&s->tail, n, h, &s->ps, &s->reprovisions, false, pol);
         return 0;
     }
 
