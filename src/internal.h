@@ -151,6 +151,8 @@ typedef struct ll_thread {
     void *clh_spare;            /* CLH: the node this thread owns between acquisitions */
     struct ll_exit_hook *hooks; /* run at thread exit */
     uint64_t rng;               /* xorshift state, seeded per thread */
+    unsigned running_cs;        /* delegated critical sections (own or other threads')
+                                   this thread is running now through a combining path */
 } ll_thread_t;
 
 struct ll_exit_hook {
@@ -173,6 +175,20 @@ static inline ll_thread_t *ll_self(void)
 void ll_thread_on_exit(ll_thread_t *self, struct ll_exit_hook *hook);
 unsigned ll_thread_max_id(void);          /* 1 + highest id in use (scan bound) */
 LL_EXPORT long liblock_debug_live_threads(void); /* for leak tests */
+
+/* ARCHITECTURE.md section 8: may this thread run other threads' critical
+ * sections (act as a combiner) right now?  Only where running one there
+ * cannot be told apart from running it on its owner's thread: the thread
+ * holds no liblock lock (under the interposer that includes every pthread
+ * mutex) and is not already running a delegated critical section.  A
+ * thread that may not hands the combiner role on instead.  Unlock paths
+ * never run other threads' critical sections at all (a hand-over-hand
+ * caller may hold a native pthread mutex liblock cannot see); see
+ * docs/combining.md.  self may be NULL (no record: ENOMEM). */
+static inline int ll_may_run_foreign(const ll_thread_t *self)
+{
+    return self != NULL && self->nheld == 0 && self->running_cs == 0;
+}
 
 /* The hold stack is on every lock/unlock path, so its common case is inline:
  * find scans from the top (the lock released is usually the last taken),

@@ -233,9 +233,17 @@ int ll_api_unlock(liblock_t *l)
     int i = self ? ll_hold_index(self, l) : -1;
     if (LL_UNLIKELY(i < 0))
         return EPERM;
-    int r = LL_OPS(l)->unlock(l, self->held[i]->node);
-    if (LL_LIKELY(r == 0))
-        ll_hold_pop_at(self, (unsigned)i);
+    ll_hold_t *h = self->held[i];
+    int r = LL_OPS(l)->unlock(l, h->node);
+    /* The algorithm's unlock may have run code that pushed and popped other
+     * holds (an RCL or combining path), so pop by record, not by the index
+     * taken before it ran. */
+    if (LL_LIKELY(r == 0)) {
+        if (LL_LIKELY((unsigned)i < self->nheld && self->held[i] == h))
+            ll_hold_pop_at(self, (unsigned)i);
+        else
+            ll_hold_pop(self, h);
+    }
     return r;
 }
 

@@ -33,12 +33,10 @@
  *     LOCK marker as its request.  A combiner never runs a marker: it stops
  *     at that node and hands the combiner role to its owner, so lock()
  *     returns holding the combiner role -- the lock.  Nobody else can run
- *     a critical section until that thread's unlock(), which continues as
- *     combiner from the node after its own (its own CS counts as the first
- *     of the pass), so delegated requests are never run concurrently with a
- *     lock()/unlock() section.  unlock() therefore costs what a combining
- *     pass costs: it may run other threads' queued requests (up to
- *     MAX_COMBINER_CS - 1) before returning.
+ *     a critical section until that thread's unlock(), which hands the
+ *     role to the next node's owner (or frees the lock) without running any
+ *     queued request (change 6), so delegated requests are never run
+ *     concurrently with a lock()/unlock() section.
  *
  * Invariants: the tail always holds a node (tagged FREE iff no thread holds
  * the combiner role and none waits); exactly one thread holds the combiner
@@ -84,6 +82,25 @@
  *     that parked are made after the hand-over (deferred_wake.h), not on
  *     the lock's critical path.
  *
+ *  6. Delegation semantics (ARCHITECTURE.md section 8).  A foreign
+ *     critical section runs only on a thread where that cannot be told
+ *     apart from running it on its owner's thread.  unlock() never runs one:
+ *     its caller may hold other locks, including native pthread mutexes that
+ *     liblock cannot see (hand-over-hand: lock L, lock P, unlock L), and a
+ *     queued request that takes P would deadlock on it, or take a liblock
+ *     lock the caller holds and see a spurious EDEADLK or release it.
+ *     The condition-variable machinery releases the lock through unlock(),
+ *     so no foreign critical section runs inside it either.  An execute()
+ *     caller combines for others only if ll_may_run_foreign() (it holds no
+ *     liblock lock and is not itself running a delegated critical section,
+ *     e.g. a nested execute on another combining lock); otherwise it runs
+ *     its own request and hands the role to the next node's owner, exactly
+ *     as a combiner whose pass reached its bound does: nothing is dropped
+ *     or reordered.  Under yield, only such a thread (or the node's owner)
+ *     takes an orphaned role.  Progress: the role always goes to the owner
+ *     of the next published node, which is waiting for it, and every owner
+ *     can at least run its own request.
+ *
  * Parameter: MAX_COMBINER_CS, env LIBLOCK_CCSYNCH_MAX_COMBINER_CS (read at
  * liblock_init), default 3 x the number of online CPUs (seed 000 section
  * 5.1).  A combiner hands over after at most that many critical sections
@@ -97,7 +114,7 @@
  * it.
  * Condition variables: supported for threads that hold the lock through
  * liblock_lock (true ownership of the combiner role; the generic path in
- * src/core/cond.c releases with unlock, which combines and hands over).  A
+ * src/core/cond.c releases with unlock, which hands over).  A
  * critical section run through execute() runs on whichever thread combines,
  * which does not own the lock in the API's sense: cond_wait from it returns
  * EPERM instead of putting the combiner to sleep.
@@ -218,12 +235,13 @@ static inline int asleep(struct ccs_lock *s, struct ccs_node *n, int policy)
     return ll_waiter_asleep(&n->state, &n->seen, s->awake_cycles, policy);
 }
 
-static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, int mode);
+static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, int mode, int foreign_ok);
 
 /* Wait for DONE or COMBINE on our node.  With yield, check in (publish the
  * time) before every yield so a combiner can tell we are being scheduled,
- * and take over an orphaned combiner role if there is one (ours or not). */
-static uint32_t wait_node(liblock_t *l, struct ccs_lock *s, struct ccs_node *n, int policy)
+ * and take over an orphaned combiner role: our own node always; another
+ * thread's only if foreign_ok (change 6). */
+static uint32_t wait_node(liblock_t *l, struct ccs_lock *s, struct ccs_node *n, int policy, int foreign_ok)
 {
     if (policy != LIBLOCK_WAIT_YIELD)
         return ll_wait_while(&n->state, CCS_WAIT, policy);
@@ -232,11 +250,12 @@ static uint32_t wait_node(liblock_t *l, struct ccs_lock *s, struct ccs_node *n, 
         if (v == CCS_DONE || v == CCS_COMBINE)
             return v;
         struct ccs_node *o = atomic_load_explicit(&s->orphan, memory_order_relaxed);
-        if (o && atomic_compare_exchange_strong_explicit(&s->orphan, &o, NULL, memory_order_acq_rel,
-                                                         memory_order_relaxed)) {
+        if (o && (o == n || foreign_ok) &&
+            atomic_compare_exchange_strong_explicit(&s->orphan, &o, NULL, memory_order_acq_rel,
+                                                    memory_order_relaxed)) {
             if (o == n)
                 return CCS_COMBINE; /* our own request is next: combine as usual */
-            combine(l, s, o, COMB_FOREIGN);
+            combine(l, s, o, COMB_FOREIGN, 1);
             continue;
         }
         atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
@@ -249,12 +268,15 @@ static uint32_t wait_node(liblock_t *l, struct ccs_lock *s, struct ccs_node *n, 
  * critical section already ran (unlock after lock): start from its
  * successor and count it as the first.  COMB_FOREIGN: start is an orphaned
  * node taken over with yield (change 5): run it and release its owner. */
-static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, int mode)
+static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, int mode, int foreign_ok)
 {
     const liblock_t *saved = ccs_tls.combining;
     ccs_tls.combining = l;
+    ll_thread_t *self = ll_self_tls;
+    if (self)
+        self->running_cs++;
     int policy = l->_wait;
-    unsigned max = s->max_cs, count = 0;
+    unsigned max = foreign_ok ? s->max_cs : 1, count = 0;
     struct ccs_node *tmp = start, *next;
     struct ll_deferred_wakes dw;
     dw.n = 0;
@@ -266,7 +288,7 @@ static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, in
         next = atomic_load_explicit(&tmp->next, memory_order_acquire);
         if (!next || (tmp != start && tmp->cs == ccs_lock_marker))
             break;
-        if (count >= max && (count >= 2 * max || !asleep(s, tmp, policy)))
+        if (count >= max && (!foreign_ok || count >= 2 * max || !asleep(s, tmp, policy)))
             break;
         tmp->ret = tmp->cs(tmp->arg);
         count++;
@@ -275,6 +297,8 @@ static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, in
         tmp = next;
     }
     ccs_tls.combining = saved;
+    if (self)
+        self->running_cs--;
     /* statistics (racy max is fine: only combiners write, one at a time) */
     if (count > atomic_load_explicit(&s->max_pass, memory_order_relaxed))
         atomic_store_explicit(&s->max_pass, count, memory_order_relaxed);
@@ -341,12 +365,13 @@ static void *ccs_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         errno = ENOMEM;
         return NULL;
     }
-    if (!was_free && wait_node(l, s, cur, l->_wait) == CCS_DONE) {
+    int foreign_ok = ll_may_run_foreign(ll_self_tls);
+    if (!was_free && wait_node(l, s, cur, l->_wait, foreign_ok) == CCS_DONE) {
         void *r = cur->ret;
         spare_push(cur);
         return r;
     }
-    combine(l, s, cur, COMB_OWN);
+    combine(l, s, cur, COMB_OWN, foreign_ok);
     void *r = cur->ret;
     spare_push(cur);
     return r;
@@ -362,7 +387,7 @@ static int ccs_lock(liblock_t *l, void *hold)
     if (LL_UNLIKELY(!cur))
         return ENOMEM;
     if (!was_free)
-        wait_node(l, s, cur, l->_wait); /* a marker is never run: COMBINE */
+        wait_node(l, s, cur, l->_wait, 0); /* a marker is never run: COMBINE */
     ((struct ccs_hold *)hold)->cur = cur;
     atomic_store_explicit(&s->holder, cur, memory_order_relaxed);
     return 0;
@@ -400,7 +425,7 @@ static int ccs_unlock(liblock_t *l, void *hold)
     struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
     struct ccs_node *cur = ((struct ccs_hold *)hold)->cur;
     atomic_store_explicit(&s->holder, NULL, memory_order_relaxed);
-    combine(l, s, cur, COMB_OWN_DONE);
+    combine(l, s, cur, COMB_OWN_DONE, 0); /* never runs others' requests (change 6) */
     spare_push(cur);
     return 0;
 }

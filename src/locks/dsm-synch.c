@@ -52,12 +52,19 @@
  *
  * liblock_lock/liblock_unlock: lock() enqueues a LOCK marker request.  A
  * combiner never runs it: it stops before that node and hands the role to
- * its owner, so lock() returns holding the combiner role.  unlock()
- * continues as combiner from its own node (its critical section counts as
- * the first of the pass), then frees the lock or hands over, so delegated
- * requests never run concurrently with a lock()/unlock() section.  unlock()
- * costs a combining pass (up to MAX_COMBINER_CS - 1 others' requests).
- * trylock is CAS(tail, nil, my).
+ * its owner, so lock() returns holding the combiner role.  unlock() frees
+ * the lock or hands the role to the next node's owner without running any
+ * queued request (below), so delegated requests never run concurrently
+ * with a lock()/unlock() section.  trylock is CAS(tail, nil, my).
+ *
+ * Delegation semantics (ARCHITECTURE.md section 8), as in cc-synch.c change
+ * 6: unlock() never runs another thread's critical section (its caller may
+ * hold locks liblock cannot see, e.g. hand-over-hand with a native pthread
+ * mutex), and an execute() caller combines for others only if
+ * ll_may_run_foreign() holds (no liblock lock held, not itself inside a
+ * delegated critical section); otherwise it runs its own request and hands
+ * the role to the next node's owner.  Under yield only such a thread, or
+ * the node's owner, takes an orphaned role.
  *
  * Invariants: tail is nil iff no thread holds the combiner role and none
  * waits; exactly one combiner while the tail is non-nil; a node's request
@@ -166,11 +173,12 @@ static inline int asleep(struct dsm_lock *s, struct dsm_node *n, int policy)
     return ll_waiter_asleep(&n->state, &n->seen, s->awake_cycles, policy);
 }
 
-static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, int mode);
+static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, int mode, int foreign_ok);
 
 /* Wait for DONE or COMBINE on our node; with yield, check in before each
- * yield and take over an orphaned combiner role (as in cc-synch.c). */
-static uint32_t wait_node(liblock_t *l, struct dsm_lock *s, struct dsm_node *n, int policy)
+ * yield and take over an orphaned combiner role (as in cc-synch.c): our
+ * own node always, another thread's only if foreign_ok. */
+static uint32_t wait_node(liblock_t *l, struct dsm_lock *s, struct dsm_node *n, int policy, int foreign_ok)
 {
     if (policy != LIBLOCK_WAIT_YIELD)
         return ll_wait_while(&n->state, DSM_WAIT, policy);
@@ -179,11 +187,12 @@ static uint32_t wait_node(liblock_t *l, struct dsm_lock *s, struct dsm_node *n, 
         if (v == DSM_DONE || v == DSM_COMBINE)
             return v;
         struct dsm_node *o = atomic_load_explicit(&s->orphan, memory_order_relaxed);
-        if (o && atomic_compare_exchange_strong_explicit(&s->orphan, &o, NULL, memory_order_acq_rel,
-                                                         memory_order_relaxed)) {
+        if (o && (o == n || foreign_ok) &&
+            atomic_compare_exchange_strong_explicit(&s->orphan, &o, NULL, memory_order_acq_rel,
+                                                    memory_order_relaxed)) {
             if (o == n)
                 return DSM_COMBINE;
-            combine(l, s, o, COMB_FOREIGN);
+            combine(l, s, o, COMB_FOREIGN, 1);
             continue;
         }
         atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
@@ -195,13 +204,16 @@ static uint32_t wait_node(liblock_t *l, struct dsm_lock *s, struct dsm_node *n, 
  * COMB_OWN_DONE: our critical section already ran (unlock after lock),
  * count it and start with the hand-over test.  COMB_FOREIGN: an orphaned
  * node taken over with yield: run it and release its owner. */
-static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, int mode)
+static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, int mode, int foreign_ok)
 {
     const liblock_t *saved = dsm_combining;
     dsm_combining = l;
+    ll_thread_t *self = ll_self_tls;
+    if (self)
+        self->running_cs++;
     int policy = l->_wait;
     int step = policy == LIBLOCK_WAIT_YIELD ? LIBLOCK_WAIT_YIELD : LIBLOCK_WAIT_SPIN;
-    unsigned max = s->max_cs, count = 0;
+    unsigned max = foreign_ok ? s->max_cs : 1, count = 0;
     struct dsm_node *tmp = start, *next;
     struct ll_deferred_wakes dw;
     dw.n = 0;
@@ -214,7 +226,7 @@ static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, in
         next = atomic_load_explicit(&tmp->next, memory_order_acquire);
         if (!next || next->cs == dsm_lock_marker)
             break;
-        if (count >= max && (count >= 2 * max || !asleep(s, next, policy)))
+        if (count >= max && (!foreign_ok || count >= 2 * max || !asleep(s, next, policy)))
             break;
         tmp = next;
     run:
@@ -224,6 +236,8 @@ static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, in
             ll_wake_deferred(&dw, &tmp->state, DSM_DONE, policy);
     }
     dsm_combining = saved;
+    if (self)
+        self->running_cs--;
     if (count > atomic_load_explicit(&s->max_pass, memory_order_relaxed))
         atomic_store_explicit(&s->max_pass, count, memory_order_relaxed);
     atomic_store_explicit(&s->passes, atomic_load_explicit(&s->passes, memory_order_relaxed) + 1,
@@ -288,14 +302,15 @@ static void *dsm_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         errno = ENOMEM;
         return NULL;
     }
+    int foreign_ok = ll_may_run_foreign(ll_self_tls);
     struct dsm_node *my = prepare(r, cs, arg);
     struct dsm_node *pred = atomic_exchange_explicit(&s->tail, my, memory_order_acq_rel);
     if (pred) {
         atomic_store_explicit(&pred->next, my, memory_order_release);
-        if (wait_node(l, s, my, l->_wait) == DSM_DONE)
+        if (wait_node(l, s, my, l->_wait, foreign_ok) == DSM_DONE)
             return my->ret;
     }
-    combine(l, s, my, COMB_OWN);
+    combine(l, s, my, COMB_OWN, foreign_ok);
     return my->ret;
 }
 
@@ -311,7 +326,7 @@ static int dsm_lock(liblock_t *l, void *hold)
     struct dsm_node *pred = atomic_exchange_explicit(&s->tail, my, memory_order_acq_rel);
     if (pred) {
         atomic_store_explicit(&pred->next, my, memory_order_release);
-        wait_node(l, s, my, l->_wait); /* a marker is never run: COMBINE */
+        wait_node(l, s, my, l->_wait, 0); /* a marker is never run: COMBINE */
     }
     ((struct dsm_hold *)hold)->my = my;
     atomic_store_explicit(&s->holder, my, memory_order_relaxed);
@@ -342,7 +357,7 @@ static int dsm_unlock(liblock_t *l, void *hold)
 {
     struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
     atomic_store_explicit(&s->holder, NULL, memory_order_relaxed);
-    combine(l, s, ((struct dsm_hold *)hold)->my, COMB_OWN_DONE);
+    combine(l, s, ((struct dsm_hold *)hold)->my, COMB_OWN_DONE, 0); /* runs no queued request */
     return 0;
 }
 

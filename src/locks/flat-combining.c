@@ -20,11 +20,19 @@
  *
  * liblock_lock/liblock_unlock: lock() takes the combiner lock itself
  * (test-and-test-and-set on the lock word, waiting per policy); pending
- * requests then wait, exactly as they wait for a combiner.  unlock() makes
- * one combining pass (running what is pending, with ageing and clean-up as
- * any combiner) and then releases the combiner lock.  So the combiner lock
- * is the lock: delegated requests only run under it, and unlock() costs one
- * pass over the publication list.  trylock is CAS(lock word, 0, 1).
+ * requests then wait, exactly as they wait for a combiner.  unlock()
+ * releases the combiner lock without a combining pass; a waiting requester
+ * then takes it and combines.  So the combiner lock is the lock: delegated
+ * requests only run under it.  trylock is CAS(lock word, 0, 1).
+ *
+ * Delegation semantics (ARCHITECTURE.md section 8, as in cc-synch.c change
+ * 6): unlock() never runs another thread's request, because its caller may
+ * hold locks liblock cannot see (hand-over-hand with a native pthread
+ * mutex); an execute() caller that wins the combiner lock makes a pass only
+ * if ll_may_run_foreign() (it holds no liblock lock and is not itself inside
+ * a delegated critical section), and otherwise runs its own request alone
+ * and releases: the pending requests stay published for the next combiner,
+ * and each of their owners competes for the combiner lock itself.
  *
  * Invariants: only the holder of the combiner lock runs requests, walks the
  * list past its head, writes next of linked records or deactivates them;
@@ -48,9 +56,12 @@
  * Policies: spin and yield.  A waiter watches three things (combiner lock,
  * its request, its active flag), which the waiting layer's one-word park
  * cannot express, so spin-then-park is not offered.
- * Guarantees: starvation-free (a pending, linked request is run by the
- * next combiner that starts after it was pushed); not FIFO (a pass runs the
- * list head to tail, and the list is in push order, newest first).
+ * Guarantees: neither FIFO (a pass runs the list head to tail, and the list
+ * is in push order, newest first) nor starvation-free: lock() is a
+ * test-and-test-and-set loop with no queue, and a published request is run
+ * by the next combiner that makes a pass, but combiners that may not run
+ * foreign requests make none, so a requester may lose the combiner lock
+ * indefinitely to lock() callers.
  * Memory: records are per thread and per lock (src/locks/thread_records.h):
  * orphaned at thread exit and adopted by the next thread, freed at destroy.
  * Condition variables: supported for liblock_lock holders (generic path);
@@ -72,6 +83,7 @@ struct fc_rec {
 struct fc_lock {
     LL_ALIGNED _Atomic(struct fc_rec *) head;
     LL_ALIGNED _Atomic uint32_t lock_word;
+    _Atomic unsigned lock_waiters; /* lock() callers waiting (destroy's EBUSY test) */
     unsigned count; /* combiner only */
     unsigned freq, old_threshold;
     _Atomic unsigned max_pass;
@@ -96,11 +108,17 @@ static int fc_init(liblock_t *l, const liblock_attr_t *attr)
     return 0;
 }
 
+/* EBUSY while held, while a lock() caller waits, or while any thread has a
+ * published request (every record, linked or not, is on recs). */
 static int fc_destroy(liblock_t *l)
 {
     struct fc_lock *s = LL_STATE(l, struct fc_lock);
-    if (atomic_load_explicit(&s->lock_word, memory_order_acquire))
+    if (atomic_load_explicit(&s->lock_word, memory_order_acquire) ||
+        atomic_load_explicit(&s->lock_waiters, memory_order_acquire))
         return EBUSY;
+    for (struct ll_trec *t = atomic_load_explicit(&s->recs.head, memory_order_acquire); t; t = t->all_next)
+        if (atomic_load_explicit(&((struct fc_rec *)t)->req, memory_order_acquire))
+            return EBUSY;
     ll_trec_list_destroy(&s->recs);
     atomic_store_explicit(&s->head, NULL, memory_order_relaxed);
     return 0;
@@ -120,6 +138,9 @@ static void combine(liblock_t *l, struct fc_lock *s, unsigned own)
 {
     const liblock_t *saved = fc_combining;
     fc_combining = l;
+    ll_thread_t *self = ll_self_tls;
+    if (self)
+        self->running_cs++;
     unsigned local = ++s->count, served = own;
     for (struct fc_rec *cur = atomic_load_explicit(&s->head, memory_order_acquire); cur;
          cur = atomic_load_explicit(&cur->next, memory_order_acquire)) {
@@ -146,6 +167,8 @@ static void combine(liblock_t *l, struct fc_lock *s, unsigned own)
         }
     }
     fc_combining = saved;
+    if (self)
+        self->running_cs--;
     if (served > atomic_load_explicit(&s->max_pass, memory_order_relaxed))
         atomic_store_explicit(&s->max_pass, served, memory_order_relaxed);
     atomic_store_explicit(&s->passes, atomic_load_explicit(&s->passes, memory_order_relaxed) + 1,
@@ -189,9 +212,25 @@ static void *fc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
                                                     memory_order_relaxed))
             break;
     }
-    if (!atomic_load_explicit(&r->active, memory_order_acquire))
-        push(s, r);
-    combine(l, s, 0);
+    if (ll_may_run_foreign(ll_self_tls)) {
+        if (!atomic_load_explicit(&r->active, memory_order_acquire))
+            push(s, r);
+        combine(l, s, 0);
+    } else {
+        /* We may not run others' requests here (section 8 of
+         * ARCHITECTURE.md): run ours alone and leave the rest to the next
+         * combiner.  Our record stays linked (or inactive) with req nil. */
+        const liblock_t *saved = fc_combining;
+        ll_thread_t *self = ll_self_tls;
+        fc_combining = l;
+        if (self)
+            self->running_cs++;
+        r->ret = cs(arg);
+        if (self)
+            self->running_cs--;
+        fc_combining = saved;
+        atomic_store_explicit(&r->req, NULL, memory_order_relaxed);
+    }
     atomic_store_explicit(&s->lock_word, 0, memory_order_release);
     return r->ret;
 }
@@ -203,14 +242,21 @@ static int fc_lock(liblock_t *l, void *hold)
     if (fc_combining == l)
         return EDEADLK;
     int policy = l->_wait;
+    uint32_t expect = 0;
+    if (atomic_compare_exchange_strong_explicit(&s->lock_word, &expect, 1, memory_order_acquire,
+                                                memory_order_relaxed))
+        return 0;
+    atomic_fetch_add_explicit(&s->lock_waiters, 1, memory_order_relaxed); /* for destroy only */
     for (;;) {
-        uint32_t expect = 0;
-        if (atomic_compare_exchange_weak_explicit(&s->lock_word, &expect, 1, memory_order_acquire,
-                                                  memory_order_relaxed))
-            return 0;
         while (atomic_load_explicit(&s->lock_word, memory_order_relaxed))
             ll_wait_step(policy);
+        expect = 0;
+        if (atomic_compare_exchange_weak_explicit(&s->lock_word, &expect, 1, memory_order_acquire,
+                                                  memory_order_relaxed))
+            break;
     }
+    atomic_fetch_sub_explicit(&s->lock_waiters, 1, memory_order_relaxed);
+    return 0;
 }
 
 static int fc_trylock(liblock_t *l, void *hold)
@@ -224,11 +270,12 @@ static int fc_trylock(liblock_t *l, void *hold)
                : EBUSY;
 }
 
+/* Releases without a combining pass: the caller may hold locks liblock
+ * cannot see (see the header); pending requesters take the lock word. */
 static int fc_unlock(liblock_t *l, void *hold)
 {
     (void)hold;
     struct fc_lock *s = LL_STATE(l, struct fc_lock);
-    combine(l, s, 1);
     atomic_store_explicit(&s->lock_word, 0, memory_order_release);
     return 0;
 }
@@ -287,7 +334,7 @@ const struct ll_ops ll_ops_flat_combining = {
     .name = "flat-combining",
     .description = "Flat Combining: publication list of per-thread records, one combiner at a time",
     .source = "seed 000 section 3.7, Algorithm 6; Hendler, Incze, Shavit and Tzafrir, SPAA 2010",
-    .props = LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
+    .props = LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD),
     .default_policy = LIBLOCK_WAIT_SPIN,
     .state_size = sizeof(struct fc_lock),

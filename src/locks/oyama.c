@@ -28,9 +28,9 @@
  *     A holder never runs a marker: it hands the lock (and the rest of its
  *     batch) to that thread, so lock() returns owning the lock and pending
  *     requests wait until its unlock(), which is the release path above (it
- *     runs what is pending, up to MAX_COMBINER_CS - 1 requests, before it
- *     returns).  Delegated requests and lock()/unlock() sections are thus
- *     mutually exclusive: exactly one thread owns the word's LOCKED state.
+ *     hands the lock to the first pending requester, see change 5).
+ *     Delegated requests and lock()/unlock() sections are thus mutually
+ *     exclusive: exactly one thread owns the word's LOCKED state.
  *
  * Invariants: the word is FREE only when no thread holds the lock; every
  * pushed request is in exactly one detached batch, which its holder (or the
@@ -51,6 +51,18 @@
  *     in an orphan slot that the first waiter to run takes over, as
  *     cc-synch.c change 5 describes.  Lock markers are always handed to
  *     their owner.
+ *
+ *  5. Delegation semantics (ARCHITECTURE.md section 8), as in cc-synch.c
+ *     change 6: unlock() never runs another thread's request (its caller
+ *     may hold locks liblock cannot see, e.g. hand-over-hand with a native
+ *     pthread mutex): it hands the lock, with the rest of the batch, to the
+ *     first pending requester, which runs its own request first.  An
+ *     execute() caller runs others' requests only if ll_may_run_foreign()
+ *     (no liblock lock held, not itself inside a delegated critical
+ *     section); otherwise it behaves like unlock() after its own.  Under
+ *     yield only such a thread, or the request's owner, takes an orphaned
+ *     lock.  Every requester can run at least its own request, so a
+ *     hand-over always makes progress.
  *
  * Parameter: MAX_COMBINER_CS, env LIBLOCK_OYAMA_MAX_COMBINER_CS (read at
  * liblock_init), default 3 x the number of online CPUs.  With
@@ -133,14 +145,31 @@ static inline int asleep(struct oy_lock *s, struct oy_req *n, int policy)
     return ll_waiter_asleep(&n->state, &n->seen, s->awake_cycles, policy);
 }
 
-/* Called by the holder after its own critical section (served = 1): run
- * `pending`, then release or run what arrived meanwhile. */
-static void oy_release(liblock_t *l, struct oy_lock *s, struct oy_req *pending, unsigned served)
+/* Run cs(arg) as a delegated critical section of l on this thread (own or
+ * another thread's): EDEADLK for a nested lock(l), and the thread counts
+ * as running one (ll_may_run_foreign). */
+static void *oy_run(liblock_t *l, void *(*cs)(void *), void *arg)
 {
     const liblock_t *saved = oy_combining;
+    ll_thread_t *self = ll_self_tls;
     oy_combining = l;
+    if (self)
+        self->running_cs++;
+    void *r = cs(arg);
+    if (self)
+        self->running_cs--;
+    oy_combining = saved;
+    return r;
+}
+
+/* Called by the holder after its own critical section (served = 1): run
+ * `pending`, then release or run what arrived meanwhile.  Unless foreign_ok
+ * (change 5), run nothing: hand the lock with the rest of the batch to the
+ * first pending requester, or release. */
+static void oy_release(liblock_t *l, struct oy_lock *s, struct oy_req *pending, unsigned served, int foreign_ok)
+{
     int policy = l->_wait;
-    unsigned max = s->max_cs;
+    unsigned max = foreign_ok ? s->max_cs : 0;
     struct ll_deferred_wakes dw;
     dw.n = 0;
     for (;;) {
@@ -150,7 +179,7 @@ static void oy_release(liblock_t *l, struct oy_lock *s, struct oy_req *pending, 
             int marker = n->cs == oy_lock_marker;
             if (marker || served >= max) {
                 int sleepy = !marker && asleep(s, n, policy);
-                if (sleepy && served < 2 * max)
+                if (sleepy && foreign_ok && served < 2 * max)
                     goto run; /* do not hand the lock to a sleeper: run it */
                 n->rest = pending;
                 if (sleepy && policy == LIBLOCK_WAIT_YIELD) {
@@ -164,7 +193,7 @@ static void oy_release(liblock_t *l, struct oy_lock *s, struct oy_req *pending, 
                 goto out;
             }
         run:
-            n->ret = n->cs(n->arg);
+            n->ret = oy_run(l, n->cs, n->arg);
             served++;
             ll_wake_deferred(&dw, &n->state, OY_DONE, policy);
         }
@@ -177,7 +206,6 @@ static void oy_release(liblock_t *l, struct oy_lock *s, struct oy_req *pending, 
     }
 out:
     ll_wake_flush(&dw);
-    oy_combining = saved;
     if (served > atomic_load_explicit(&s->max_pass, memory_order_relaxed))
         atomic_store_explicit(&s->max_pass, served, memory_order_relaxed);
     atomic_store_explicit(&s->passes, atomic_load_explicit(&s->passes, memory_order_relaxed) + 1,
@@ -188,7 +216,7 @@ out:
  * yield, check in before each yield, and take over an orphaned lock: if it
  * is our own request, we own the lock; otherwise run that request, release
  * its owner and run the rest of its batch, then keep waiting for ours. */
-static uint32_t oy_wait(liblock_t *l, struct oy_lock *s, struct oy_req *n)
+static uint32_t oy_wait(liblock_t *l, struct oy_lock *s, struct oy_req *n, int foreign_ok)
 {
     int policy = l->_wait;
     if (policy != LIBLOCK_WAIT_YIELD)
@@ -198,17 +226,15 @@ static uint32_t oy_wait(liblock_t *l, struct oy_lock *s, struct oy_req *n)
         if (v == OY_DONE || v == OY_OWNER)
             return v;
         struct oy_req *o = atomic_load_explicit(&s->orphan, memory_order_relaxed);
-        if (o && atomic_compare_exchange_strong_explicit(&s->orphan, &o, NULL, memory_order_acq_rel,
-                                                         memory_order_relaxed)) {
+        if (o && (o == n || foreign_ok) &&
+            atomic_compare_exchange_strong_explicit(&s->orphan, &o, NULL, memory_order_acq_rel,
+                                                    memory_order_relaxed)) {
             if (o == n)
                 return OY_OWNER;
             struct oy_req *rest = o->rest; /* read o before releasing its owner */
-            const liblock_t *saved = oy_combining;
-            oy_combining = l;
-            o->ret = o->cs(o->arg);
-            oy_combining = saved;
+            o->ret = oy_run(l, o->cs, o->arg);
             ll_wake(&o->state, OY_DONE, policy);
-            oy_release(l, s, rest, 1);
+            oy_release(l, s, rest, 1, 1);
             continue;
         }
         atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
@@ -238,7 +264,7 @@ static int oy_acquire_or_push(struct oy_lock *s, struct oy_req *n)
 static void *oy_execute(liblock_t *l, void *(*cs)(void *), void *arg)
 {
     struct oy_lock *s = LL_STATE(l, struct oy_lock);
-    ll_thread_t *self = ll_self_tls;
+    ll_thread_t *self = ll_self(); /* NULL (ENOMEM) only means: combine for nobody */
     if (LL_UNLIKELY(oy_combining == l || (self && self->nheld && ll_hold_find(self, l)))) {
         errno = EDEADLK;
         return NULL;
@@ -248,15 +274,13 @@ static void *oy_execute(liblock_t *l, void *(*cs)(void *), void *arg)
     n.arg = arg;
     n.rest = NULL;
     atomic_store_explicit(&n.state, OY_WAIT, memory_order_relaxed);
-    if (!oy_acquire_or_push(s, &n) && oy_wait(l, s, &n) == OY_DONE)
+    int foreign_ok = ll_may_run_foreign(self);
+    if (!oy_acquire_or_push(s, &n) && oy_wait(l, s, &n, foreign_ok) == OY_DONE)
         return n.ret;
     /* we own the lock (took it, or were handed it with the rest of a
-     * batch): run ours, then what is pending */
-    const liblock_t *saved = oy_combining;
-    oy_combining = l;
-    void *r = cs(arg);
-    oy_combining = saved;
-    oy_release(l, s, n.rest, 1);
+     * batch): run ours, then what is pending if we may */
+    void *r = oy_run(l, cs, arg);
+    oy_release(l, s, n.rest, 1, foreign_ok);
     return r;
 }
 
@@ -271,7 +295,7 @@ static int oy_lock(liblock_t *l, void *hold)
     n->rest = NULL;
     atomic_store_explicit(&n->state, OY_WAIT, memory_order_relaxed);
     if (!oy_acquire_or_push(s, n))
-        oy_wait(l, s, n); /* a marker is never run: OWNER */
+        oy_wait(l, s, n, 0); /* a marker is never run: OWNER */
     return 0;
 }
 
@@ -290,7 +314,7 @@ static int oy_trylock(liblock_t *l, void *hold)
 static int oy_unlock(liblock_t *l, void *hold)
 {
     struct oy_req *n = hold;
-    oy_release(l, LL_STATE(l, struct oy_lock), n->rest, 1);
+    oy_release(l, LL_STATE(l, struct oy_lock), n->rest, 1, 0); /* runs no queued request */
     return 0;
 }
 
