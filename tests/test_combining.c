@@ -49,7 +49,7 @@ static const struct algo algos[] = {
     {"cc-synch", ll_ccsynch_debug_pending, ll_ccsynch_debug_max_pass, "LIBLOCK_CCSYNCH_MAX_COMBINER_CS", 1},
     {"dsm-synch", ll_dsmsynch_debug_pending, ll_dsmsynch_debug_max_pass, "LIBLOCK_DSMSYNCH_MAX_COMBINER_CS", 1},
     {"oyama", ll_oyama_debug_pending, ll_oyama_debug_max_pass, "LIBLOCK_OYAMA_MAX_COMBINER_CS", 1},
-    {"flat-combining", ll_fc_debug_pending, ll_fc_debug_max_pass, NULL, 0},
+    {"flat-combining", ll_fc_debug_pending, ll_fc_debug_max_pass, NULL, 1},
 };
 
 static pid_t tid(void) { return (pid_t)syscall(SYS_gettid); }
@@ -529,7 +529,7 @@ int main(int argc, char **argv)
         test_mixed(al, LIBLOCK_WAIT_YIELD, 8, 1500);
         test_mixed(al, LIBLOCK_WAIT_SPIN, 2, 5000);
         if (al->stp)
-            test_mixed(al, LIBLOCK_WAIT_SPIN_THEN_PARK, 4, 500);
+            test_mixed(al, LIBLOCK_WAIT_SPIN_THEN_PARK, 8, 1500);
         test_cond(al, LIBLOCK_WAIT_YIELD);
         if (al->stp)
             test_cond(al, LIBLOCK_WAIT_SPIN_THEN_PARK);

@@ -1,15 +1,18 @@
 /*
  * test_stress - mutual exclusion under stress, for every registered
  * algorithm and every waiting policy it supports, with 1, 2, 4, 16 and 64
- * threads on however many cores there are, through lock/unlock and through
- * execute.
+ * threads on however many cores there are, through lock/unlock, through
+ * execute, and mixed (each thread cycles lock/unlock, execute and trylock,
+ * which is what a program that mixes delegated and ordinary critical
+ * sections does).
  *
  * The critical section checks and sets an "occupied" flag and increments a
  * plain (non-atomic) counter; afterwards the counter must equal the number of
  * critical sections the threads report and the flag must never have been
- * seen set.  Each configuration runs for a fixed count or until a short
- * deadline, whichever comes first (oversubscribed FIFO spin locks hand over
- * slowly on 2 cores); the deadline only bounds the run, it asserts nothing.
+ * seen set.  Each configuration runs for a fixed count (40,000 critical
+ * sections in all) or until a deadline of 250 ms, whichever comes first
+ * (oversubscribed FIFO spin locks hand over slowly on 2 cores); the
+ * deadline only bounds the run, it asserts nothing.
  *
  * Usage: test_stress [ALGORITHM...]   (default: all)
  */
@@ -24,8 +27,11 @@ struct shared {
     volatile int violations;
     volatile int stop;
     long per_thread_max;
-    int use_execute;
+    int use_execute; /* MODE_* */
 };
+
+enum { MODE_LOCK = 0, MODE_EXECUTE = 1, MODE_MIXED = 2, MODE__COUNT };
+static const char *const mode_names[] = {"lock", "execute", "mixed"};
 
 struct worker {
     pthread_t th;
@@ -55,7 +61,22 @@ static void *worker_main(void *arg)
     /* Every thread completes at least one critical section before it looks
      * at the stop flag, so "each thread made progress" is deterministic. */
     for (long i = 0; i < sh->per_thread_max && (i == 0 || !__atomic_load_n(&sh->stop, __ATOMIC_RELAXED)); i++) {
-        if (sh->use_execute) {
+        int how = sh->use_execute == MODE_MIXED ? (int)(i % 3) : sh->use_execute;
+        if (how == 2) { /* trylock: 0 or EBUSY, nothing else */
+            int e = liblock_trylock(&sh->lock);
+            if (e == EBUSY)
+                continue;
+            if (e) {
+                __atomic_store_n(&w->err, e, __ATOMIC_RELAXED);
+                break;
+            }
+            critical(sh);
+            e = liblock_unlock(&sh->lock);
+            if (e) {
+                __atomic_store_n(&w->err, e, __ATOMIC_RELAXED);
+                break;
+            }
+        } else if (how == MODE_EXECUTE) {
             errno = 0;
             void *r = liblock_execute(&sh->lock, critical, sh);
             if (r != (void *)0x5a) {
@@ -92,14 +113,14 @@ static void run_config(const char *algo, int policy, int nthreads, int use_execu
     if (r)
         return;
     int small = th_scale_small();
-    sh.per_thread_max = (small ? 2000 : 20000) / nthreads + 100;
+    sh.per_thread_max = (small ? 2000 : 40000) / nthreads + 100;
     sh.use_execute = use_execute;
     struct worker *ws = calloc((size_t)nthreads, sizeof *ws);
     for (int i = 0; i < nthreads; i++) {
         ws[i].sh = &sh;
         pthread_create(&ws[i].th, NULL, worker_main, &ws[i]);
     }
-    uint64_t deadline = th_now_ns() + (small ? 150 : 60) * 1000000ull;
+    uint64_t deadline = th_now_ns() + (small ? 150 : 250) * 1000000ull;
     while (th_now_ns() < deadline) {
         int all_done = 1;
         for (int i = 0; i < nthreads; i++)
@@ -115,12 +136,12 @@ static void run_config(const char *algo, int policy, int nthreads, int use_execu
         pthread_join(ws[i].th, NULL);
         total += ws[i].done;
         CHECK(ws[i].err == 0, "%s/%s %d threads %s: thread %d got error %d (%s)", algo, liblock_wait_name(policy),
-              nthreads, use_execute ? "execute" : "lock", i, ws[i].err, strerror(ws[i].err));
+              nthreads, mode_names[use_execute], i, ws[i].err, strerror(ws[i].err));
     }
     CHECK(sh.counter == total, "%s/%s %d threads %s: counter %ld != %ld critical sections", algo,
-          liblock_wait_name(policy), nthreads, use_execute ? "execute" : "lock", sh.counter, total);
+          liblock_wait_name(policy), nthreads, mode_names[use_execute], sh.counter, total);
     CHECK(sh.violations == 0, "%s/%s %d threads %s: %d exclusion violations", algo, liblock_wait_name(policy),
-          nthreads, use_execute ? "execute" : "lock", sh.violations);
+          nthreads, mode_names[use_execute], sh.violations);
     for (int i = 0; i < nthreads; i++)
         CHECK(ws[i].done > 0 || ws[i].err, "%s/%s %d threads: thread %d made no progress", algo,
               liblock_wait_name(policy), nthreads, i);
@@ -143,7 +164,7 @@ int main(int argc, char **argv)
                 continue;
             th_context = *a;
             for (size_t t = 0; t < sizeof thread_counts / sizeof *thread_counts; t++)
-                for (int ex = 0; ex < 2; ex++)
+                for (int ex = 0; ex < MODE__COUNT; ex++)
                     run_config(*a, p, thread_counts[t], ex);
         }
         printf("  %-16s ok so far (%d failures), %.1f s\n", *a, th_failures, (th_now_ns() - t0) / 1e9);

@@ -417,7 +417,7 @@ const struct ll_ops ll_ops_dsm_synch = {
              LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
-    .default_policy = LIBLOCK_WAIT_SPIN,
+    .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
     .state_size = sizeof(struct dsm_lock),
     .node_size = sizeof(struct dsm_hold),
     .init = dsm_init,

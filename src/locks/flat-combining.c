@@ -53,9 +53,25 @@
  * Parameters (env, read at liblock_init): LIBLOCK_FC_CLEANUP_FREQUENCY
  * (default 100), LIBLOCK_FC_CLEANUP_OLD_THRESHOLD (default 10), the values
  * of the authors' code that the thesis used (seed 000 section 5.1).
- * Policies: spin and yield.  A waiter watches three things (combiner lock,
- * its request, its active flag), which the waiting layer's one-word park
- * cannot express, so spin-then-park is not offered.
+ * Policies: spin, yield and spin-then-park (the default, ARCHITECTURE.md
+ * section 9).  A waiter watches three things (combiner lock, its request,
+ * its active flag), which the waiting layer's one-word park cannot
+ * express, so spin-then-park is this file's own, on the lock word, as
+ * glibc's mutex does: FC_FREE, FC_LOCKED, FC_CONTENDED (locked, somebody
+ * may sleep).  A waiter that has spun its budget CASes LOCKED ->
+ * CONTENDED and futex-waits while the word is CONTENDED; release swaps
+ * FREE in and, if the old value was CONTENDED, wakes every sleeper (a
+ * combining pass has usually run their requests; the others compete
+ * again).  No lost wake-up: a requester's completion (req = nil) or
+ * deactivation happens under the lock, before that release; a sleeper
+ * re-checks req and active after marking the word and before sleeping, and
+ * futex_wait returns at once if the word is no longer CONTENDED.  A thread
+ * that has parked takes the lock as CONTENDED (it cannot know whether
+ * others still sleep), so its release wakes them: the usual price of the
+ * protocol is one spurious futex_wake per contended episode.  The
+ * combiner lock's release is an exchange with release ordering (it must
+ * read the old value to know whether to wake); the acquiring CAS and
+ * exchange are acquire, as before.
  * Guarantees: neither FIFO (a pass runs the list head to tail, and the list
  * is in push order, newest first) nor starvation-free: lock() is a
  * test-and-test-and-set loop with no queue, and a published request is run
@@ -91,6 +107,8 @@ struct fc_lock {
     struct ll_trec_list recs;
 };
 
+enum { FC_FREE = 0, FC_LOCKED = 1, FC_CONTENDED = 2 }; /* lock_word */
+
 static __thread struct ll_trec_tls fc_tls;
 static __thread const liblock_t *fc_combining;
 
@@ -122,6 +140,67 @@ static int fc_destroy(liblock_t *l)
     ll_trec_list_destroy(&s->recs);
     atomic_store_explicit(&s->head, NULL, memory_order_relaxed);
     return 0;
+}
+
+/* Release the combiner lock; if anybody parked on it (FC_CONTENDED), wake
+ * them all: after a combining pass most of them have had their request run
+ * and must return, and the others compete for the lock again. */
+static void release(struct fc_lock *s)
+{
+    uint32_t old = atomic_exchange_explicit(&s->lock_word, FC_FREE, memory_order_release);
+    if (LL_UNLIKELY(old == FC_CONTENDED))
+        ll_futex_wake(&s->lock_word, 1 << 30);
+}
+
+/* spin-then-park wait of a requester: until the lock word is free, our
+ * request has run, or our record was deactivated.  Spin for the spin
+ * budget, then mark the word FC_CONTENDED and sleep on it.  Returns 1 if
+ * it parked (the caller then takes the lock as FC_CONTENDED, so that its
+ * own release wakes whoever else sleeps). */
+static int wait_request_stp(struct fc_lock *s, struct fc_rec *r)
+{
+    uint64_t start = ll_cycles(), budget = ll_spin_budget_cycles();
+    unsigned n = 0;
+    int parked = 0;
+    for (;;) {
+        uint32_t w = atomic_load_explicit(&s->lock_word, memory_order_relaxed);
+        if (w == FC_FREE || !atomic_load_explicit(&r->req, memory_order_acquire) ||
+            !atomic_load_explicit(&r->active, memory_order_acquire))
+            return parked;
+        if ((++n & 63) != 0 || ll_cycles() - start <= budget) {
+            ll_pause();
+            continue;
+        }
+        if (w == FC_LOCKED &&
+            !atomic_compare_exchange_strong_explicit(&s->lock_word, &w, FC_CONTENDED, memory_order_relaxed,
+                                                     memory_order_relaxed))
+            continue; /* changed: look again */
+        /* The word is FC_CONTENDED: whoever holds the lock wakes us when it
+         * releases, which a combiner does after running our request. */
+        if (atomic_load_explicit(&r->req, memory_order_acquire) &&
+            atomic_load_explicit(&r->active, memory_order_acquire))
+            ll_futex_wait(&s->lock_word, FC_CONTENDED, NULL);
+        parked = 1;
+    }
+}
+
+/* spin-then-park lock() (the lock was taken): glibc's protocol. */
+static void lock_stp(struct fc_lock *s)
+{
+    uint64_t start = ll_cycles(), budget = ll_spin_budget_cycles();
+    unsigned n = 0;
+    for (;;) {
+        uint32_t expect = FC_FREE;
+        if (atomic_load_explicit(&s->lock_word, memory_order_relaxed) == FC_FREE &&
+            atomic_compare_exchange_weak_explicit(&s->lock_word, &expect, FC_LOCKED, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return;
+        ll_pause();
+        if ((++n & 63) == 0 && ll_cycles() - start > budget)
+            break;
+    }
+    while (atomic_exchange_explicit(&s->lock_word, FC_CONTENDED, memory_order_acquire) != FC_FREE)
+        ll_futex_wait(&s->lock_word, FC_CONTENDED, NULL);
 }
 
 static void push(struct fc_lock *s, struct fc_rec *r)
@@ -196,19 +275,25 @@ static void *fc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         return NULL;
     }
     int policy = l->_wait;
+    uint32_t take = FC_LOCKED; /* FC_CONTENDED once we have parked */
     r->arg = arg;
     atomic_store_explicit(&r->req, cs, memory_order_release);
     for (;;) {
         if (!atomic_load_explicit(&r->active, memory_order_acquire))
             push(s, r);
-        while (atomic_load_explicit(&s->lock_word, memory_order_relaxed) &&
-               atomic_load_explicit(&r->req, memory_order_relaxed) &&
-               atomic_load_explicit(&r->active, memory_order_relaxed))
-            ll_wait_step(policy);
+        if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
+            if (wait_request_stp(s, r))
+                take = FC_CONTENDED;
+        } else {
+            while (atomic_load_explicit(&s->lock_word, memory_order_relaxed) &&
+                   atomic_load_explicit(&r->req, memory_order_relaxed) &&
+                   atomic_load_explicit(&r->active, memory_order_relaxed))
+                ll_wait_step(policy);
+        }
         if (!atomic_load_explicit(&r->req, memory_order_acquire))
             return r->ret;
-        uint32_t expect = 0;
-        if (atomic_compare_exchange_strong_explicit(&s->lock_word, &expect, 1, memory_order_acquire,
+        uint32_t expect = FC_FREE;
+        if (atomic_compare_exchange_strong_explicit(&s->lock_word, &expect, take, memory_order_acquire,
                                                     memory_order_relaxed))
             break;
     }
@@ -231,7 +316,7 @@ static void *fc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         fc_combining = saved;
         atomic_store_explicit(&r->req, NULL, memory_order_relaxed);
     }
-    atomic_store_explicit(&s->lock_word, 0, memory_order_release);
+    release(s);
     return r->ret;
 }
 
@@ -242,18 +327,22 @@ static int fc_lock(liblock_t *l, void *hold)
     if (fc_combining == l)
         return EDEADLK;
     int policy = l->_wait;
-    uint32_t expect = 0;
-    if (atomic_compare_exchange_strong_explicit(&s->lock_word, &expect, 1, memory_order_acquire,
+    uint32_t expect = FC_FREE;
+    if (atomic_compare_exchange_strong_explicit(&s->lock_word, &expect, FC_LOCKED, memory_order_acquire,
                                                 memory_order_relaxed))
         return 0;
     atomic_fetch_add_explicit(&s->lock_waiters, 1, memory_order_relaxed); /* for destroy only */
-    for (;;) {
-        while (atomic_load_explicit(&s->lock_word, memory_order_relaxed))
-            ll_wait_step(policy);
-        expect = 0;
-        if (atomic_compare_exchange_weak_explicit(&s->lock_word, &expect, 1, memory_order_acquire,
-                                                  memory_order_relaxed))
-            break;
+    if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
+        lock_stp(s);
+    } else {
+        for (;;) {
+            while (atomic_load_explicit(&s->lock_word, memory_order_relaxed))
+                ll_wait_step(policy);
+            expect = FC_FREE;
+            if (atomic_compare_exchange_weak_explicit(&s->lock_word, &expect, FC_LOCKED, memory_order_acquire,
+                                                      memory_order_relaxed))
+                break;
+        }
     }
     atomic_fetch_sub_explicit(&s->lock_waiters, 1, memory_order_relaxed);
     return 0;
@@ -263,8 +352,8 @@ static int fc_trylock(liblock_t *l, void *hold)
 {
     (void)hold;
     struct fc_lock *s = LL_STATE(l, struct fc_lock);
-    uint32_t expect = 0;
-    return atomic_compare_exchange_strong_explicit(&s->lock_word, &expect, 1, memory_order_acquire,
+    uint32_t expect = FC_FREE;
+    return atomic_compare_exchange_strong_explicit(&s->lock_word, &expect, FC_LOCKED, memory_order_acquire,
                                                    memory_order_relaxed)
                ? 0
                : EBUSY;
@@ -275,8 +364,7 @@ static int fc_trylock(liblock_t *l, void *hold)
 static int fc_unlock(liblock_t *l, void *hold)
 {
     (void)hold;
-    struct fc_lock *s = LL_STATE(l, struct fc_lock);
-    atomic_store_explicit(&s->lock_word, 0, memory_order_release);
+    release(LL_STATE(l, struct fc_lock));
     return 0;
 }
 
@@ -335,8 +423,9 @@ const struct ll_ops ll_ops_flat_combining = {
     .description = "Flat Combining: publication list of per-thread records, one combiner at a time",
     .source = "seed 000 section 3.7, Algorithm 6; Hendler, Incze, Shavit and Tzafrir, SPAA 2010",
     .props = LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
-    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD),
-    .default_policy = LIBLOCK_WAIT_SPIN,
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
+                LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
+    .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
     .state_size = sizeof(struct fc_lock),
     .node_size = 0,
     .init = fc_init,

@@ -357,7 +357,7 @@ const struct ll_ops ll_ops_oyama = {
     .props = LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
-    .default_policy = LIBLOCK_WAIT_SPIN,
+    .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
     .state_size = sizeof(struct oy_lock),
     .node_size = sizeof(struct oy_req),
     .init = oy_init,
