@@ -18,8 +18,8 @@
  * log-bucket histogram per thread (median and percentiles within ~3%, exact
  * min/max/mean), in cycles and ns; the throughput; per-thread counts (min,
  * max, Jain's fairness index) so unfairness is visible; a cross-CPU
- * ping-pong probe before and after the run (bench/probe.h, ARCHITECTURE.md
- * section 7).
+ * ping-pong probe before and after the run (bench/probe.h, docs/bench.md,
+ * "How to measure").
  *
  * Hardware-thread budget (thesis section 5.2: with RCL one hardware thread is
  * the server, so one fewer runs critical sections): for an algorithm with

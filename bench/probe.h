@@ -3,7 +3,7 @@
  *
  * On these virtual machines the round trip of a cache line between the two
  * CPUs switches between regimes (~65 ns, ~330 ns, rarely ~30 ns) for seconds
- * to minutes (ARCHITECTURE.md section 7).  A benchmark takes a probe just
+ * to minutes (docs/bench.md, "How to measure").  A benchmark takes a probe just
  * before and just after each run and reports both with its result, so that
  * results are compared only within one regime.
  *

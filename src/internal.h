@@ -1,8 +1,8 @@
 /*
- * internal.h - what algorithm files, the RCL runtime, the interposer and the
- * profiler share.  Not installed.
+ * internal.h - what algorithm files, the RCL runtime and the interposer
+ * share.  Not installed.
  *
- * Layers (ARCHITECTURE.md section 5):
+ * Layers (docs/internals.md):
  *   platform  (src/platform/)  atomics, pause, cache line, topology, futex,
  *                              cycle clock, pinning.  The only place with
  *                              inline assembly and raw OS calls.
@@ -176,7 +176,7 @@ void ll_thread_on_exit(ll_thread_t *self, struct ll_exit_hook *hook);
 unsigned ll_thread_max_id(void);          /* 1 + highest id in use (scan bound) */
 LL_EXPORT long liblock_debug_live_threads(void); /* for leak tests */
 
-/* ARCHITECTURE.md section 8: may this thread run other threads' critical
+/* docs/api.md, "Delegated critical sections": may this thread run other threads' critical
  * sections (act as a combiner) right now?  Only where running one there
  * cannot be told apart from running it on its owner's thread: the thread
  * holds no liblock lock (under the interposer that includes every pthread

@@ -2,7 +2,7 @@
  * test_combining - behaviour of the combining locks (cc-synch, dsm-synch,
  * oyama, flat-combining) beyond what test_stress checks:
  *   - delegation: requests queued behind a lock() holder never run on the
- *     holder's thread when it unlocks (ARCHITECTURE.md section 8); the first
+ *     holder's thread when it unlocks (docs/api.md, "Delegated critical sections"); the first
  *     requester combines for the others (counted: ran on a thread other than
  *     the requester), deterministically: the holder waits until the requests
  *     are published (debug accessor) before it unlocks;
@@ -131,7 +131,7 @@ static void test_delegation(const struct algo *al, int policy)
     CHECK(other > 0, "no request ran on a thread other than its requester");
     unsigned long passes = 0;
     unsigned mp = al->max_pass(&L, &passes);
-    /* ARCHITECTURE.md section 8: unlock() never runs other threads'
+    /* docs/api.md, "Delegated critical sections": unlock() never runs other threads'
      * requests (its caller may hold locks liblock cannot see); the role goes
      * to the first requester, which combines for the others. */
     CHECK(on_me == 0, "holder ran %d requests on unlock, expected none", on_me);

@@ -82,7 +82,7 @@
  *     that parked are made after the hand-over (deferred_wake.h), not on
  *     the lock's critical path.
  *
- *  6. Delegation semantics (ARCHITECTURE.md section 8).  A foreign
+ *  6. Delegation semantics (docs/api.md, "Delegated critical sections").  A foreign
  *     critical section runs only on a thread where that cannot be told
  *     apart from running it on its owner's thread.  unlock() never runs one:
  *     its caller may hold other locks, including native pthread mutexes that

@@ -57,7 +57,7 @@
  * queued request (below), so delegated requests never run concurrently
  * with a lock()/unlock() section.  trylock is CAS(tail, nil, my).
  *
- * Delegation semantics (ARCHITECTURE.md section 8), as in cc-synch.c change
+ * Delegation semantics (docs/api.md, "Delegated critical sections"), as in cc-synch.c change
  * 6: unlock() never runs another thread's critical section (its caller may
  * hold locks liblock cannot see, e.g. hand-over-hand with a native pthread
  * mutex), and an execute() caller combines for others only if

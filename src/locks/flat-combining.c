@@ -25,7 +25,7 @@
  * then takes it and combines.  So the combiner lock is the lock: delegated
  * requests only run under it.  trylock is CAS(lock word, 0, 1).
  *
- * Delegation semantics (ARCHITECTURE.md section 8, as in cc-synch.c change
+ * Delegation semantics (docs/api.md, "Delegated critical sections", as in cc-synch.c change
  * 6): unlock() never runs another thread's request, because its caller may
  * hold locks liblock cannot see (hand-over-hand with a native pthread
  * mutex); an execute() caller that wins the combiner lock makes a pass only
@@ -53,8 +53,8 @@
  * Parameters (env, read at liblock_init): LIBLOCK_FC_CLEANUP_FREQUENCY
  * (default 100), LIBLOCK_FC_CLEANUP_OLD_THRESHOLD (default 10), the values
  * of the authors' code that the thesis used (seed 000 section 5.1).
- * Policies: spin, yield and spin-then-park (the default, ARCHITECTURE.md
- * section 9).  A waiter watches three things (combiner lock, its request,
+ * Policies: spin, yield and spin-then-park (the default: docs/api.md,
+ * waiting defaults).  A waiter watches three things (combiner lock, its request,
  * its active flag), which the waiting layer's one-word park cannot
  * express, so spin-then-park is this file's own, on the lock word, as
  * glibc's mutex does: FC_FREE, FC_LOCKED, FC_CONTENDED (locked, somebody
@@ -302,8 +302,8 @@ static void *fc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
             push(s, r);
         combine(l, s, 0);
     } else {
-        /* We may not run others' requests here (section 8 of
-         * ARCHITECTURE.md): run ours alone and leave the rest to the next
+        /* We may not run others' requests here (docs/api.md, "Delegated
+         * critical sections"): run ours alone and leave the rest to the next
          * combiner.  Our record stays linked (or inactive) with req nil. */
         const liblock_t *saved = fc_combining;
         ll_thread_t *self = ll_self_tls;

@@ -52,7 +52,7 @@
  *     cc-synch.c change 5 describes.  Lock markers are always handed to
  *     their owner.
  *
- *  5. Delegation semantics (ARCHITECTURE.md section 8), as in cc-synch.c
+ *  5. Delegation semantics (docs/api.md, "Delegated critical sections"), as in cc-synch.c
  *     change 6: unlock() never runs another thread's request (its caller
  *     may hold locks liblock cannot see, e.g. hand-over-hand with a native
  *     pthread mutex): it hands the lock, with the rest of the batch, to the

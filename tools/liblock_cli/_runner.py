@@ -3,7 +3,7 @@ time bound, interleaving, probe regimes, medians and ratios, CSV files and a
 progress display.  (The leading underscore keeps this module from being
 taken as a subcommand.)
 
-Measuring discipline (ARCHITECTURE.md section 7): every run carries a
+Measuring discipline (docs/bench.md, "How to measure"): every run carries a
 ping-pong probe taken just before and just after it; a run whose two probes
 differ by more than the tolerance is marked `probe_agree = 0` and left out
 of medians and ratios; runs are grouped by probe regime and ratios are only
