@@ -15,6 +15,8 @@
  *   - condition variables: bounded buffer, 8 producers / 8 consumers with
  *     lock/unlock + cond, while two more threads run execute() on the same
  *     lock; cond_wait inside a delegated critical section returns EPERM;
+ *   - a lock() holder that blocks for 30 ms while requesters and lock()
+ *     callers wait (spin-then-park: they park, and must all be woken);
  *   - bad input: EDEADLK, EPERM, EBUSY, EINVAL, ENOTSUP, bad parameters;
  *   - per-thread records (flat-combining, dsm-synch): 1,000 short-lived
  *     threads leave at most as many records as ran at once; a lock re-
@@ -369,6 +371,55 @@ static void *cs_condwait(void *a)
     return (void *)(long)liblock_cond_wait(&not_empty, &L);
 }
 
+/* ---- a holder that blocks: waiters go past their spinning phase and
+ * park (spin-then-park), then every one of them must be woken and served.
+ * The holder sleeps 30 ms twice under lock(); 6 threads queue requests and
+ * lock() calls meanwhile.  Asserts completion and exact counts only. */
+static long lh_count; /* protected by L */
+static void *lh_cs(void *a)
+{
+    lh_count++;
+    return a;
+}
+static void *lh_worker(void *a)
+{
+    long id = (long)a;
+    for (int i = 0; i < 50; i++) {
+        if ((i + id) & 1) {
+            if (liblock_execute(&L, lh_cs, a) != a)
+                return (void *)1;
+        } else {
+            if (liblock_lock(&L))
+                return (void *)1;
+            lh_count++;
+            if (liblock_unlock(&L))
+                return (void *)1;
+        }
+    }
+    return NULL;
+}
+static void test_long_hold(const struct algo *al)
+{
+    CHECK_EQ(init_lock(&L, al->name, LIBLOCK_WAIT_SPIN_THEN_PARK), 0);
+    lh_count = 0;
+    pthread_t th[6];
+    for (int round = 0; round < 2; round++) {
+        CHECK_EQ(liblock_lock(&L), 0);
+        for (long i = 0; i < 6; i++)
+            pthread_create(&th[i], NULL, lh_worker, (void *)i);
+        usleep(30000);
+        lh_count++;
+        CHECK_EQ(liblock_unlock(&L), 0);
+        for (int i = 0; i < 6; i++) {
+            void *r;
+            pthread_join(th[i], &r);
+            CHECK(r == NULL, "worker %d got an error", i);
+        }
+    }
+    CHECK_EQ(lh_count, 2 * (6 * 50 + 1));
+    CHECK_EQ(liblock_destroy(&L), 0);
+}
+
 static void test_cond(const struct algo *al, int policy)
 {
     CHECK_EQ(init_lock(&L, al->name, policy), 0);
@@ -531,8 +582,10 @@ int main(int argc, char **argv)
         if (al->stp)
             test_mixed(al, LIBLOCK_WAIT_SPIN_THEN_PARK, 8, 1500);
         test_cond(al, LIBLOCK_WAIT_YIELD);
-        if (al->stp)
+        if (al->stp) {
             test_cond(al, LIBLOCK_WAIT_SPIN_THEN_PARK);
+            test_long_hold(al);
+        }
         test_bad_input(al);
         printf("  %-15s done (%d failures so far), %.1f s\n", al->name, th_failures, (th_now_ns() - t0) / 1e9);
         fflush(stdout);

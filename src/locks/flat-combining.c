@@ -56,22 +56,31 @@
  * Policies: spin, yield and spin-then-park (the default: docs/api.md,
  * waiting defaults).  A waiter watches three things (combiner lock, its request,
  * its active flag), which the waiting layer's one-word park cannot
- * express, so spin-then-park is this file's own, on the lock word, as
- * glibc's mutex does: FC_FREE, FC_LOCKED, FC_CONTENDED (locked, somebody
- * may sleep).  A waiter that has spun its budget CASes LOCKED ->
- * CONTENDED and futex-waits while the word is CONTENDED; release swaps
- * FREE in and, if the old value was CONTENDED, wakes every sleeper (a
- * combining pass has usually run their requests; the others compete
- * again).  No lost wake-up: a requester's completion (req = nil) or
- * deactivation happens under the lock, before that release; a sleeper
- * re-checks req and active after marking the word and before sleeping, and
- * futex_wait returns at once if the word is no longer CONTENDED.  A thread
- * that has parked takes the lock as CONTENDED (it cannot know whether
- * others still sleep), so its release wakes them: the usual price of the
- * protocol is one spurious futex_wake per contended episode.  The
- * combiner lock's release is an exchange with release ordering (it must
- * read the old value to know whether to wake); the acquiring CAS and
- * exchange are acquire, as before.
+ * express, so spin-then-park is this file's own.
+ *   - lock() callers sleep on the lock word as with glibc's mutex: FC_FREE,
+ *     FC_LOCKED, FC_CONTENDED (locked, a lock() caller may sleep); a caller
+ *     that has spun its budget swaps CONTENDED in and futex-waits while the
+ *     word is CONTENDED; release swaps FREE in and wakes one sleeper if the
+ *     old value was CONTENDED.  A woken caller swaps CONTENDED in again, so
+ *     no sleeper is forgotten.
+ *   - A requester sleeps on its own record's wake word (FCW_WAITING, set
+ *     before it publishes the request, | LL_PARKED once it sleeps), after
+ *     setting `sleeping` and incrementing the lock's `sleepers`.  Whoever
+ *     changes what it waits for tells it (tell_owner: CAS WAITING[|PARKED]
+ *     -> DONE or RETRY, futex_wake if it was parked): the combiner after
+ *     running its request (DONE; the wake-up is made after the release) or
+ *     deactivating its record (RETRY), and the releaser of the lock, which,
+ *     if `sleepers` is non-zero, gives RETRY to one requester whose request
+ *     is still pending so that it takes the lock and combines for the
+ *     others.  No lost wake-up: the owner's CAS to PARKED and the teller's
+ *     CAS are ordered on the same word (see tell_owner), and the releaser's
+ *     swap of the lock word and its load of `sleepers` are seq_cst, as are
+ *     the requester's increment and its load of the lock word, so either
+ *     the requester sees the lock free or the releaser sees it counted.
+ *   A combiner thus wakes exactly the requesters it served, and a release
+ *   wakes at most one lock() caller and one requester.  The combiner lock's
+ *   release is an exchange (it must read the old value); its acquiring CAS
+ *   and exchange are acquire, as before.
  * Guarantees: neither FIFO (a pass runs the list head to tail, and the list
  * is in push order, newest first) nor starvation-free: lock() is a
  * test-and-test-and-set loop with no queue, and a published request is run
@@ -85,6 +94,7 @@
  * EPERM (it may be running on the combiner, which must not sleep).
  */
 #include "thread_records.h"
+#include "deferred_wake.h"
 
 struct fc_rec {
     struct ll_trec h;
@@ -94,12 +104,22 @@ struct fc_rec {
     _Atomic int active;
     unsigned age;
     _Atomic(struct fc_rec *) next;
+    _Atomic uint32_t wake;     /* spin-then-park: FCW_* | LL_PARKED, the owner sleeps on it */
+    _Atomic uint32_t sleeping; /* spin-then-park: the owner is (about to be) parked */
 } __attribute__((aligned(LL_CACHELINE)));
+
+/* rec.wake values (spin-then-park).  The owner sets WAITING before it
+ * publishes a request; anyone who changes what the owner waits for
+ * replaces it (exchange or CAS) and wakes the owner if LL_PARKED was set. */
+enum { FCW_WAITING = 1, FCW_DONE = 2, FCW_RETRY = 3 };
 
 struct fc_lock {
     LL_ALIGNED _Atomic(struct fc_rec *) head;
     LL_ALIGNED _Atomic uint32_t lock_word;
     _Atomic unsigned lock_waiters; /* lock() callers waiting (destroy's EBUSY test) */
+    _Atomic unsigned sleepers;     /* spin-then-park requesters parked or about to park */
+    int park;                      /* policy is spin-then-park: completions wake owners */
+    uint64_t yield_cycles;         /* spin-then-park: FC_YIELD_NS, in cycles */
     unsigned count; /* combiner only */
     unsigned freq, old_threshold;
     _Atomic unsigned max_pass;
@@ -108,6 +128,7 @@ struct fc_lock {
 };
 
 enum { FC_FREE = 0, FC_LOCKED = 1, FC_CONTENDED = 2 }; /* lock_word */
+#define FC_YIELD_NS 1000000 /* spin-then-park: yield this long before parking (fc_spin_step) */
 
 static __thread struct ll_trec_tls fc_tls;
 static __thread const liblock_t *fc_combining;
@@ -122,6 +143,8 @@ static int fc_init(liblock_t *l, const liblock_attr_t *attr)
     s->old_threshold = (unsigned)ll_env_long("LIBLOCK_FC_CLEANUP_OLD_THRESHOLD", 10, 0, 1L << 30);
     ll_trec_list_init(&s->recs);
     atomic_store_explicit(&s->head, NULL, memory_order_relaxed);
+    s->park = l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK;
+    s->yield_cycles = ll_ns_to_cycles(FC_YIELD_NS);
     atomic_store_explicit(&s->lock_word, 0, memory_order_release);
     return 0;
 }
@@ -142,52 +165,136 @@ static int fc_destroy(liblock_t *l)
     return 0;
 }
 
-/* Release the combiner lock; if anybody parked on it (FC_CONTENDED), wake
- * them all: after a combining pass most of them have had their request run
- * and must return, and the others compete for the lock again. */
+/* Tell the owner of r that what it waits for changed (its request ran:
+ * DONE; its record was deactivated or the lock became free: RETRY), after
+ * that change is stored.  The CAS only replaces WAITING (parked or not):
+ * the owner's own CAS WAITING -> WAITING|PARKED and this one are ordered on
+ * the word, so either the owner sees the change before it parks, or this
+ * CAS sees PARKED and the owner is woken.  Returns the word to futex_wake
+ * (NULL if the owner was not parked), so a combiner can wake after it has
+ * released the lock.  If the word is already DONE/RETRY the owner has not
+ * re-armed it yet and re-checks everything after it does.  A DONE that
+ * lands on the owner's next request costs it one more look, nothing else. */
+static inline void defer_wake(struct ll_deferred_wakes *dw, _Atomic uint32_t *w)
+{
+    if (!w)
+        return;
+    if (dw->n < LL_DEFER_MAX)
+        dw->w[dw->n++] = w;
+    else
+        ll_futex_wake(w, 1);
+}
+
+static inline _Atomic uint32_t *tell_owner(struct fc_rec *r, uint32_t why)
+{
+    uint32_t w = FCW_WAITING | LL_PARKED;
+    for (;;) {
+        if (atomic_compare_exchange_strong_explicit(&r->wake, &w, why, memory_order_acq_rel, memory_order_relaxed))
+            return (w & LL_PARKED) ? &r->wake : NULL;
+        if ((w & ~LL_PARKED) != FCW_WAITING)
+            return NULL;
+    }
+}
+
+/* The lock became free while requesters sleep: wake one whose request is
+ * still pending, so that it takes the lock and combines for the others.
+ * Its wake word goes from WAITING (parked or not yet) to RETRY, so one that
+ * is just about to park sees the change instead of sleeping. */
+static void wake_one_requester(struct fc_lock *s)
+{
+    for (struct fc_rec *r = atomic_load_explicit(&s->head, memory_order_acquire); r;
+         r = atomic_load_explicit(&r->next, memory_order_acquire)) {
+        if (!atomic_load_explicit(&r->sleeping, memory_order_acquire) ||
+            !atomic_load_explicit(&r->req, memory_order_acquire))
+            continue;
+        uint32_t w = FCW_WAITING | LL_PARKED;
+        if (atomic_compare_exchange_strong_explicit(&r->wake, &w, FCW_RETRY, memory_order_acq_rel,
+                                                    memory_order_relaxed) ||
+            (w == FCW_WAITING &&
+             atomic_compare_exchange_strong_explicit(&r->wake, &w, FCW_RETRY, memory_order_acq_rel,
+                                                     memory_order_relaxed))) {
+            if (w & LL_PARKED)
+                ll_futex_wake(&r->wake, 1);
+            return;
+        }
+    }
+}
+
+/* Release the combiner lock.  lock() callers that sleep on the word
+ * (FC_CONTENDED) are woken one at a time, as with glibc's mutex; requesters
+ * that sleep on their records are counted in `sleepers`, and one of them is
+ * woken to take the lock (the exchange and the load of sleepers are
+ * seq_cst, against the requester's increment and its load of the word). */
 static void release(struct fc_lock *s)
 {
-    uint32_t old = atomic_exchange_explicit(&s->lock_word, FC_FREE, memory_order_release);
+    uint32_t old = atomic_exchange_explicit(&s->lock_word, FC_FREE, memory_order_seq_cst);
     if (LL_UNLIKELY(old == FC_CONTENDED))
-        ll_futex_wake(&s->lock_word, 1 << 30);
+        ll_futex_wake(&s->lock_word, 1);
+    if (LL_UNLIKELY(atomic_load_explicit(&s->sleepers, memory_order_seq_cst) != 0))
+        wake_one_requester(s);
+}
+
+/* One step of the waiting phase of spin-then-park before it parks: pause
+ * for the first FC_PAUSES polls, then yield, so that a combiner or holder
+ * preempted on this CPU gets it back (with more threads than CPUs that is
+ * the usual reason for a long wait), and park only after FC_YIELD_NS of
+ * that (a holder that is blocked, not preempted).  Returns 1 then.
+ * Measured, 8 and 32 threads on 2 CPUs, execute and lock/unlock mixed
+ * (docs/combining.md): parking after the library's ~20 us spin budget made
+ * flat combining 20-40x slower than yield, because with 4-16 threads per
+ * CPU a requester's wait is a few scheduler rounds, and every park then
+ * costs a futex wake-up on the path of the next combining pass. */
+#define FC_PAUSES 128
+static inline int fc_spin_step(unsigned *n, uint64_t start, uint64_t budget)
+{
+    if (++*n < FC_PAUSES) {
+        ll_pause();
+        return 0;
+    }
+    ll_yield();
+    return ll_cycles() - start > budget;
 }
 
 /* spin-then-park wait of a requester: until the lock word is free, our
  * request has run, or our record was deactivated.  Spin for the spin
- * budget, then mark the word FC_CONTENDED and sleep on it.  Returns 1 if
- * it parked (the caller then takes the lock as FC_CONTENDED, so that its
- * own release wakes whoever else sleeps). */
-static int wait_request_stp(struct fc_lock *s, struct fc_rec *r)
+ * budget, then sleep on the record's wake word (see the header). */
+static void wait_request_stp(struct fc_lock *s, struct fc_rec *r)
 {
-    uint64_t start = ll_cycles(), budget = ll_spin_budget_cycles();
+    uint64_t start = ll_cycles(), budget = s->yield_cycles;
     unsigned n = 0;
-    int parked = 0;
     for (;;) {
-        uint32_t w = atomic_load_explicit(&s->lock_word, memory_order_relaxed);
-        if (w == FC_FREE || !atomic_load_explicit(&r->req, memory_order_acquire) ||
+        if (atomic_load_explicit(&s->lock_word, memory_order_relaxed) == FC_FREE ||
+            !atomic_load_explicit(&r->req, memory_order_acquire) ||
             !atomic_load_explicit(&r->active, memory_order_acquire))
-            return parked;
-        if ((++n & 63) != 0 || ll_cycles() - start <= budget) {
-            ll_pause();
-            continue;
-        }
-        if (w == FC_LOCKED &&
-            !atomic_compare_exchange_strong_explicit(&s->lock_word, &w, FC_CONTENDED, memory_order_relaxed,
-                                                     memory_order_relaxed))
-            continue; /* changed: look again */
-        /* The word is FC_CONTENDED: whoever holds the lock wakes us when it
-         * releases, which a combiner does after running our request. */
-        if (atomic_load_explicit(&r->req, memory_order_acquire) &&
-            atomic_load_explicit(&r->active, memory_order_acquire))
-            ll_futex_wait(&s->lock_word, FC_CONTENDED, NULL);
-        parked = 1;
+            return;
+        if (fc_spin_step(&n, start, budget))
+            break;
     }
+    atomic_store_explicit(&r->sleeping, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->sleepers, 1, memory_order_seq_cst);
+    for (;;) {
+        if (atomic_load_explicit(&s->lock_word, memory_order_seq_cst) == FC_FREE ||
+            !atomic_load_explicit(&r->req, memory_order_acquire) ||
+            !atomic_load_explicit(&r->active, memory_order_acquire))
+            break;
+        uint32_t w = atomic_load_explicit(&r->wake, memory_order_acquire);
+        if (w == FCW_WAITING &&
+            !atomic_compare_exchange_strong_explicit(&r->wake, &w, FCW_WAITING | LL_PARKED, memory_order_acq_rel,
+                                                     memory_order_acquire))
+            continue; /* changed: look again */
+        if ((w & ~LL_PARKED) != FCW_WAITING)
+            break; /* DONE or RETRY: look at the lock and the request again */
+        ll_futex_wait(&r->wake, FCW_WAITING | LL_PARKED, NULL);
+    }
+    atomic_fetch_sub_explicit(&s->sleepers, 1, memory_order_relaxed);
+    atomic_store_explicit(&r->sleeping, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->wake, FCW_WAITING, memory_order_relaxed); /* re-arm (only we wait on it) */
 }
 
 /* spin-then-park lock() (the lock was taken): glibc's protocol. */
 static void lock_stp(struct fc_lock *s)
 {
-    uint64_t start = ll_cycles(), budget = ll_spin_budget_cycles();
+    uint64_t start = ll_cycles(), budget = s->yield_cycles;
     unsigned n = 0;
     for (;;) {
         uint32_t expect = FC_FREE;
@@ -195,8 +302,7 @@ static void lock_stp(struct fc_lock *s)
             atomic_compare_exchange_weak_explicit(&s->lock_word, &expect, FC_LOCKED, memory_order_acquire,
                                                   memory_order_relaxed))
             return;
-        ll_pause();
-        if ((++n & 63) == 0 && ll_cycles() - start > budget)
+        if (fc_spin_step(&n, start, budget))
             break;
     }
     while (atomic_exchange_explicit(&s->lock_word, FC_CONTENDED, memory_order_acquire) != FC_FREE)
@@ -212,8 +318,9 @@ static void push(struct fc_lock *s, struct fc_rec *r)
     while (!atomic_compare_exchange_weak_explicit(&s->head, &sup, r, memory_order_release, memory_order_relaxed));
 }
 
-/* One combining pass; the caller holds the combiner lock. */
-static void combine(liblock_t *l, struct fc_lock *s, unsigned own)
+/* One combining pass; the caller holds the combiner lock.  Owners to wake
+ * (spin-then-park) are collected in dw, for after the release. */
+static void combine(liblock_t *l, struct fc_lock *s, unsigned own, struct ll_deferred_wakes *dw)
 {
     const liblock_t *saved = fc_combining;
     fc_combining = l;
@@ -229,6 +336,8 @@ static void combine(liblock_t *l, struct fc_lock *s, unsigned own)
             cur->age = local;
             served++;
             atomic_store_explicit(&cur->req, NULL, memory_order_release);
+            if (s->park)
+                defer_wake(dw, tell_owner(cur, FCW_DONE));
         }
     }
     if (local % s->freq == 0) {
@@ -239,6 +348,8 @@ static void combine(liblock_t *l, struct fc_lock *s, unsigned own)
                 atomic_store_explicit(&prev->next, atomic_load_explicit(&cur->next, memory_order_acquire),
                                       memory_order_relaxed);
                 atomic_store_explicit(&cur->active, 0, memory_order_release);
+                if (s->park)
+                    defer_wake(dw, tell_owner(cur, FCW_RETRY));
             } else {
                 prev = cur;
             }
@@ -275,15 +386,15 @@ static void *fc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         return NULL;
     }
     int policy = l->_wait;
-    uint32_t take = FC_LOCKED; /* FC_CONTENDED once we have parked */
     r->arg = arg;
+    if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK)
+        atomic_store_explicit(&r->wake, FCW_WAITING, memory_order_relaxed); /* published by req's release */
     atomic_store_explicit(&r->req, cs, memory_order_release);
     for (;;) {
         if (!atomic_load_explicit(&r->active, memory_order_acquire))
             push(s, r);
         if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
-            if (wait_request_stp(s, r))
-                take = FC_CONTENDED;
+            wait_request_stp(s, r);
         } else {
             while (atomic_load_explicit(&s->lock_word, memory_order_relaxed) &&
                    atomic_load_explicit(&r->req, memory_order_relaxed) &&
@@ -293,14 +404,16 @@ static void *fc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         if (!atomic_load_explicit(&r->req, memory_order_acquire))
             return r->ret;
         uint32_t expect = FC_FREE;
-        if (atomic_compare_exchange_strong_explicit(&s->lock_word, &expect, take, memory_order_acquire,
+        if (atomic_compare_exchange_strong_explicit(&s->lock_word, &expect, FC_LOCKED, memory_order_acquire,
                                                     memory_order_relaxed))
             break;
     }
+    struct ll_deferred_wakes dw;
+    dw.n = 0;
     if (ll_may_run_foreign(ll_self_tls)) {
         if (!atomic_load_explicit(&r->active, memory_order_acquire))
             push(s, r);
-        combine(l, s, 0);
+        combine(l, s, 0, &dw);
     } else {
         /* We may not run others' requests here (docs/api.md, "Delegated
          * critical sections"): run ours alone and leave the rest to the next
@@ -317,6 +430,7 @@ static void *fc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         atomic_store_explicit(&r->req, NULL, memory_order_relaxed);
     }
     release(s);
+    ll_wake_flush(&dw);
     return r->ret;
 }
 
