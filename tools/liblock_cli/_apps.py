@@ -17,6 +17,7 @@ round, median over rounds with min-max.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -67,6 +68,18 @@ def app_cmd(env, app, threads, scale):
     raise SystemExit(f"liblock bench apps: unknown program '{app}' (valid: {', '.join(APPS)})")
 
 
+_current = []  # the program running now, killed if we are interrupted
+
+
+def _kill_current(*_):
+    for p in _current:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    raise SystemExit("liblock bench apps: interrupted (the runs so far are in runs.csv)")
+
+
 def run_once(cmd, envd, bound):
     """(status, seconds, first output line).  status: ok, bound (killed past
     the bound), failed (exit status or output not "ok")."""
@@ -76,16 +89,24 @@ def run_once(cmd, envd, bound):
                              start_new_session=True)
     except OSError as e:
         return "failed", None, f"cannot run: {e.strerror}"
+    _current[:] = [p]
     try:
         out, err = p.communicate(timeout=bound)
     except subprocess.TimeoutExpired:
-        import signal
         try:
             os.killpg(p.pid, signal.SIGKILL)
         except OSError:
             pass
         p.communicate()
         return "bound", time.monotonic() - t0, ""
+    except BaseException:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        raise
+    finally:
+        _current[:] = []
     dt = time.monotonic() - t0
     line = (out.strip().splitlines() or [""])[0]
     if p.returncode != 0 or not line.startswith("ok"):
@@ -135,10 +156,14 @@ def run(args, env):
     print(f"liblock bench apps: {len(apps)} programs x threads {','.join(map(str, tlist))} x ({len(algos)} algorithms"
           f" + glibc) x {args.reps} rounds = up to {total} runs, each bounded at {args.bound:g}x the glibc run of its "
           f"round (>= {args.min_bound:g} s); {os.cpu_count()} CPUs; results in {d}", file=sys.stderr)
+    load0 = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else ""
+    import datetime
+    date0 = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     prog = R.Progress(total, args.quiet)
     rows = []
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("LIBLOCK_") and k != "LD_PRELOAD"}
     hits = {}  # (app, t, algo) -> runs that hit the bound
+    signal.signal(signal.SIGTERM, _kill_current)
     for rep in range(args.reps):
         pr = probes(env)
         for (app, t) in points:
@@ -175,13 +200,14 @@ def run(args, env):
                 rows.append(row)
                 prog.step(f"{app} T={t} {algo} round {rep + 1}/{args.reps}"
                           + ("" if row["status"] == "ok" else f" [{row['status']}]"))
+            R.write_csv(os.path.join(d, "runs.csv"), rows, FIRST)  # so far: an interrupted run keeps its data
     summary = summarise(rows, apps, tlist, ["glibc"] + algos, args)
     R.write_csv(os.path.join(d, "runs.csv"), rows, FIRST)
     R.write_csv(os.path.join(d, "summary.csv"), summary, ["app", "threads", "algorithm"])
     meta = R.write_meta(d, env, args, {"experiment": "apps", "algorithms": algos, "apps": apps, "threads": tlist,
                                        "bound": args.bound, "min_bound_s": args.min_bound, "scale": args.scale,
                                        "commands": {f"{a} T={t}": " ".join(c) for (a, t), c in cmds.items()},
-                                       "ncpus": os.cpu_count(), "runs": len(rows)})
+                                       "ncpus": os.cpu_count(), "runs": len(rows), "loadavg_start": load0, "date_utc_start": date0})
     verdicts = print_tables(rows, summary, apps, tlist, algos, reg, args)
     meta["targets"] = verdicts
     with open(os.path.join(d, "meta.json"), "w") as f:

@@ -85,6 +85,9 @@ def run(args, env):
     print(f"liblock bench oversubscription: {len(algos)} algorithms x threads {','.join(map(str, tlist))} x "
           f"{args.reps} rounds = {len(order)} runs of {per} (bound: {args.timeout:g} s past the "
           f"{'start' if args.count else 'end'}); {os.cpu_count()} CPUs; results in {d}", file=sys.stderr)
+    load0 = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else ""
+    import datetime
+    date0 = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     prog = R.Progress(len(order), args.quiet)
     rows = []
     lb = env.program("lockbench")
@@ -125,7 +128,7 @@ def run(args, env):
     meta = R.write_meta(d, env, args, {"experiment": "oversubscription", "algorithms": algos, "threads": tlist,
                                        "duration_s": args.duration, "count": args.count, "delay_cycles": args.delay,
                                        "lines": args.lines, "baseline": base, "wake_ref": args.wake_ref,
-                                       "runs": len(rows), "ncpus": os.cpu_count()})
+                                       "runs": len(rows), "ncpus": os.cpu_count(), "loadavg_start": load0, "date_utc_start": date0})
     print_tables(rows, summary, algos, tlist, base, args)
     verdicts = print_targets(summary, algos, tlist, base)
     meta["targets"] = verdicts
