@@ -35,6 +35,9 @@ def add_arguments(sub, common):
     sp = sub.add_parser("apps", help="real programs (C++ bounded buffer, Python queue.Queue, sqlite3) under the "
                                      "interposer, time / glibc's, every algorithm")
     common(sp, reps=3)
+    for act in sp._actions:  # the runs are bounded by --bound instead; probes are recorded, not filtered
+        if act.dest in ("timeout", "probe_tolerance", "regimes"):
+            act.help = "not used by this experiment (see --bound)" if act.dest == "timeout" else "not used here"
     sp.add_argument("--algorithms", "--locks", dest="algorithms", default="all",
                     help="comma-separated names, or 'all' (default)")
     sp.add_argument("--apps", default=",".join(APPS), help=f"programs (default {','.join(APPS)})")

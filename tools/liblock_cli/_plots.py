@@ -289,7 +289,8 @@ def apps_plot(summary, apps, tlist, algos, bound, meta, path):
         ax.axhline(2.0, color="red", lw=0.8, ls="--")
         ax.axhline(1.0, color="black", lw=0.5)
         ax.set_yscale("log")
-        ax.set_ylim(0.5, bound * 1.3)
+        fin = [s["ratio_median"] for s in summary if s["app"] == app and s["ratio_median"] not in (None, float("inf"))]
+        ax.set_ylim(min([0.5] + [0.8 * v for v in fin if v > 0]), bound * 1.3)
         ax.set_xticks(range(len(algos)))
         ax.set_xticklabels(algos, rotation=35, ha="right", fontsize=7)
         ax.set_ylabel("time / glibc (same round)")
