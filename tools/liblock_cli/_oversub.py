@@ -202,7 +202,13 @@ def target_of(s, base):
     if not s["completed"]:
         why = ""  # nothing to compare: "did not complete" says it
     whys = "; ".join(x for x in (done, why) if x)
-    return {"target": tgt + "; every run completes", "meets": int(ok and not done), "why": whys}
+    # unknown (meets = ""): every run completed but nothing to compare with (no wake-up probe could be
+    # taken - the other CPU was held - or no baseline run completed in the same rounds)
+    meets = "" if v is None and not done else int(ok and not done)
+    if meets == "":
+        whys = "unknown: " + ("no wake-up probe in its runs (the CPU was held)" if s["fifo"]
+                              else "no baseline run completed in its rounds")
+    return {"target": tgt + "; every run completes", "meets": meets, "why": whys}
 
 
 def _fmt_rate(v):
@@ -264,7 +270,7 @@ def print_tables(rows, summary, algos, tlist, base, args):
                     f"{_fmt_rate(s['throughput_cs_per_s_max'])}]") if s["completed"] else "did not complete"
             ratio = s["ratio_vs_baseline_median"]
             how = s["handoff_over_wake_median"]
-            verdict = "meets" if s["meets"] else "MISSES: " + s["why"]
+            verdict = "meets" if s["meets"] == 1 else ("UNKNOWN" if s["meets"] == "" else "MISSES") + ": " + s["why"]
             print(f"{a:<15} {str(s['wait']):<15} {'yes' if s['fifo'] else 'no':<4} {s['completed']:>2}/{s['runs']:<2} "
                   f"{rate:>27} {_fmt_ratio(ratio):>9} {_fmt_ns(s['handoff_ns_median']):>9} "
                   f"{_fmt_ns(s['wake_ns_median'] if args.wake_ref == 'cross' else s['wake_same_ns_median']):>8} "
@@ -286,9 +292,12 @@ def print_targets(summary, algos, tlist, base):
         ss = [s for s in summary if s["algorithm"] == a]
         if a == base:
             continue
-        bad = [f"T={s['threads']}: {s['why']}" for s in ss if not s["meets"]]
-        verdicts[a] = "meets" if not bad else "misses: " + " | ".join(bad)
-        print(f"  {a:<15} {'meets' if not bad else 'MISSES  ' + ' | '.join(bad)}")
+        bad = [f"T={s['threads']}: {s['why']}" for s in ss if s["meets"] == 0]
+        unk = [f"T={s['threads']}: {s['why']}" for s in ss if s["meets"] == ""]
+        v = "misses: " + " | ".join(bad + unk) if bad else "unknown: " + " | ".join(unk) if unk else "meets"
+        verdicts[a] = v
+        print(f"  {a:<15} " + ("MISSES  " + " | ".join(bad + unk) if bad else "UNKNOWN " + " | ".join(unk) if unk
+                               else "meets"))
     n_ok = sum(1 for v in verdicts.values() if v == "meets")
     print(f"  {n_ok} of {len(verdicts)} algorithms meet the targets")
     return verdicts
