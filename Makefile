@@ -40,6 +40,12 @@ TEST_CXX_SRCS := $(sort $(wildcard tests/test_*.cc))
 TEST_CXX_BINS := $(patsubst tests/%.cc,$(BUILD)/tests/%,$(TEST_CXX_SRCS))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bin/%,$(BENCH_SRCS))
+# The application benchmark's programs (bench/apps/): ordinary programs that
+# know nothing of liblock, run under glibc and under the interposer.  The
+# sqlite3 one needs Debian's libsqlite3-dev (scripts/deps.sh).
+HAVE_SQLITE := $(shell test -f /usr/include/sqlite3.h && echo 1)
+APP_BINS := $(patsubst bench/apps/%.cc,$(BUILD)/bin/apps/%,$(sort $(wildcard bench/apps/*.cc)))
+APP_BINS += $(if $(HAVE_SQLITE),$(patsubst bench/apps/%.c,$(BUILD)/bin/apps/%,$(sort $(wildcard bench/apps/*.c))))
 TOOL_SRCS := $(sort $(wildcard tools/*.c))
 TOOL_BINS := $(patsubst tools/%.c,$(BUILD)/bin/%,$(TOOL_SRCS))
 
@@ -49,7 +55,7 @@ INTERPOSE_SO := $(if $(INTERPOSE_SRCS),$(BUILD)/lib/liblock-interpose.so)
 PROFILE_SO := $(if $(PROFILE_SRCS),$(BUILD)/lib/liblock-profile.so)
 
 .PHONY: all deps test demo install clean sanitizer-test sanitizer-build FORCE
-all: $(LIB_SO) $(LIB_A) $(INTERPOSE_SO) $(PROFILE_SO) $(TEST_BINS) $(TEST_CXX_BINS) $(BENCH_BINS) $(TOOL_BINS)
+all: $(LIB_SO) $(LIB_A) $(INTERPOSE_SO) $(PROFILE_SO) $(TEST_BINS) $(TEST_CXX_BINS) $(BENCH_BINS) $(APP_BINS) $(TOOL_BINS)
 
 # The registry is generated from the file names in src/locks/: NAME.c must
 # define `const struct ll_ops ll_ops_NAME` (dashes become underscores).
@@ -111,6 +117,14 @@ $(BUILD)/tests/%: tests/%.cc $(LIB_A)
 $(BUILD)/bin/%: bench/%.c $(LIB_A) $(wildcard bench/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -fvisibility=default -Ibench $< -o $@ $(LIB_A) $(LIBS)
+
+$(BUILD)/bin/apps/%: bench/apps/%.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -std=gnu++17 -g $(OPT) -Wall -pthread $< -o $@
+
+$(BUILD)/bin/apps/%: bench/apps/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -g $(OPT) -Wall -pthread $< -o $@ -lsqlite3
 
 $(BUILD)/bin/%: tools/%.c $(LIB_A)
 	@mkdir -p $(dir $@)

@@ -39,6 +39,14 @@
  * status "timeout" and the program exits with status 3, so a sweep over a
  * collapsing configuration cannot hang.
  *
+ * For oversubscription (issue 12), --handoffs makes the critical section
+ * also record the index of its thread in one more shared line and count the
+ * changes of that index: `handoffs` (the lock went to a different thread)
+ * and `handoff_ns` = elapsed time / handoffs.  --wake-probe takes the
+ * wake-up probe (bench/wakeprobe.h: futex_wake of a parked thread until it
+ * runs, two CPUs and one CPU) before and after the run, like the ping-pong
+ * probe, so a hand-off can be compared with a wake-up of the same run.
+ *
  * Correctness is checked, not assumed: after the run, every shared line must
  * have been incremented exactly once per critical section and every context
  * line twice per critical section of its thread; the result line says
@@ -50,6 +58,7 @@
 #include "chain.h"
 #include "common.h"
 #include "probe.h"
+#include "wakeprobe.h"
 
 /* RCL servers come with the RCL runtime; until it is linked in, the weak
  * reference is NULL and the algorithm manages its own server. */
@@ -76,6 +85,8 @@ static const char usage_text[] =
     "  -f, --format FMT         json (one JSON object per line, default) or csv\n"
     "      --header             with csv: print the header row first\n"
     "      --no-probe           skip the ping-pong probes\n"
+    "      --handoffs           count owner changes (hand-offs between different threads) in the CS\n"
+    "      --wake-probe         also take the wake-up probe (bench/wakeprobe.h) before and after the run\n"
     "  -s, --seed N             seed of the chain layout (default 1)\n"
     "  -l, --label TEXT         free text carried in the output (e.g. a repetition id)\n"
     "  -h, --help               this text\n";
@@ -92,14 +103,26 @@ struct cfg {
     const char *algo;
     long threads, delay, lines, context, count, seed;
     double duration, timeout;
-    int wait, pin, fmt, header, probe;
+    int wait, pin, fmt, header, probe, handoffs, wake_probe;
     int convention; /* 0 auto, 1 server, 2 all */
     long server_cpu;
     const char *label;
 };
 
+/* With --handoffs the critical section also writes this line: the index of
+ * the thread whose critical section ran last, and how many times that
+ * changed (a hand-off between two different threads).  Protected by the
+ * lock like the chain; for a delegating lock the "owner" is the thread
+ * whose request ran. */
+struct owner_line {
+    _Alignas(64) long last;
+    uint64_t changes;
+};
+
 struct cs_arg {
     unsigned char *base;  /* shared chain */
+    struct owner_line *own; /* NULL without --handoffs */
+    long idx;
     uint64_t head;
     int k;
     unsigned char *cbase; /* this thread's context chain (may be NULL) */
@@ -129,6 +152,10 @@ static void *critical_section(void *p)
 {
     struct cs_arg *a = p;
     chain_walk_fast(a->base, a->head, a->k);
+    if (a->own && a->own->last != a->idx) {
+        a->own->last = a->idx;
+        a->own->changes++;
+    }
     if (a->c)
         chain_walk_fast(a->cbase, a->chead, a->c);
     a->ran = 1;
@@ -198,6 +225,7 @@ static void parse(int argc, char **argv)
         {"server-cpu", required_argument, 0, 2},  {"timeout", required_argument, 0, 'T'},
         {"format", required_argument, 0, 'f'},    {"header", no_argument, 0, 3},
         {"no-probe", no_argument, 0, 4},          {"seed", required_argument, 0, 's'},
+        {"handoffs", no_argument, 0, 5},          {"wake-probe", no_argument, 0, 6},
         {"label", required_argument, 0, 'l'},     {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     cfg = (struct cfg){.algo = "posix", .threads = ll_ncpus(), .delay = 100, .lines = 1, .context = 0,
@@ -279,6 +307,8 @@ static void parse(int argc, char **argv)
             break;
         case 3: cfg.header = 1; break;
         case 4: cfg.probe = 0; break;
+        case 5: cfg.handoffs = 1; break;
+        case 6: cfg.wake_probe = 1; break;
         case 's':
             if (parse_long(optarg, 0, 1L << 62, &cfg.seed))
                 usage_fail("--seed must be a number >= 0, not '%s'", optarg);
@@ -307,6 +337,8 @@ int main(int argc, char **argv)
     /* the probe before: taken before any server exists (an RCL server spins
      * on its CPU at real-time priority and would stall the probe) */
     double probe0 = cfg.probe && ncpu > 1 ? probe_quick() : -1;
+    double wake0 = cfg.wake_probe && ncpu > 1 ? wake_probe_cross() : -1;
+    double wake0s = cfg.wake_probe ? wake_probe_same() : -1;
 
     /* the lock; for a delegating algorithm, with a server started on the
      * server CPU when the library has RCL servers */
@@ -366,6 +398,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "lockbench: out of memory for %ld shared lines\n", cfg.lines);
         return 1;
     }
+    static struct owner_line owner = {.last = -1};
     struct worker *w = ll_alloc_aligned((size_t)nworkers * sizeof *w);
     if (!w) {
         fprintf(stderr, "lockbench: out of memory for %ld threads\n", nworkers);
@@ -381,7 +414,8 @@ int main(int argc, char **argv)
         w[i].idx = (int)i;
         w[i].cpu = cfg.pin ? cpus[i % ncpus_w] : -1;
         hist_init(&w[i].h);
-        w[i].arg = (struct cs_arg){.base = shared.base, .head = shared.head, .k = shared.k};
+        w[i].arg = (struct cs_arg){.base = shared.base, .head = shared.head, .k = shared.k,
+                                   .own = cfg.handoffs ? &owner : NULL, .idx = (long)i};
         if (cfg.context) {
             if (chain_init(&w[i].ctx, (int)cfg.context, (uint64_t)cfg.seed * 7919 + (uint64_t)i * 104729 + 3)) {
                 fprintf(stderr, "lockbench: out of memory for context lines\n");
@@ -430,6 +464,8 @@ int main(int argc, char **argv)
             liblock_server_stop(server);
     }
     double probe1 = cfg.probe && ncpu > 1 && !stuck ? probe_quick() : -1;
+    double wake1 = cfg.wake_probe && ncpu > 1 && !stuck ? wake_probe_cross() : -1;
+    double wake1s = cfg.wake_probe && !stuck ? wake_probe_same() : -1;
 
     /* ---- results ---- */
     struct hist all;
@@ -521,6 +557,25 @@ int main(int argc, char **argv)
     }
     REC_N(&rec, "probe_before_ns", "%.1f", probe0);
     REC_N(&rec, "probe_after_ns", "%.1f", probe1);
+    if (cfg.handoffs) {
+        uint64_t ho = *(volatile uint64_t *)&owner.changes;
+        REC_N(&rec, "handoffs", "%llu", (unsigned long long)ho);
+        REC_N(&rec, "handoff_ns", "%.1f", ho ? elapsed * 1e9 / (double)ho : 0.0);
+    } else {
+        REC_N(&rec, "handoffs", "%s", "");
+        REC_N(&rec, "handoff_ns", "%s", "");
+    }
+    if (cfg.wake_probe) {
+        REC_N(&rec, "wake_before_ns", "%.0f", wake0);
+        REC_N(&rec, "wake_after_ns", "%.0f", wake1);
+        REC_N(&rec, "wake_same_before_ns", "%.0f", wake0s);
+        REC_N(&rec, "wake_same_after_ns", "%.0f", wake1s);
+    } else {
+        static const char *const k[] = {"wake_before_ns", "wake_after_ns", "wake_same_before_ns",
+                                        "wake_same_after_ns"};
+        for (size_t i = 0; i < sizeof k / sizeof *k; i++)
+            REC_N(&rec, k[i], "%s", "");
+    }
     {
         char buf[64 * 1024];
         size_t off = 0;

@@ -7,7 +7,8 @@ have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok ins
 for p in build-essential pkg-config libhwloc-dev libnuma-dev bc procps; do have "$p" || need+=("$p"); done
 for extra in ${LIBLOCK_EXTRA_DEPS:-}; do have "$extra" || need+=("$extra"); done
 # Test-only packages: real programs run under the interposer (tests/test_interpose.sh).
-LIBLOCK_TEST_DEPS=${LIBLOCK_TEST_DEPS-memcached libmemcached-tools kyotocabinet-utils}
+# libsqlite3-dev: the sqlite3 program of the application benchmark (bench/apps/sqlite_threads.c).
+LIBLOCK_TEST_DEPS=${LIBLOCK_TEST_DEPS-memcached libmemcached-tools kyotocabinet-utils libsqlite3-dev}
 for extra in $LIBLOCK_TEST_DEPS; do have "$extra" || need+=("$extra"); done
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then

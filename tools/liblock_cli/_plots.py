@@ -201,3 +201,105 @@ def lines_plot(series, title, xlabel, ylabel, path, logx=False, logy=False, twin
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def oversub_plot(summary, algos, tlist, base, meta, path):
+    """`liblock bench oversubscription`: per thread count, throughput as a
+    ratio to the baseline (target line 0.5 for the non-FIFO locks) and, for
+    the FIFO locks, the cost of one hand-off over the wake-up probe (target
+    line 2).  A run that did not complete is marked on the axis."""
+    plt = _plt()
+    fig, axes = plt.subplots(2, len(tlist), figsize=(max(7, 0.55 * len(algos) + 2.5) * len(tlist) / 1.4, 8.2),
+                             squeeze=False)
+    fifo = [a for a in algos if any(s["algorithm"] == a and s["fifo"] for s in summary)]
+    for col, t in enumerate(tlist):
+        sel = {s["algorithm"]: s for s in summary if s["threads"] == t}
+        ax = axes[0][col]
+        xs = [a for a in algos if a in sel]
+        for i, a in enumerate(xs):
+            s = sel[a]
+            v = s.get("ratio_vs_baseline_median")
+            color = "C1" if s["fifo"] else ("C7" if a == base else "C0")
+            if v:
+                lo = max(0, v - (s.get("ratio_vs_baseline_min") or v))
+                hi = max(0, (s.get("ratio_vs_baseline_max") or v) - v)
+                ax.bar(i, v, color=color, yerr=[[lo], [hi]], capsize=2, error_kw=dict(lw=0.7))
+            if s["completed"] < s["runs"]:
+                ax.annotate(f"{s['runs'] - s['completed']}/{s['runs']}\nbound", (i, 0), xycoords=("data", "axes fraction"),
+                            ha="center", va="bottom", fontsize=6, color="red")
+        ax.axhline(0.5, color="red", lw=0.8, ls="--", label="target for non-FIFO: 0.5x")
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(xs)))
+        ax.set_xticklabels(xs, rotation=40, ha="right", fontsize=7)
+        ax.set_ylabel(f"throughput / {base} (same round)")
+        ax.set_title(f"{t} threads: throughput ratio (orange: FIFO)", fontsize=9)
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+        ax = axes[1][col]
+        for i, a in enumerate(fifo):
+            s = sel.get(a)
+            if not s:
+                continue
+            v = s.get("handoff_over_wake_median")
+            if v:
+                lo = max(0, v - (s.get("handoff_over_wake_min") or v))
+                hi = max(0, (s.get("handoff_over_wake_max") or v) - v)
+                ax.bar(i, v, color="C1", yerr=[[lo], [hi]], capsize=2, error_kw=dict(lw=0.7))
+            if s["completed"] < s["runs"]:
+                ax.annotate(f"{s['runs'] - s['completed']}/{s['runs']}\nbound", (i, 0), xycoords=("data", "axes fraction"),
+                            ha="center", va="bottom", fontsize=6, color="red")
+        ax.axhline(2.0, color="red", lw=0.8, ls="--", label="target: 2x wake-up")
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(fifo)))
+        ax.set_xticklabels(fifo, rotation=40, ha="right", fontsize=7)
+        ax.set_ylabel(f"hand-off / wake-up ({meta.get('wake_ref', 'cross')} CPU)")
+        ax.set_title(f"{t} threads: FIFO locks, cost of one hand-off / wake-up probe", fontsize=9)
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"oversubscription ({meta.get('ncpus', '?')} CPUs), default policies unless --wait; medians of "
+                 f"per-round ratios, bars min-max\n{meta.get('date_utc', '')[:16]} UTC, commit "
+                 f"{meta.get('git_commit', '?')}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def apps_plot(summary, apps, tlist, algos, bound, meta, path):
+    """`liblock bench apps`: one panel per program, time / glibc per
+    algorithm (log), one bar per thread count; runs past the bound drawn at
+    the bound, hatched; the 2x target line."""
+    plt = _plt()
+    fig, axes = plt.subplots(len(apps), 1, figsize=(max(8, 0.6 * len(algos) + 3), 3.3 * len(apps)), squeeze=False)
+    width = 0.8 / max(1, len(tlist))
+    for ax, app in zip(axes[:, 0], apps):
+        for j, t in enumerate(tlist):
+            for i, a in enumerate(algos):
+                s = next((s for s in summary if s["app"] == app and s["threads"] == t and s["algorithm"] == a), None)
+                if not s or s["ratio_median"] is None:
+                    continue
+                x = i + (j - (len(tlist) - 1) / 2) * width
+                m = s["ratio_median"]
+                over = m == float("inf")
+                y = bound if over else m
+                ax.bar(x, y, width, color=f"C{j}", hatch="//" if over else None, alpha=0.6 if over else 1.0,
+                       label=f"{t} threads" if i == 0 else None)
+                if s["failed"]:
+                    ax.text(x, y, "F", ha="center", va="bottom", fontsize=7, color="red")
+        ax.axhline(2.0, color="red", lw=0.8, ls="--")
+        ax.axhline(1.0, color="black", lw=0.5)
+        ax.set_yscale("log")
+        fin = [s["ratio_median"] for s in summary if s["app"] == app and s["ratio_median"] not in (None, float("inf"))]
+        ax.set_ylim(min([0.5] + [0.8 * v for v in fin if v > 0]), bound * 1.3)
+        ax.set_xticks(range(len(algos)))
+        ax.set_xticklabels(algos, rotation=35, ha="right", fontsize=7)
+        ax.set_ylabel("time / glibc (same round)")
+        ax.set_title(f"{app}: medians; hatched = killed past {bound:g}x; red line: 2x target", fontsize=9)
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"application benchmark under the interposer ({meta.get('ncpus', '?')} CPUs)\n"
+                 f"{meta.get('date_utc', '')[:16]} UTC, commit {meta.get('git_commit', '?')}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

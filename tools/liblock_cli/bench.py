@@ -11,6 +11,10 @@ Experiments (docs/bench.md, BENCHMARKS.md):
   null-rpc     round trip of a null RPC between two pinned threads, flags in one line vs two
   multi-rpc    many clients claim one server slot by CAS (TAS vs TTAS), client delay sweep
   cost-model   local locking vs delegation over a (shared lines, context lines) grid, break-even
+  oversubscription  every algorithm, default policy, 8 and 32 threads: throughput vs posix, FIFO
+               hand-off vs the wake-up probe, issue 12's targets
+  apps         real programs (C++ bounded buffer, Python queue.Queue, sqlite3) under the interposer,
+               time / glibc's
 """
 import os
 import sys
@@ -95,11 +99,15 @@ def add_arguments(p):
     sp.add_argument("--context", default="0,2,5,10,20", help="context lines (default 0,2,5,10,20)")
     sp.add_argument("--delays", default="0,300,1000,3000", help="client delays swept for the peak (cycles)")
 
+    from . import _oversub, _apps
+    _oversub.add_arguments(sub, common)
+    _apps.add_arguments(sub, common)
+
 
 def run(args, env):
     if not args.experiment:
         print("liblock bench: name an experiment: contention, threads, headline, latency-map, store-cas, "
-              "null-rpc, multi-rpc, cost-model (see `liblock bench -h`)", file=sys.stderr)
+              "null-rpc, multi-rpc, cost-model, oversubscription, apps (see `liblock bench -h`)", file=sys.stderr)
         return 2
     if args.reps < 1:
         print(f"liblock bench: --reps must be at least 1, not {args.reps}", file=sys.stderr)
@@ -111,6 +119,12 @@ def run(args, env):
         print(f"liblock bench: --regimes must be two increasing numbers of ns, not '{args.regimes}'", file=sys.stderr)
         return 2
     args.regime_bounds = (a, b)
+    if args.experiment == "oversubscription":
+        from . import _oversub
+        return _oversub.run(args, env)
+    if args.experiment == "apps":
+        from . import _apps
+        return _apps.run(args, env)
     if args.experiment in ("contention", "threads", "headline"):
         from . import _lockexp
         return _lockexp.run(args, env)

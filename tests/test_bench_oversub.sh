@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# test_bench_oversub.sh BUILD - the instruments of issue 12 run and produce
+# well-formed output (never how fast anything is): the wake-up probe
+# program; lockbench's hand-off counter and wake-up probe fields; `liblock
+# bench oversubscription` and `liblock bench apps` at a tiny scale (one
+# round, two algorithms, a fraction of a second) write runs.csv,
+# summary.csv, meta.json and a plot and exit 0; the application programs
+# check their own output; bad options are refused.
+set -u
+build=${1:-build}
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+case "$build" in /*) ;; *) build="$root/$build" ;; esac
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0; checks=0
+ok() { checks=$((checks+1)); }
+bad() { checks=$((checks+1)); fail=$((fail+1)); echo "FAIL: $*" >&2; }
+t0=$(date +%s)
+section() { echo "-- $* (at $(( $(date +%s) - t0 )) s)"; }
+export LIBLOCK_BUILD="$build" LIBLOCK_RESULTS="$tmp/results"
+
+# 1. the wake-up probe on its own
+section "wake_probe"
+if timeout 60 "$build/bin/wake_probe" --quick > "$tmp/w.json" 2> "$tmp/w.err"; then
+  python3 - "$tmp/w.json" <<'PY' && ok || bad "wake_probe record"
+import json, sys
+rs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+assert len(rs) == 1, rs
+r = rs[0]
+for f in ("wake_cross_ns", "wake_same_ns", "wake_cross_samples", "wake_same_samples", "probe_before_ns", "cpu_model"):
+    assert f in r and r[f] is not None, f
+# a median in ns, or -1 when no sample could be taken (a CPU held by someone else)
+assert r["wake_same_ns"] > 0 or r["wake_same_ns"] == -1, r
+assert r["wake_same_samples"] <= 30 and (r["wake_same_ns"] == -1) == (r["wake_same_samples"] == 0), r
+if r["ncpus"] > 1:
+    assert r["wake_cross_ns"] > 0 or r["wake_cross_ns"] == -1, r
+PY
+else bad "wake_probe --quick failed"; cat "$tmp/w.err" >&2; fi
+"$build/bin/wake_probe" --samples 0 > /dev/null 2> "$tmp/e"; rc=$?
+[ $rc -eq 2 ] && grep -q "usage: wake_probe" "$tmp/e" && ok || bad "wake_probe --samples 0: rc=$rc"
+
+# 2. lockbench --handoffs --wake-probe: the fields are there and consistent
+section "lockbench hand-offs"
+out=$(timeout 60 "$build/bin/lockbench" -a mcs -t 2 -n 300 -w spin-then-park --handoffs --wake-probe -p none)
+python3 -c '
+import json, sys
+r = json.loads(sys.argv[1])
+assert r["status"] == "ok" and r["check"] == "ok", r
+# each thread ran at least once after the other (or after nobody): >= 2 owner changes
+assert 2 <= r["handoffs"] <= r["total_cs"] == 600, r
+assert r["handoff_ns"] > 0
+for f in ("wake_before_ns", "wake_after_ns", "wake_same_before_ns", "wake_same_after_ns"):
+    assert r[f] > 0 or r[f] == -1, (f, r[f])' "$out" && ok || bad "lockbench --handoffs --wake-probe: $out"
+out=$(timeout 60 "$build/bin/lockbench" -a posix -t 2 -n 100 --no-probe -p none)
+python3 -c '
+import json, sys
+r = json.loads(sys.argv[1])
+assert r["handoffs"] is None and r["wake_before_ns"] is None, r' "$out" && ok || bad "lockbench without --handoffs"
+
+# 3. the application programs check themselves, under glibc
+section "application programs"
+"$build/bin/apps/bbuf" 4 1000 4 | grep -q '^ok items=1000 sum=500500' && ok || bad "bbuf output"
+python3 bench/apps/pyqueue.py 4 1000 4 | grep -q '^ok items=1000 sum=500500' && ok || bad "pyqueue output"
+if [ -x "$build/bin/apps/sqlite_threads" ]; then
+  "$build/bin/apps/sqlite_threads" 4 100 | grep -q '^ok rows=400 sum=80200' && ok || bad "sqlite_threads output"
+else
+  echo "(sqlite_threads not built: libsqlite3-dev missing; the sqlite program is left out below)"
+fi
+"$build/bin/apps/bbuf" 1 10 > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "bbuf with 1 thread accepted"
+
+# 4. liblock bench oversubscription, tiny
+section "bench oversubscription"
+if timeout 120 python3 tools/liblock bench oversubscription --algorithms posix,mcs --threads-list 3 --reps 1 \
+     --duration 0.1 --timeout 5 --pin none --out "$tmp/ov" > "$tmp/ov.out" 2>&1; then
+  python3 - "$tmp/ov" "$tmp/ov.out" <<'PY' && ok || bad "oversubscription files"
+import csv, json, os, sys
+d, out = sys.argv[1], open(sys.argv[2]).read()
+runs = list(csv.DictReader(open(os.path.join(d, "runs.csv"))))
+assert len(runs) == 2, len(runs)
+assert {r["algorithm"] for r in runs} == {"posix", "mcs"}
+for r in runs:
+    for f in ("rep", "threads", "wait", "fifo", "completed", "throughput_cs_per_s", "ratio_vs_baseline", "handoffs",
+              "handoff_ns", "wake_ns", "wake_same_ns", "handoff_over_wake", "probe_ns", "regime"):
+        assert f in r, f
+    assert r["threads"] == "3"
+    if r["completed"] == "1":
+        assert float(r["throughput_cs_per_s"]) > 0 and int(r["handoffs"]) >= 1, r
+summ = list(csv.DictReader(open(os.path.join(d, "summary.csv"))))
+assert len(summ) == 2 and all(s["target"] and s["meets"] in ("0", "1", "") for s in summ), summ
+assert [s for s in summ if s["algorithm"] == "mcs"][0]["fifo"] == "1"
+meta = json.load(open(os.path.join(d, "meta.json")))
+assert "mcs" in meta["targets"], meta
+assert os.path.exists(os.path.join(d, "oversubscription.png"))
+assert "issue 12 targets" in out and "T = 3 threads" in out, out
+PY
+else bad "liblock bench oversubscription failed"; cat "$tmp/ov.out" >&2; fi
+if python3 tools/liblock bench oversubscription --locks nosuch > /dev/null 2> "$tmp/e"; then
+  bad "oversubscription: unknown algorithm accepted"; else grep -q nosuch "$tmp/e" && ok || bad "no message for nosuch"; fi
+
+# 5. liblock bench apps, tiny
+section "bench apps"
+apps=bbuf,pyqueue; [ -x "$build/bin/apps/sqlite_threads" ] && apps=$apps,sqlite
+if timeout 300 python3 tools/liblock bench apps --algorithms posix,ttas --apps $apps --threads-list 4 --reps 1 \
+     --scale 0.05 --out "$tmp/ap" > "$tmp/ap.out" 2>&1; then
+  python3 - "$tmp/ap" "$tmp/ap.out" "$apps" <<'PY' && ok || bad "apps files"
+import csv, json, os, sys
+d, out, apps = sys.argv[1], open(sys.argv[2]).read(), sys.argv[3].split(",")
+runs = list(csv.DictReader(open(os.path.join(d, "runs.csv"))))
+assert len(runs) == 3 * len(apps), len(runs)  # (glibc + 2 algorithms) x programs
+for r in runs:
+    # a run is ok (its output checked), killed past its bound, or skipped; never wrong output
+    assert r["status"] in ("ok", "bound", "skipped"), r
+    if r["algorithm"] == "glibc":
+        assert r["status"] == "ok" and r["output"].startswith("ok") and float(r["ratio_vs_glibc"]) == 1.0, r
+    elif r["status"] == "ok":
+        assert r["output"].startswith("ok") and float(r["ratio_vs_glibc"]) > 0, r
+summ = list(csv.DictReader(open(os.path.join(d, "summary.csv"))))
+assert len(summ) == 3 * len(apps), summ
+meta = json.load(open(os.path.join(d, "meta.json")))
+assert set(meta["targets"]) == {"posix", "ttas"}, meta["targets"]
+assert os.path.exists(os.path.join(d, "apps.png"))
+assert "issue 12 target" in out and "bbuf:" in out, out
+PY
+else bad "liblock bench apps failed"; cat "$tmp/ap.out" >&2; fi
+if python3 tools/liblock bench apps --threads-list 1 > /dev/null 2> "$tmp/e"; then
+  bad "apps: 1 thread accepted"; else grep -q "thread counts" "$tmp/e" && ok || bad "no message for 1 thread"; fi
+if python3 tools/liblock bench apps --apps nosuch > /dev/null 2> "$tmp/e"; then
+  bad "apps: unknown program accepted"; else grep -q nosuch "$tmp/e" && ok || bad "no message for nosuch program"; fi
+
+echo "test_bench_oversub.sh: $checks checks, $fail failed (in $(( $(date +%s) - t0 )) s)"
+[ $fail -eq 0 ]
