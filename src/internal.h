@@ -270,6 +270,9 @@ struct ll_ops {
     unsigned props;            /* LIBLOCK_PROP_* */
     unsigned policies;         /* LL_POLICY_BIT(LIBLOCK_WAIT_*) mask */
     int default_policy;
+    /* What the default policy does when threads outnumber CPUs (one
+     * sentence, for `liblock list` and docs/api.md); NULL: not stated. */
+    const char *oversubscribed;
     size_t state_size;         /* bytes of lock state */
     size_t node_size;          /* bytes of per-hold node used (<= LL_NODE_BYTES) */
 

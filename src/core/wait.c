@@ -51,7 +51,7 @@
 #define BUDGET_DEFAULT_NS 20000
 #define BUDGET_MIN_NS 2000
 #define BUDGET_MAX_NS 200000
-#define ROUNDS 24
+#define ROUNDS 40
 
 static _Atomic uint64_t spin_budget;    /* cycles; 0 = not known yet */
 static _Atomic uint64_t spin_budget_ns; /* the same in ns, for reports */

@@ -471,6 +471,7 @@ const struct ll_ops ll_ops_mcs_tp = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
+    .oversubscribed = "waiters publish a timestamp, spin about one futex round trip, then sleep; a releaser skips waiters that look preempted or asleep, so the lock goes to a running thread (not FIFO)",
     .state_size = sizeof(struct tp_lock),
     .node_size = sizeof(struct tp_node),
     .init = tp_init,

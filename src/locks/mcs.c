@@ -170,6 +170,7 @@ const struct ll_ops ll_ops_mcs = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
+    .oversubscribed = "only the holder's successor spins, the others sleep; each new holder wakes its successor a whole critical section ahead of its turn; FIFO: a hand-off to a thread that is not running costs at most one wake-up",
     .state_size = sizeof(struct mcs_lock),
     .node_size = sizeof(struct mcs_node),
     .init = mcs_init,

@@ -102,6 +102,7 @@ const struct ll_ops ll_ops_spin = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
+    .oversubscribed = "waiters spin about one futex round trip, then sleep on the lock word; a release wakes one sleeper; not FIFO, so a running thread takes the lock while a woken one is on its way (near posix throughput)",
     .state_size = sizeof(struct spin_lock),
     .init = spin_init,
     .destroy = spin_destroy,

@@ -216,6 +216,7 @@ const struct ll_ops ll_ops_ticket = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
+    .oversubscribed = "only the next two tickets spin, the others sleep in a waiting array; each release wakes the next two in line, so the next holder is usually awake at its turn; FIFO: a hand-off to a thread that is not running costs one wake-up",
     .state_size = sizeof(struct ticket_lock),
     .init = ticket_init,
     .destroy = ticket_destroy,

@@ -129,6 +129,7 @@ const struct ll_ops ll_ops_ttas = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
+    .oversubscribed = "waiters spin (with back-off) about one futex round trip, then sleep on the lock word; a release wakes one sleeper; not FIFO, so a running thread takes the lock while a woken one is on its way (near posix throughput)",
     .state_size = sizeof(struct ttas_lock),
     .init = ttas_init,
     .destroy = ttas_destroy,
