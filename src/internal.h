@@ -1,8 +1,8 @@
 /*
- * internal.h - what algorithm files, the RCL runtime, the interposer and the
- * profiler share.  Not installed.
+ * internal.h - what algorithm files, the RCL runtime and the interposer
+ * share.  Not installed.
  *
- * Layers (ARCHITECTURE.md section 5):
+ * Layers (docs/internals.md):
  *   platform  (src/platform/)  atomics, pause, cache line, topology, futex,
  *                              cycle clock, pinning.  The only place with
  *                              inline assembly and raw OS calls.

@@ -1,5 +1,5 @@
 /*
- * wait.c - waiting policies as a layer (ARCHITECTURE.md section 5).
+ * wait.c - waiting policies as a layer (docs/internals.md).
  *
  * An algorithm names the 32-bit word a thread waits on and the value that
  * means "keep waiting"; the policy decides how to wait:
