@@ -111,6 +111,7 @@ static int mcs_lock(liblock_t *l, void *vnode)
     }
     if (!pred) {
         atomic_store_explicit(&n->locked, 0, memory_order_relaxed);
+        wake_next(n); /* an arrival may have linked already (and parked) */
         return 0;
     }
     int near = (atomic_load_explicit(&pred->locked, memory_order_relaxed) & ~LL_PARKED) == 0;
