@@ -127,7 +127,19 @@ static inline void ll_wait_step(int policy)
     else
         ll_pause();
 }
-uint64_t ll_spin_budget_cycles(void); /* spin phase of spin-then-park (LIBLOCK_SPIN_NS) */
+/* Spin phase of spin-then-park: one futex round trip, measured once per
+ * process at the first call (LIBLOCK_SPIN_NS overrides).  _ns also says
+ * where the value came from ("measured", "LIBLOCK_SPIN_NS", "default ..."). */
+uint64_t ll_spin_budget_cycles(void);
+uint64_t ll_spin_budget_ns(const char **source);
+/* Increment a parking counter word (low 31 bits), clear LL_PARKED and wake
+ * all its sleepers if it was set.  seq_cst. */
+void ll_bump_wake(_Atomic uint32_t *w);
+/* Pure-spin loops call this every LL_SPIN_CHECK_MASK+1 iterations (start and
+ * counted zeroed per wait): a wait of over 20 ms counts once, and the third
+ * such wait in the process prints one warning (LIBLOCK_WARN=0: never). */
+#define LL_SPIN_CHECK_MASK 0x3fffu
+void ll_spin_note_slow(uint64_t *start, int *counted);
 
 /* ======================================================================
  * per-thread state (src/core/thread.c)
@@ -274,6 +286,9 @@ struct ll_ops {
     unsigned props;            /* LIBLOCK_PROP_* */
     unsigned policies;         /* LL_POLICY_BIT(LIBLOCK_WAIT_*) mask */
     int default_policy;
+    /* What the default policy does when threads outnumber CPUs (one
+     * sentence, for `liblock list` and docs/api.md); NULL: not stated. */
+    const char *oversubscribed;
     size_t state_size;         /* bytes of lock state */
     size_t node_size;          /* bytes of per-hold node used (<= LL_NODE_BYTES) */
 

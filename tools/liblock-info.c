@@ -1,7 +1,10 @@
 /* liblock-info: print the algorithm registry as JSON lines (used by
- * `liblock list`, the benchmarks and the docs). */
+ * `liblock list`, the benchmarks and the docs).  With --spin-budget it
+ * prints instead the spin phase of spin-then-park on this machine (measured
+ * now, or LIBLOCK_SPIN_NS) as one JSON object. */
 #include <stdio.h>
-#include "liblock.h"
+#include <string.h>
+#include "internal.h"
 
 static void json_str(const char *s)
 {
@@ -14,8 +17,16 @@ static void json_str(const char *s)
     putchar('"');
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--spin-budget") == 0) {
+        const char *src = NULL;
+        unsigned long long ns = (unsigned long long)ll_spin_budget_ns(&src);
+        printf("{\"spin_budget_ns\": %llu, \"source\": ", ns);
+        json_str(src);
+        printf("}\n");
+        return 0;
+    }
     static const struct { unsigned bit; const char *name; } props[] = {
         {LIBLOCK_PROP_FIFO, "fifo"}, {LIBLOCK_PROP_DELEGATES, "delegates"}, {LIBLOCK_PROP_COND, "cond"},
         {LIBLOCK_PROP_STARVATION_FREE, "starvation-free"}, {LIBLOCK_PROP_DETECTS_UNLOCK, "detects-unlock"}};
@@ -43,8 +54,14 @@ int main(void)
                 printf("%s\"%s\"", first ? "" : ", ", liblock_wait_name(p));
                 first = 0;
             }
-        printf("], \"default_policy\": \"%s\", \"lock_bytes\": %zu, \"waiter_bytes\": %zu}\n",
+        printf("], \"default_policy\": \"%s\", \"lock_bytes\": %zu, \"waiter_bytes\": %zu, \"oversubscribed\": ",
                liblock_wait_name(in.default_policy), in.lock_bytes, in.waiter_bytes);
+        const struct ll_ops *o = ll_find_ops(in.name);
+        if (o && o->oversubscribed)
+            json_str(o->oversubscribed);
+        else
+            printf("null");
+        printf("}\n");
     }
     return 0;
 }

@@ -6,8 +6,10 @@
  *   spin            pause loop;
  *   yield           sched_yield() between checks;
  *   spin-then-park  pause loop for about one context-switch round trip
- *                   (LIBLOCK_SPIN_NS, default 20 us: the Malthusian paper's
- *                   ~20,000 cycles), then sleep in the kernel on the word.
+ *                   (measured once per process, see ll_spin_budget_cycles;
+ *                   LIBLOCK_SPIN_NS overrides), then sleep in the kernel on
+ *                   the word;
+ *   park            sleep at once.
  *
  * Park protocol (see internal.h for the full argument): the waiter announces
  * itself by CAS v -> v|LL_PARKED and then futex-waits on v|LL_PARKED; the
@@ -30,23 +32,154 @@
  */
 #include "../internal.h"
 
+#include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
-/* Cycles; 0 = not computed yet.  Relaxed is enough: the value is
- * self-contained, and racing first callers compute the same one. */
-static _Atomic uint64_t spin_budget;
+/* ---- the spin budget ------------------------------------------------------------
+ * Spin-then-park should spin for about what parking costs: a wake-up of a
+ * sleeping thread until it runs, and back (a context-switch round trip).  We
+ * measure that once per process, at the first call (the interposer's set-up,
+ * a lock initialised with a parking policy, or the first spin-then-park
+ * wait): a helper thread and the caller hand a token back and forth ROUNDS
+ * times, both parking in futex_wait each time, and the budget is the
+ * fastest round trip seen (the scheduler's own cost, not a transient queue),
+ * clamped to [BUDGET_MIN_NS, BUDGET_MAX_NS].  About 0.2 ms, once.
+ * LIBLOCK_SPIN_NS overrides; if the helper cannot be created the budget is
+ * BUDGET_DEFAULT_NS.  Callers that arrive while the measurement runs use the
+ * default for that one wait rather than wait for the measurement. */
+#define BUDGET_DEFAULT_NS 20000
+#define BUDGET_MIN_NS 2000
+#define BUDGET_MAX_NS 200000
+#define ROUNDS 40
+
+static _Atomic uint64_t spin_budget;    /* cycles; 0 = not known yet */
+static _Atomic uint64_t spin_budget_ns; /* the same in ns, for reports */
+static _Atomic int budget_state;        /* 0 none, 1 measuring, 2 done */
+static const char *_Atomic budget_source = "default";
+
+struct rt_probe {
+    _Atomic uint32_t to_helper, to_main;
+};
+
+static void *rt_helper(void *arg)
+{
+    struct rt_probe *p = arg;
+    for (uint32_t i = 0; i < ROUNDS; i++) {
+        ll_wait_while(&p->to_helper, i, LIBLOCK_WAIT_PARK);
+        ll_wake(&p->to_main, i + 1, LIBLOCK_WAIT_PARK);
+    }
+    return NULL;
+}
+
+/* Fastest futex round trip in ns, or 0 if no helper thread could be made. */
+static uint64_t measure_round_trip_ns(void)
+{
+    struct rt_probe p;
+    atomic_init(&p.to_helper, 0);
+    atomic_init(&p.to_main, 0);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the helper takes no signals */
+    pthread_t th;
+    int r = pthread_create(&th, NULL, rt_helper, &p);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (r)
+        return 0;
+    uint64_t best = UINT64_MAX;
+    for (uint32_t i = 0; i < ROUNDS; i++) {
+        uint64_t t0 = ll_now_ns();
+        ll_wake(&p.to_helper, i + 1, LIBLOCK_WAIT_PARK);
+        ll_wait_while(&p.to_main, i, LIBLOCK_WAIT_PARK);
+        uint64_t d = ll_now_ns() - t0;
+        if (i >= 2 && d < best) /* the first rounds include the helper's start */
+            best = d;
+    }
+    pthread_join(th, NULL);
+    return best;
+}
 
 uint64_t ll_spin_budget_cycles(void)
 {
     uint64_t b = atomic_load_explicit(&spin_budget, memory_order_relaxed);
     if (LL_LIKELY(b))
         return b;
-    long ns = ll_env_long("LIBLOCK_SPIN_NS", 20000, 0, 1000000000L);
+    int st = 0;
+    if (!atomic_compare_exchange_strong_explicit(&budget_state, &st, 1, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        b = atomic_load_explicit(&spin_budget, memory_order_acquire);
+        return b ? b : ll_ns_to_cycles(BUDGET_DEFAULT_NS); /* being measured */
+    }
+    long ns = ll_env_long("LIBLOCK_SPIN_NS", -1, 0, 1000000000L);
+    const char *src = "LIBLOCK_SPIN_NS";
+    if (ns < 0) {
+        uint64_t rt = measure_round_trip_ns();
+        if (rt == 0 || rt == UINT64_MAX) {
+            ns = BUDGET_DEFAULT_NS;
+            src = "default (measurement failed)";
+        } else {
+            ns = (long)(rt < BUDGET_MIN_NS ? BUDGET_MIN_NS : rt > BUDGET_MAX_NS ? BUDGET_MAX_NS : rt);
+            src = "measured";
+        }
+    }
     b = ll_ns_to_cycles((uint64_t)ns);
     if (b == 0)
         b = 1;
-    atomic_store_explicit(&spin_budget, b, memory_order_relaxed);
+    atomic_store_explicit(&budget_source, src, memory_order_relaxed);
+    atomic_store_explicit(&spin_budget_ns, (uint64_t)ns, memory_order_relaxed);
+    atomic_store_explicit(&spin_budget, b, memory_order_release);
+    atomic_store_explicit(&budget_state, 2, memory_order_release);
     return b;
+}
+
+uint64_t ll_spin_budget_ns(const char **source)
+{
+    (void)ll_spin_budget_cycles();
+    uint64_t ns;
+    while (!(ns = atomic_load_explicit(&spin_budget_ns, memory_order_acquire)) &&
+           atomic_load_explicit(&budget_state, memory_order_acquire) != 2)
+        ll_yield(); /* another thread is measuring */
+    if (source)
+        *source = atomic_load_explicit(&budget_source, memory_order_relaxed);
+    return ns;
+}
+
+/* ---- the pure-spin warning ------------------------------------------------------
+ * A waiter under pure spin checks the clock every SPIN_CHECK_MASK+1 pauses
+ * (off the fast path: only after thousands of failed checks).  A wait longer
+ * than LONG_WAIT_MS counts once; after LONG_WAITS of them in the process the
+ * first one prints the warning once.  Such waits are what a spinning FIFO
+ * hand-off to descheduled threads looks like (each hand-off waits for the
+ * scheduler); a long critical section on dedicated cores also trips it,
+ * which the message says.  LIBLOCK_WARN=0 silences it. */
+#define LONG_WAIT_MS 20
+#define LONG_WAITS 3
+
+static _Atomic unsigned long_waits;
+static _Atomic int spin_warned;
+
+void ll_spin_note_slow(uint64_t *start, int *counted)
+{
+    uint64_t now = ll_cycles();
+    if (*start == 0) {
+        *start = now;
+        return;
+    }
+    if (*counted || now - *start < ll_ns_to_cycles(LONG_WAIT_MS * 1000000ull))
+        return;
+    *counted = 1;
+    if (atomic_fetch_add_explicit(&long_waits, 1, memory_order_relaxed) + 1 != LONG_WAITS)
+        return;
+    if (ll_env_long("LIBLOCK_WARN", 1, 0, 1) == 0 || atomic_exchange(&spin_warned, 1))
+        return;
+    static const char msg[] =
+        "liblock: threads waiting with the pure 'spin' policy have repeatedly waited over 20 ms: the lock is "
+        "probably being handed to threads that are not running (more threads than CPUs). Use the "
+        "spin-then-park policy (liblock run --wait spin-then-park, LIBLOCK_WAIT=spin-then-park, or "
+        "liblock_attr_setwait) or a Malthusian lock (mcscr, lifocr, loiter). LIBLOCK_WARN=0 turns this "
+        "warning off.\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
 }
 
 static inline uint32_t load_acq(_Atomic uint32_t *w)
@@ -128,8 +261,14 @@ uint32_t ll_wait_while(_Atomic uint32_t *w, uint32_t v, int policy)
 {
     uint32_t cur;
     if (policy == LIBLOCK_WAIT_SPIN) {
-        while (((cur = load_acq(w)) & ~LL_PARKED) == v)
+        unsigned n = 0;
+        uint64_t start = 0;
+        int counted = 0;
+        while (((cur = load_acq(w)) & ~LL_PARKED) == v) {
             ll_pause();
+            if (LL_UNLIKELY((++n & LL_SPIN_CHECK_MASK) == 0))
+                ll_spin_note_slow(&start, &counted);
+        }
         return cur & ~LL_PARKED;
     }
     ll_wait_while_until(w, v, policy, 0, &cur);
@@ -145,4 +284,20 @@ void ll_wake(_Atomic uint32_t *w, uint32_t newval, int policy)
         return;
     }
     atomic_store_explicit(w, newval, memory_order_release);
+}
+
+/* Bump a parking counter word (a word waiters park on without owning its
+ * value, e.g. a ticket lock's waiting-array slot): increment the low 31
+ * bits, clear LL_PARKED, and wake every sleeper if the bit was set.  The
+ * increment is a CAS loop, so concurrent bumpers (slots shared by several
+ * locks) never lose one: a waiter that read the old value always sees a
+ * different one afterwards. */
+void ll_bump_wake(_Atomic uint32_t *w)
+{
+    uint32_t cur = atomic_load_explicit(w, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(w, &cur, (cur + 1) & ~LL_PARKED, memory_order_seq_cst,
+                                                  memory_order_relaxed))
+        ;
+    if (cur & LL_PARKED)
+        ll_futex_wake(w, 1 << 30);
 }

@@ -1,46 +1,90 @@
 /*
- * clh - the CLH queue lock (Craig; Landin and Hagersten).
+ * clh - the CLH queue lock (Craig; Landin and Hagersten), with a free tag on
+ * the tail and early wake-up of the successor under spin-then-park.
  *
  * Source: seed 000 section 3.3, Algorithm 2.
  *   lock:   mine.wait = 1; pred = swap(tail, mine); wait while pred.wait
  *   unlock: mine.wait = 0; the thread now owns pred (recycles it)
- * The queue always holds one node: the lock's initial dummy node (wait 0)
- * or the last released one.
+ * The queue always holds one node: the lock's initial dummy node or the last
+ * released one.
+ *
+ * Our changes to the textbook protocol:
+ *  1. The tail carries a FREE tag (bit 0; nodes are cache-line aligned):
+ *     tail == q|FREE means "the lock is free and q is the released node".
+ *     unlock first tries CAS(tail, mine, mine|FREE): it succeeds iff nobody
+ *     queued behind us, and then nobody ever reads mine.wait again (a later
+ *     locker that swaps the tail sees FREE and takes the lock without
+ *     looking at q).  Only if the CAS fails (a successor swapped the tail)
+ *     do we hand over through mine.wait.  This is what makes trylock safe:
+ *     trylock reads the tail and, only if it carries FREE, CASes it from
+ *     q|FREE to mine; it never dereferences q before owning it and never
+ *     waits.  Why the old protocol was wrong: it read t = tail, then
+ *     t->wait, then CAS(tail, t, mine).  t could be recycled by its
+ *     successor and freed (qnode_give, thread exit) between the load and
+ *     the read (use after free), or recycled and re-enqueued as a waiting
+ *     node (ABA) so that the CAS made it our genuine, still-held
+ *     predecessor and trylock had to wait a whole critical section.  With
+ *     the tag, a CAS that succeeds after any ABA still finds the lock free
+ *     (the tail is q|FREE at the CAS, so no holder and no waiter exists).
+ *  2. Under spin-then-park a holder announces itself: right after acquiring
+ *     it swaps 2 into its own node's word (the word its successor watches)
+ *     and wakes the successor if it had parked.  An arrival reads its
+ *     predecessor's word once: 2 means the predecessor holds the lock (we
+ *     are next), so we spin for the budget, then park; 1 means the
+ *     predecessor itself waits (we are at least second), so we park at once
+ *     and are woken by that announcement when the predecessor gets the
+ *     lock, one whole critical section before our turn.  So the wake-up of
+ *     a parked waiter overlaps the critical section ahead of it, and at most
+ *     two waiters (holder's successor, freshly arrived ones during its
+ *     first read) burn CPU: the hand-off costs at most one wake-up, and none
+ *     when the critical section is longer than a wake-up.
+ *
+ * Node word values: 1 the owner waits for the lock (or holds it without
+ * having announced), 2 the owner holds it (announced; spin-then-park only),
+ * 0 released; bit 31 is the waiting layer's LL_PARKED.
  *
  * Node ownership: between acquisitions each thread owns one spare qnode
  * (ll_thread_t.clh_spare, freed at thread exit); a lock owns the node in its
- * tail (freed by destroy).  Acquiring consumes the spare as `mine`; releasing
- * hands `mine` to the successor (or leaves it as the tail) and takes `pred`,
- * which nobody references any more: its owner released it and we, its only
- * successor, are done reading it.  A thread holding several CLH locks may
- * end up with two recyclable nodes; it keeps one and frees the other.
- * The per-hold node (the API layer's) stores {mine, pred} so unlock can be
- * called from another call site and holds can be released in any order.
+ * tail (freed by destroy).  Acquiring consumes the spare as `mine`;
+ * releasing hands `mine` to the successor (or leaves it as the tail) and
+ * takes `pred`, which nobody references any more: its owner released it and
+ * we, its only successor, are done reading it.  A thread holding several CLH
+ * locks may end up with two recyclable nodes; it keeps one and frees the
+ * other.  The per-hold node (the API layer's) stores {mine, pred} so unlock
+ * can be called from another call site and holds can be released in any
+ * order.
  *
- * Invariants: tail always points to a node; a node with wait == 0 is never
- * written again by the thread that released it; each node has at most one
- * successor spinning on it.
- * Orderings: the tail swap is acq_rel (release publishes mine.wait = 1 to
- * the successor that reads mine as pred; acquire makes pred visible); the
- * hand-off mine.wait = 0 is a release (ll_wake) paired with the waiter's
- * acquire load (ll_wait_while), so the successor sees the critical section.
- * Trylock: read tail t; if t.wait == 0 the lock is free, so CAS(tail, t,
- * mine).  If t was recycled and re-enqueued between the read and the CAS
- * (ABA), the CAS still makes t our genuine predecessor, so we wait for it:
- * trylock can then wait for one critical section.  Documented in docs/api.md.
- * Policies: spin, yield, spin-then-park (one waiter per node word).  FIFO,
- * starvation-free.
+ * Invariants: tail always points to a node; tail is tagged FREE iff no
+ * thread holds or waits for the lock; each node has at most one successor,
+ * which is the only thread that reads its word and the one that recycles it.
+ * Orderings: the tail swap is acq_rel (release publishes mine.wait = 1 to the
+ * successor that reads mine as pred; acquire makes pred visible and, when
+ * pred is tagged FREE, synchronises with the releasing CAS); the releasing
+ * CAS(mine -> mine|FREE) is release and the trylock CAS acq_rel, for the
+ * same reason; the hand-off mine.wait = 0 is a release (ll_wake) paired with
+ * the waiter's acquire load (ll_wait_while), so the successor sees the
+ * critical section.  The announcement (2) carries no data: it is an atomic
+ * swap only so that it reads a parker's LL_PARKED bit (wait.c's argument).
+ * The arrival's read of the predecessor's word only chooses spin or park:
+ * a stale value costs time, never correctness, since every wait loops
+ * until the word reads 0.
+ * Policies: spin, yield, spin-then-park (default).  FIFO, starvation-free.
  */
 #include "../internal.h"
 
 #include <stdlib.h>
+
+#define CLH_FREE ((uintptr_t)1)
+#define W_RELEASED 0u
+#define W_WAITING 1u
+#define W_HOLDING 2u
 
 struct clh_qnode {
     _Atomic uint32_t wait;
 } __attribute__((aligned(LL_CACHELINE)));
 
 struct clh_lock {
-    _Atomic(struct clh_qnode *) tail;
+    _Atomic uintptr_t tail; /* struct clh_qnode *, bit 0 = CLH_FREE */
 };
 
 struct clh_hold {
@@ -48,6 +92,8 @@ struct clh_hold {
 };
 
 _Static_assert(sizeof(struct clh_hold) <= LL_NODE_BYTES, "clh hold too large");
+
+static inline int parks(int policy) { return policy == LIBLOCK_WAIT_SPIN_THEN_PARK; }
 
 static struct clh_qnode *qnode_take(ll_thread_t *self)
 {
@@ -73,30 +119,52 @@ static int clh_init(liblock_t *l, const liblock_attr_t *attr)
     struct clh_qnode *dummy = ll_alloc_aligned(sizeof *dummy);
     if (!dummy)
         return ENOMEM;
-    atomic_store_explicit(&LL_STATE(l, struct clh_lock)->tail, dummy, memory_order_release);
+    atomic_store_explicit(&LL_STATE(l, struct clh_lock)->tail, (uintptr_t)dummy | CLH_FREE, memory_order_release);
+    if (parks(l->_wait))
+        (void)ll_spin_budget_cycles(); /* measure now, not in the first contended wait */
     return 0;
 }
 
 static int clh_destroy(liblock_t *l)
 {
-    struct clh_qnode *t = atomic_load_explicit(&LL_STATE(l, struct clh_lock)->tail, memory_order_acquire);
-    if (atomic_load_explicit(&t->wait, memory_order_acquire) & ~LL_PARKED)
-        return EBUSY;
-    free(t);
+    uintptr_t t = atomic_load_explicit(&LL_STATE(l, struct clh_lock)->tail, memory_order_acquire);
+    if (!(t & CLH_FREE))
+        return EBUSY; /* held, or a waiter's node is the tail */
+    free((void *)(t & ~CLH_FREE));
     return 0;
+}
+
+/* We hold the lock: tell the successor (spin-then-park only). */
+static inline void announce(struct clh_qnode *mine)
+{
+    uint32_t old = atomic_exchange_explicit(&mine->wait, W_HOLDING, memory_order_relaxed);
+    if (LL_UNLIKELY(old & LL_PARKED))
+        ll_futex_wake(&mine->wait, 1 << 30);
 }
 
 static int clh_lock(liblock_t *l, void *vnode)
 {
     struct clh_lock *s = LL_STATE(l, struct clh_lock);
     struct clh_hold *h = vnode;
+    const int policy = l->_wait;
     ll_thread_t *self = ll_self_tls;
     struct clh_qnode *mine = qnode_take(self);
     if (!mine)
         return ENOMEM;
-    atomic_store_explicit(&mine->wait, 1, memory_order_relaxed);
-    struct clh_qnode *pred = atomic_exchange_explicit(&s->tail, mine, memory_order_acq_rel);
-    ll_wait_while(&pred->wait, 1, l->_wait);
+    atomic_store_explicit(&mine->wait, W_WAITING, memory_order_relaxed);
+    uintptr_t p = atomic_exchange_explicit(&s->tail, (uintptr_t)mine, memory_order_acq_rel);
+    struct clh_qnode *pred = (struct clh_qnode *)(p & ~CLH_FREE);
+    if (!(p & CLH_FREE)) {
+        if (!parks(policy)) {
+            ll_wait_while(&pred->wait, W_WAITING, policy);
+        } else {
+            uint32_t v = atomic_load_explicit(&pred->wait, memory_order_acquire) & ~LL_PARKED;
+            while (v != W_RELEASED)
+                v = ll_wait_while(&pred->wait, v, v == W_WAITING ? LIBLOCK_WAIT_PARK : policy);
+        }
+    }
+    if (parks(policy))
+        announce(mine);
     h->mine = mine;
     h->pred = pred;
     return 0;
@@ -106,30 +174,32 @@ static int clh_trylock(liblock_t *l, void *vnode)
 {
     struct clh_lock *s = LL_STATE(l, struct clh_lock);
     struct clh_hold *h = vnode;
-    struct clh_qnode *t = atomic_load_explicit(&s->tail, memory_order_acquire);
-    if (atomic_load_explicit(&t->wait, memory_order_acquire) & ~LL_PARKED)
-        return EBUSY;
+    uintptr_t t = atomic_load_explicit(&s->tail, memory_order_relaxed);
+    if (!(t & CLH_FREE))
+        return EBUSY; /* no dereference of t: it may be recycled or freed */
     ll_thread_t *self = ll_self_tls;
     struct clh_qnode *mine = qnode_take(self);
     if (!mine)
         return ENOMEM;
-    atomic_store_explicit(&mine->wait, 1, memory_order_relaxed);
-    struct clh_qnode *expect = t;
-    if (!atomic_compare_exchange_strong_explicit(&s->tail, &expect, mine, memory_order_acq_rel,
+    atomic_store_explicit(&mine->wait, parks(l->_wait) ? W_HOLDING : W_WAITING, memory_order_relaxed);
+    if (!atomic_compare_exchange_strong_explicit(&s->tail, &t, (uintptr_t)mine, memory_order_acq_rel,
                                                  memory_order_relaxed)) {
         qnode_give(self, mine);
         return EBUSY;
     }
-    ll_wait_while(&t->wait, 1, l->_wait); /* returns at once unless ABA (see top) */
     h->mine = mine;
-    h->pred = t;
+    h->pred = (struct clh_qnode *)(t & ~CLH_FREE); /* ours now: the lock's released node */
     return 0;
 }
 
 static int clh_unlock(liblock_t *l, void *vnode)
 {
+    struct clh_lock *s = LL_STATE(l, struct clh_lock);
     struct clh_hold *h = vnode;
-    ll_wake(&h->mine->wait, 0, l->_wait);
+    uintptr_t expect = (uintptr_t)h->mine;
+    if (!atomic_compare_exchange_strong_explicit(&s->tail, &expect, (uintptr_t)h->mine | CLH_FREE,
+                                                 memory_order_release, memory_order_relaxed))
+        ll_wake(&h->mine->wait, W_RELEASED, l->_wait); /* a successor queued behind us */
     qnode_give(ll_self_tls, h->pred);
     return 0;
 }
@@ -141,7 +211,8 @@ const struct ll_ops ll_ops_clh = {
     .props = LIBLOCK_PROP_FIFO | LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
-    .default_policy = LIBLOCK_WAIT_SPIN,
+    .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
+    .oversubscribed = "only the holder's successor spins, the others sleep; each new holder wakes its successor a whole critical section ahead of its turn; FIFO: a hand-off to a thread that is not running costs at most one wake-up",
     .state_size = sizeof(struct clh_lock),
     .node_size = sizeof(struct clh_hold),
     .init = clh_init,

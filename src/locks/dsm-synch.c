@@ -418,6 +418,7 @@ const struct ll_ops ll_ops_dsm_synch = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
+    .oversubscribed = "execute: the running combiner serves queued requests and runs in place of a waiter that has parked; lock/unlock: FIFO hand-over to the next queued thread, at most one wake-up per hand-off",
     .state_size = sizeof(struct dsm_lock),
     .node_size = sizeof(struct dsm_hold),
     .init = dsm_init,

@@ -540,6 +540,7 @@ const struct ll_ops ll_ops_flat_combining = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
+    .oversubscribed = "requesters pause, then yield up to 1 ms, then sleep on their own record; the combiner wakes exactly those it served; lock() callers sleep on the lock word as with glibc",
     .state_size = sizeof(struct fc_lock),
     .node_size = 0,
     .init = fc_init,

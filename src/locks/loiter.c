@@ -80,6 +80,12 @@
  * by the race window.  standby_start is written before standby_present
  * (release) and read after it (acquire).
  *
+ * destroy reports EBUSY while the outer word is held, the inner queue is not
+ * empty, or a thread is in the arrival spin (`arriving`, counted from its
+ * first failed attempt until its node is in the inner queue; contended path
+ * only).  A thread between its first failed CAS and the increment is not
+ * seen (destroy racing with the start of a lock() is undefined).
+ *
  * Policies: spin-then-park (default: inner waiters and the standby spin
  * about one context switch, then park), spin, yield.  Arrival spinning is
  * always a pause loop (it is bounded).  Not FIFO: arrivals barge.
@@ -105,6 +111,7 @@ struct loiter_lock {
     LL_ALIGNED _Atomic uint32_t standby_present;
     _Atomic uint64_t standby_start;
     _Atomic uint64_t admissions; /* outer acquisitions; written by the owner */
+    LL_ALIGNED _Atomic uint32_t arriving; /* threads in the arrival spin or on their way into the inner queue */
     uint64_t handoffs;           /* owner-only */
     /* parameters, fixed at init */
     uint64_t patience;           /* 0 = never hand off */
@@ -176,12 +183,14 @@ static int loiter_lock(liblock_t *l, void *vnode)
         return 0;
     }
     ll_thread_t *self = ll_self();
+    atomic_fetch_add_explicit(&s->arriving, 1, memory_order_relaxed);
     uint64_t start = ll_cycles();
     unsigned window = 2, fails = 0;
     while (ll_cycles() - start < s->spin_cycles) {
         uint32_t v = atomic_load_explicit(&s->outer, memory_order_relaxed);
         if (v == OUT_FREE) {
             if (outer_try(s)) {
+                atomic_fetch_sub_explicit(&s->arriving, 1, memory_order_relaxed);
                 admitted(s);
                 return 0;
             }
@@ -198,6 +207,7 @@ static int loiter_lock(liblock_t *l, void *vnode)
     /* slow path: join the passive set (inner queue); its head is the standby */
     n->slow = 1;
     inner_lock(s, n, pol);
+    atomic_fetch_sub_explicit(&s->arriving, 1, memory_order_relaxed); /* inner_tail now shows us */
     atomic_store_explicit(&s->standby_start, atomic_load_explicit(&s->admissions, memory_order_relaxed),
                           memory_order_relaxed);
     atomic_store_explicit(&s->standby_present, 1, memory_order_release);
@@ -281,7 +291,8 @@ static int loiter_destroy(liblock_t *l)
 {
     struct loiter_lock *s = LL_STATE(l, struct loiter_lock);
     if ((atomic_load_explicit(&s->outer, memory_order_acquire) & ~LL_PARKED) != OUT_FREE ||
-        atomic_load_explicit(&s->inner_tail, memory_order_acquire))
+        atomic_load_explicit(&s->inner_tail, memory_order_acquire) ||
+        atomic_load_explicit(&s->arriving, memory_order_acquire))
         return EBUSY;
     return 0;
 }
@@ -309,6 +320,7 @@ const struct ll_ops ll_ops_loiter = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
+    .oversubscribed = "arrivals spin briefly on the outer word, then queue; only the queue's head (the standby) waits for the lock, the rest sleep; the lock circulates among running threads",
     .state_size = sizeof(struct loiter_lock),
     .node_size = sizeof(struct lo_node),
     .init = loiter_init,

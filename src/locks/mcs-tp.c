@@ -127,9 +127,10 @@
  *   LIBLOCK_MCSTP_MAX_PARK_NS        1,000,000 (1 ms)   a parked waiter older
  *                                                       than this is woken to
  *                                                       try again
- *   and the library's LIBLOCK_SPIN_NS (20 us): spin phase before parking.
- * Policies: spin (default), yield, spin-then-park (the one for more threads
- * than cores).  Neither FIFO nor starvation-free: waiters that look
+ *   and the library's spin budget (a measured futex round trip, or
+ *   LIBLOCK_SPIN_NS): spin phase before parking.
+ * Policies: spin-then-park (default: the one for more threads than cores),
+ * spin, yield.  Neither FIFO nor starvation-free: waiters that look
  * preempted are passed over, and under spin-then-park running waiters get
  * the lock before parked ones (MAX_PARK bounds how long one sleeps at the
  * head of the parked list, not how often it is passed over).
@@ -469,7 +470,8 @@ const struct ll_ops ll_ops_mcs_tp = {
     .props = LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
-    .default_policy = LIBLOCK_WAIT_SPIN,
+    .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
+    .oversubscribed = "waiters publish a timestamp, spin about one futex round trip, then sleep; a releaser skips waiters that look preempted or asleep, so the lock goes to a running thread (not FIFO)",
     .state_size = sizeof(struct tp_lock),
     .node_size = sizeof(struct tp_node),
     .init = tp_init,

@@ -30,11 +30,29 @@
  *    the critical section's writes;
  *  - CAS(tail, node, nil) is release so a later locker that finds tail nil
  *    and swaps in (acquire) sees our critical section.
- * Policies: spin, yield, spin-then-park (a waiter parks on its own node's
- * word; the holder's ll_wake swaps 0 in and wakes it if it parked).  The
- * short wait in unlock for a successor that has swapped the tail but not yet
- * linked itself uses pause (or yield); it never parks, because the
- * successor is running.  FIFO and starvation-free.
+ * Policies: spin, yield, spin-then-park (default).  The short wait in
+ * unlock for a successor that has swapped the tail but not yet linked itself
+ * pauses (yield under yield); under spin-then-park it yields after a few
+ * hundred pauses, since that successor may have been preempted.  FIFO and
+ * starvation-free.
+ *
+ * Early wake-up under spin-then-park (our addition, as in clh.c): node word
+ * values are 1 (waiting), 2 (waiting, next in line: spin) and 0 (granted).
+ * An arrival reads its predecessor's word before linking itself (the
+ * predecessor cannot finish unlock before we link, so its node is alive):
+ * 0 means the predecessor holds the lock, so we are next and spin for the
+ * budget, then park; otherwise we park at once.  A thread that has just
+ * acquired the lock (and so has a word of 0) looks at its successor and
+ * CASes its word 1 -> 2, waking it if parked: the successor is woken one
+ * whole critical section before its turn and spins through the hand-off,
+ * so a hand-off costs no wake-up when the critical section is longer than
+ * one, and at most one otherwise.  The successor's node is alive: it waits
+ * for us.  The CAS only moves 1 -> 2, so it never overwrites the hand-off's
+ * 0; a waiter's loop waits until it reads 0, whatever it reads on the way.
+ * A stale read of the predecessor's word only costs time (a near waiter
+ * that parks is woken by the hand-off; a far one that spins parks after the
+ * budget).  A thread that acquires without a predecessor stores 0 into its
+ * word (relaxed: an arrival that misses it parks and is woken on time).
  */
 #include "../internal.h"
 
@@ -49,17 +67,59 @@ struct mcs_lock {
 
 _Static_assert(sizeof(struct mcs_node) <= LL_NODE_BYTES, "mcs node too large");
 
+static inline int parks(int policy) { return policy == LIBLOCK_WAIT_SPIN_THEN_PARK; }
+
+static int mcs_init(liblock_t *l, const liblock_attr_t *attr)
+{
+    (void)attr;
+    if (parks(l->_wait))
+        (void)ll_spin_budget_cycles(); /* measure now, not in the first contended wait */
+    return 0;
+}
+
+/* We hold the lock: if a successor is linked and still far, make it spin. */
+static void wake_next(struct mcs_node *n)
+{
+    struct mcs_node *succ = atomic_load_explicit(&n->next, memory_order_acquire);
+    if (!succ)
+        return;
+    uint32_t cur = atomic_load_explicit(&succ->locked, memory_order_relaxed);
+    while ((cur & ~LL_PARKED) == 1) {
+        if (atomic_compare_exchange_weak_explicit(&succ->locked, &cur, 2, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            if (cur & LL_PARKED)
+                ll_futex_wake(&succ->locked, 1 << 30);
+            return;
+        }
+    }
+}
+
 static int mcs_lock(liblock_t *l, void *vnode)
 {
     struct mcs_lock *s = LL_STATE(l, struct mcs_lock);
     struct mcs_node *n = vnode;
+    const int policy = l->_wait;
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
     struct mcs_node *pred = atomic_exchange_explicit(&s->tail, n, memory_order_acq_rel);
-    if (pred) {
-        atomic_store_explicit(&pred->next, n, memory_order_release);
-        ll_wait_while(&n->locked, 1, l->_wait);
+    if (!parks(policy)) {
+        if (pred) {
+            atomic_store_explicit(&pred->next, n, memory_order_release);
+            ll_wait_while(&n->locked, 1, policy);
+        }
+        return 0;
     }
+    if (!pred) {
+        atomic_store_explicit(&n->locked, 0, memory_order_relaxed);
+        wake_next(n); /* an arrival may have linked already (and parked) */
+        return 0;
+    }
+    int near = (atomic_load_explicit(&pred->locked, memory_order_relaxed) & ~LL_PARKED) == 0;
+    atomic_store_explicit(&pred->next, n, memory_order_release);
+    uint32_t v = ll_wait_while(&n->locked, 1, near ? policy : LIBLOCK_WAIT_PARK);
+    while (v != 0)
+        v = ll_wait_while(&n->locked, v, policy);
+    wake_next(n);
     return 0;
 }
 
@@ -86,8 +146,13 @@ static int mcs_unlock(liblock_t *l, void *vnode)
         if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
                                                     memory_order_relaxed))
             return 0;
-        while (!(succ = atomic_load_explicit(&n->next, memory_order_acquire)))
-            ll_wait_step(l->_wait == LIBLOCK_WAIT_YIELD ? LIBLOCK_WAIT_YIELD : LIBLOCK_WAIT_SPIN);
+        unsigned k = 0;
+        while (!(succ = atomic_load_explicit(&n->next, memory_order_acquire))) {
+            if (l->_wait == LIBLOCK_WAIT_YIELD || (parks(l->_wait) && ++k > 256))
+                ll_yield(); /* the successor may be preempted between swap and link */
+            else
+                ll_pause();
+        }
     }
     ll_wake(&succ->locked, 0, l->_wait);
     return 0;
@@ -105,9 +170,11 @@ const struct ll_ops ll_ops_mcs = {
     .props = LIBLOCK_PROP_FIFO | LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
-    .default_policy = LIBLOCK_WAIT_SPIN,
+    .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
+    .oversubscribed = "only the holder's successor spins, the others sleep; each new holder wakes its successor a whole critical section ahead of its turn; FIFO: a hand-off to a thread that is not running costs at most one wake-up",
     .state_size = sizeof(struct mcs_lock),
     .node_size = sizeof(struct mcs_node),
+    .init = mcs_init,
     .destroy = mcs_destroy,
     .lock = mcs_lock,
     .trylock = mcs_trylock,

@@ -490,6 +490,7 @@ const struct ll_ops ll_ops_oyama = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
+    .oversubscribed = "execute: the holder runs pending requests; lock: barges like glibc's mutex (sleeps, queues after 4 sleeps); a hand-over skips parked waiters for awake ones, at most 8 times per waiter",
     .state_size = sizeof(struct oy_lock),
     .node_size = sizeof(struct oy_req),
     .init = oy_init,

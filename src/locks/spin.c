@@ -1,33 +1,71 @@
 /*
- * spin - test-and-set spinlock with PAUSE.
+ * spin - test-and-set spinlock with PAUSE, and a futex under spin-then-park.
  *
  * Source: seed 000 section 3.2, Algorithm 1: lock spins on CAS(l, 0, 1) with
- * pause() between attempts; unlock stores 0.  (We use an atomic exchange,
- * which is the same test-and-set and never fails spuriously.)
+ * pause() between attempts; unlock stores 0.  (Under spin and yield we use
+ * an atomic exchange, which is the same test-and-set and never fails
+ * spuriously.)  Under spin-then-park (the default) a waiter retries with
+ * CAS(0 -> 1) for the spin budget, then sleeps on the word with glibc's
+ * three-state protocol (tas_park.h, which argues it).
  *
- * Invariant: word == 1 exactly while some thread is between a successful
- * exchange and its releasing store.
- * Orderings: the successful exchange is acquire, so the critical section
+ * Invariant: (word & 3) != 0 exactly while some thread is between a
+ * successful acquire and its releasing store or exchange.
+ * Orderings: the successful exchange/CAS is acquire, so the critical section
  * cannot move above it and sees everything the previous holder wrote before
- * its release store; the unlock store is release.  Nothing else is needed:
- * the word is the only shared state.
- * Policies: spin (pause between attempts), yield (sched_yield between
- * attempts).  Not FIFO, starvation possible; every attempt is a write, so
- * the line ping-pongs under contention (the reason TTAS exists).
+ * its release; the unlock is a release.  Nothing else is needed: the word
+ * is the only shared state (waiters is a count for destroy, tas_park.h).
+ * Policies: spin-then-park (default), spin (pause between attempts), yield
+ * (sched_yield between attempts).  Not FIFO, starvation possible; every
+ * attempt is a write, so the line ping-pongs under contention (the reason
+ * TTAS exists).  An unlock of a free lock stores 0 again: harmless.
  */
-#include "../internal.h"
+#include "tas_park.h"
 
 struct spin_lock {
     _Atomic uint32_t word;
+    _Atomic uint32_t waiters; /* contended path only; for destroy */
 };
+
+static int spin_init(liblock_t *l, const liblock_attr_t *attr)
+{
+    (void)attr;
+    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
+        (void)ll_spin_budget_cycles(); /* measure now, not in the first contended wait */
+    return 0;
+}
 
 static int spin_lock(liblock_t *l, void *node)
 {
     (void)node;
     struct spin_lock *s = LL_STATE(l, struct spin_lock);
     int policy = l->_wait;
-    while (atomic_exchange_explicit(&s->word, 1, memory_order_acquire))
+    if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
+        if (LL_LIKELY(tas_try_cas(&s->word)))
+            return 0;
+        atomic_fetch_add_explicit(&s->waiters, 1, memory_order_relaxed);
+        uint64_t start = ll_cycles(), budget = ll_spin_budget_cycles();
+        do {
+            ll_pause();
+            if (atomic_load_explicit(&s->word, memory_order_relaxed) == TAS_FREE && tas_try_cas(&s->word))
+                goto out;
+        } while (ll_cycles() - start < budget);
+        tas_park_acquire(&s->word);
+    out:
+        atomic_fetch_sub_explicit(&s->waiters, 1, memory_order_relaxed);
+        return 0;
+    }
+    if (LL_LIKELY(!atomic_exchange_explicit(&s->word, TAS_HELD, memory_order_acquire)))
+        return 0;
+    atomic_fetch_add_explicit(&s->waiters, 1, memory_order_relaxed);
+    unsigned n = 0;
+    uint64_t start = 0;
+    int counted = 0;
+    do {
         ll_wait_step(policy);
+        if (policy == LIBLOCK_WAIT_SPIN && LL_UNLIKELY((++n & LL_SPIN_CHECK_MASK) == 0))
+            ll_spin_note_slow(&start, &counted);
+    } while (atomic_exchange_explicit(&s->word, TAS_HELD, memory_order_acquire));
+    atomic_fetch_sub_explicit(&s->waiters, 1, memory_order_relaxed);
     return 0;
 }
 
@@ -35,29 +73,38 @@ static int spin_trylock(liblock_t *l, void *node)
 {
     (void)node;
     struct spin_lock *s = LL_STATE(l, struct spin_lock);
-    return atomic_exchange_explicit(&s->word, 1, memory_order_acquire) ? EBUSY : 0;
+    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
+        return tas_try_cas(&s->word) ? 0 : EBUSY;
+    return atomic_exchange_explicit(&s->word, TAS_HELD, memory_order_acquire) ? EBUSY : 0;
 }
 
 static int spin_unlock(liblock_t *l, void *node)
 {
     (void)node;
-    atomic_store_explicit(&LL_STATE(l, struct spin_lock)->word, 0, memory_order_release);
+    tas_release(&LL_STATE(l, struct spin_lock)->word, l->_wait);
     return 0;
 }
 
 static int spin_destroy(liblock_t *l)
 {
-    return atomic_load_explicit(&LL_STATE(l, struct spin_lock)->word, memory_order_acquire) ? EBUSY : 0;
+    struct spin_lock *s = LL_STATE(l, struct spin_lock);
+    return atomic_load_explicit(&s->word, memory_order_acquire) ||
+                   atomic_load_explicit(&s->waiters, memory_order_acquire)
+               ? EBUSY
+               : 0;
 }
 
 const struct ll_ops ll_ops_spin = {
     .name = "spin",
-    .description = "test-and-set spinlock with pause",
-    .source = "seed 000 section 3.2, Algorithm 1",
+    .description = "test-and-set spinlock with pause; futex sleep under spin-then-park",
+    .source = "seed 000 section 3.2, Algorithm 1; Drepper 2011 (futex mutex)",
     .props = LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
-    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD),
-    .default_policy = LIBLOCK_WAIT_SPIN,
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
+                LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
+    .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
+    .oversubscribed = "waiters spin about one futex round trip, then sleep on the lock word; a release wakes one sleeper; not FIFO, so a running thread takes the lock while a woken one is on its way (near posix throughput)",
     .state_size = sizeof(struct spin_lock),
+    .init = spin_init,
     .destroy = spin_destroy,
     .lock = spin_lock,
     .trylock = spin_trylock,

@@ -1,28 +1,36 @@
 /*
- * ttas - test-and-test-and-set spinlock with bounded exponential back-off.
+ * ttas - test-and-test-and-set spinlock with bounded exponential back-off,
+ * and a futex under spin-then-park.
  *
  * Source: seed 000 section 3.2 (the variant that reads before the CAS) and
- * section 3.10 (back-off locks); Anderson 1990 for the back-off.
+ * section 3.10 (back-off locks); Anderson 1990 for the back-off; Drepper
+ * 2011 for the futex protocol (tas_park.h, which argues it).
  *
- * Invariant: word == 1 exactly while a thread holds the lock.
+ * Invariant: word != 0 exactly while a thread holds the lock (2 = held and
+ * a thread may sleep on the word: spin-then-park only).
  * Waiting: a thread reads the word (a shared, cached copy: no coherence
- * traffic while the holder keeps it) and attempts the exchange only when it
- * reads 0.  After a failed exchange it backs off for a random number of
+ * traffic while the holder keeps it) and attempts to take it only when it
+ * reads 0.  After a failed attempt it backs off for a random number of
  * pauses below a window that doubles on each failure, from TTAS_MIN to
  * TTAS_MAX (LIBLOCK_TTAS_MAX_BACKOFF overrides the cap), which spreads the
- * retries of the threads that all saw the release.
- * Orderings: as for spin: acquire exchange, release store.  The test read is
- * relaxed; it only decides whether to try, the exchange decides ownership.
- * Policies: spin, yield (yield replaces the back-off pause loop).
+ * retries of the threads that all saw the release.  Under spin-then-park
+ * the attempt is CAS(0 -> 1) and, once the spin budget is spent, the thread
+ * sleeps on the word (tas_park.h).
+ * Orderings: as for spin: acquire exchange/CAS, release store/exchange.  The
+ * test read is relaxed; it only decides whether to try, the atomic decides
+ * ownership.
+ * Policies: spin-then-park (default), spin, yield (yield replaces the
+ * back-off pause loop).
  */
-#include "../internal.h"
+#include "tas_park.h"
 
 #define TTAS_MIN 4u
 #define TTAS_MAX_DEFAULT 1024u
 
 struct ttas_lock {
     _Atomic uint32_t word;
-    uint32_t max_backoff; /* read-only after init */
+    _Atomic uint32_t waiters; /* contended path only; for destroy */
+    uint32_t max_backoff;     /* read-only after init */
 };
 
 static int ttas_init(liblock_t *l, const liblock_attr_t *attr)
@@ -30,7 +38,15 @@ static int ttas_init(liblock_t *l, const liblock_attr_t *attr)
     (void)attr;
     LL_STATE(l, struct ttas_lock)->max_backoff =
         (uint32_t)ll_env_long("LIBLOCK_TTAS_MAX_BACKOFF", TTAS_MAX_DEFAULT, TTAS_MIN, 1 << 20);
+    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
+        (void)ll_spin_budget_cycles(); /* measure now, not in the first contended wait */
     return 0;
+}
+
+static inline bool ttas_attempt(struct ttas_lock *s, int parks)
+{
+    return parks ? tas_try_cas(&s->word)
+                 : !atomic_exchange_explicit(&s->word, TAS_HELD, memory_order_acquire);
 }
 
 static int ttas_lock(liblock_t *l, void *node)
@@ -38,23 +54,46 @@ static int ttas_lock(liblock_t *l, void *node)
     (void)node;
     struct ttas_lock *s = LL_STATE(l, struct ttas_lock);
     int policy = l->_wait;
+    int parks = policy == LIBLOCK_WAIT_SPIN_THEN_PARK;
+    if (LL_LIKELY(atomic_load_explicit(&s->word, memory_order_relaxed) == TAS_FREE && ttas_attempt(s, parks)))
+        return 0;
+    atomic_fetch_add_explicit(&s->waiters, 1, memory_order_relaxed);
+    uint64_t start = parks ? ll_cycles() : 0, budget = parks ? ll_spin_budget_cycles() : 0;
+    uint64_t slow_start = 0;
+    int counted = 0;
+    unsigned n = 0;
     uint32_t window = TTAS_MIN;
     for (;;) {
-        while (atomic_load_explicit(&s->word, memory_order_relaxed))
+        while (atomic_load_explicit(&s->word, memory_order_relaxed)) {
             ll_wait_step(policy);
-        if (!atomic_exchange_explicit(&s->word, 1, memory_order_acquire))
-            return 0;
+            if (LL_UNLIKELY((++n & 63) == 0)) {
+                if (parks && ll_cycles() - start > budget)
+                    goto park;
+                if (policy == LIBLOCK_WAIT_SPIN && (n & LL_SPIN_CHECK_MASK) == 0)
+                    ll_spin_note_slow(&slow_start, &counted);
+            }
+        }
+        if (ttas_attempt(s, parks))
+            break;
         if (policy == LIBLOCK_WAIT_YIELD) {
             ll_yield();
             continue;
         }
+        if (parks && ll_cycles() - start > budget)
+            goto park;
         ll_thread_t *self = ll_self_tls; /* set by the API layer before ->lock */
-        uint32_t n = self ? (uint32_t)(ll_rand(self) % window) + 1 : window;
-        while (n--)
+        uint32_t k = self ? (uint32_t)(ll_rand(self) % window) + 1 : window;
+        while (k--)
             ll_pause();
         if (window < s->max_backoff)
             window *= 2;
     }
+    atomic_fetch_sub_explicit(&s->waiters, 1, memory_order_relaxed);
+    return 0;
+park:
+    tas_park_acquire(&s->word);
+    atomic_fetch_sub_explicit(&s->waiters, 1, memory_order_relaxed);
+    return 0;
 }
 
 static int ttas_trylock(liblock_t *l, void *node)
@@ -63,28 +102,34 @@ static int ttas_trylock(liblock_t *l, void *node)
     struct ttas_lock *s = LL_STATE(l, struct ttas_lock);
     if (atomic_load_explicit(&s->word, memory_order_relaxed))
         return EBUSY;
-    return atomic_exchange_explicit(&s->word, 1, memory_order_acquire) ? EBUSY : 0;
+    return ttas_attempt(s, l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK) ? 0 : EBUSY;
 }
 
 static int ttas_unlock(liblock_t *l, void *node)
 {
     (void)node;
-    atomic_store_explicit(&LL_STATE(l, struct ttas_lock)->word, 0, memory_order_release);
+    tas_release(&LL_STATE(l, struct ttas_lock)->word, l->_wait);
     return 0;
 }
 
 static int ttas_destroy(liblock_t *l)
 {
-    return atomic_load_explicit(&LL_STATE(l, struct ttas_lock)->word, memory_order_acquire) ? EBUSY : 0;
+    struct ttas_lock *s = LL_STATE(l, struct ttas_lock);
+    return atomic_load_explicit(&s->word, memory_order_acquire) ||
+                   atomic_load_explicit(&s->waiters, memory_order_acquire)
+               ? EBUSY
+               : 0;
 }
 
 const struct ll_ops ll_ops_ttas = {
     .name = "ttas",
-    .description = "test-and-test-and-set spinlock with bounded exponential back-off",
-    .source = "seed 000 sections 3.2 and 3.10; Anderson 1990",
+    .description = "test-and-test-and-set spinlock with bounded exponential back-off; futex sleep under spin-then-park",
+    .source = "seed 000 sections 3.2 and 3.10; Anderson 1990; Drepper 2011 (futex mutex)",
     .props = LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
-    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD),
-    .default_policy = LIBLOCK_WAIT_SPIN,
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
+                LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
+    .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
+    .oversubscribed = "waiters spin (with back-off) about one futex round trip, then sleep on the lock word; a release wakes one sleeper; not FIFO, so a running thread takes the lock while a woken one is on its way (near posix throughput)",
     .state_size = sizeof(struct ttas_lock),
     .init = ttas_init,
     .destroy = ttas_destroy,
