@@ -26,22 +26,26 @@
  *     predecessor and trylock had to wait a whole critical section.  With
  *     the tag, a CAS that succeeds after any ABA still finds the lock free
  *     (the tail is q|FREE at the CAS, so no holder and no waiter exists).
- *  2. Under spin-then-park a holder announces itself: right after acquiring
- *     it swaps 2 into its own node's word (the word its successor watches)
- *     and wakes the successor if it had parked.  An arrival reads its
- *     predecessor's word once: 2 means the predecessor holds the lock (we
- *     are next), so we spin for the budget, then park; 1 means the
- *     predecessor itself waits (we are at least second), so we park at once
- *     and are woken by that announcement when the predecessor gets the
- *     lock, one whole critical section before our turn.  So the wake-up of
- *     a parked waiter overlaps the critical section ahead of it, and at most
- *     two waiters (holder's successor, freshly arrived ones during its
- *     first read) burn CPU: the hand-off costs at most one wake-up, and none
- *     when the critical section is longer than a wake-up.
+ *  2. Under spin-then-park a node's word says where its owner stands, for
+ *     the successor that watches it: 1 far back (the successor sleeps at
+ *     once), 3 first in line, 2 holding (the successor spins for the
+ *     budget, then sleeps), 0 released.  Each change is an atomic swap on
+ *     one's own node that wakes the successor if it had parked.  A thread
+ *     that acquires swaps 2 in; a waiter that reads 2 on its predecessor's
+ *     node (it is first in line) swaps 3 into its own node, which wakes its
+ *     successor while it still waits: so each waiter is woken when it
+ *     becomes second in line, and its wake-up overlaps the critical
+ *     sections ahead of it; when its predecessor then acquires, the swap to
+ *     2 finds it running and costs no system call in the critical path
+ *     (unless it has spun out its budget and parked again).  An arrival
+ *     reads its predecessor's word once: 2 or 3 means spin, 1 means sleep.
+ *     At most the holder's next two waiters spin; a hand-off to a thread
+ *     that is not running costs at most one wake-up, usually overlapped.
  *
  * Node word values: 1 the owner waits for the lock (or holds it without
- * having announced), 2 the owner holds it (announced; spin-then-park only),
- * 0 released; bit 31 is the waiting layer's LL_PARKED.
+ * having announced), 3 the owner is first in line, 2 the owner holds it
+ * (3 and 2: spin-then-park only), 0 released; bit 31 is the waiting layer's
+ * LL_PARKED.
  *
  * Node ownership: between acquisitions each thread owns one spare qnode
  * (ll_thread_t.clh_spare, freed at thread exit); a lock owns the node in its
@@ -78,6 +82,7 @@
 #define W_RELEASED 0u
 #define W_WAITING 1u
 #define W_HOLDING 2u
+#define W_FIRST 3u
 
 struct clh_qnode {
     _Atomic uint32_t wait;
@@ -134,10 +139,10 @@ static int clh_destroy(liblock_t *l)
     return 0;
 }
 
-/* We hold the lock: tell the successor (spin-then-park only). */
-static inline void announce(struct clh_qnode *mine)
+/* Tell our successor where we stand (spin-then-park only). */
+static inline void announce(struct clh_qnode *mine, uint32_t state)
 {
-    uint32_t old = atomic_exchange_explicit(&mine->wait, W_HOLDING, memory_order_relaxed);
+    uint32_t old = atomic_exchange_explicit(&mine->wait, state, memory_order_relaxed);
     if (LL_UNLIKELY(old & LL_PARKED))
         ll_futex_wake(&mine->wait, 1 << 30);
 }
@@ -159,12 +164,18 @@ static int clh_lock(liblock_t *l, void *vnode)
             ll_wait_while(&pred->wait, W_WAITING, policy);
         } else {
             uint32_t v = atomic_load_explicit(&pred->wait, memory_order_acquire) & ~LL_PARKED;
-            while (v != W_RELEASED)
+            int told = 0;
+            while (v != W_RELEASED) {
+                if (v == W_HOLDING && !told) {
+                    announce(mine, W_FIRST); /* wakes our successor: it is second now */
+                    told = 1;
+                }
                 v = ll_wait_while(&pred->wait, v, v == W_WAITING ? LIBLOCK_WAIT_PARK : policy);
+            }
         }
     }
     if (parks(policy))
-        announce(mine);
+        announce(mine, W_HOLDING);
     h->mine = mine;
     h->pred = pred;
     return 0;
@@ -212,7 +223,7 @@ const struct ll_ops ll_ops_clh = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
-    .oversubscribed = "only the holder's successor spins, the others sleep; each new holder wakes its successor a whole critical section ahead of its turn; FIFO: a hand-off to a thread that is not running costs at most one wake-up",
+    .oversubscribed = "only the next two waiters spin, the others sleep; each waiter is woken when it becomes second in line, so its wake-up overlaps the critical sections ahead; FIFO: a hand-off to a thread that is not running costs at most one wake-up",
     .state_size = sizeof(struct clh_lock),
     .node_size = sizeof(struct clh_hold),
     .init = clh_init,

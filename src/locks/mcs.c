@@ -36,23 +36,34 @@
  * hundred pauses, since that successor may have been preempted.  FIFO and
  * starvation-free.
  *
- * Early wake-up under spin-then-park (our addition, as in clh.c): node word
- * values are 1 (waiting), 2 (waiting, next in line: spin) and 0 (granted).
- * An arrival reads its predecessor's word before linking itself (the
- * predecessor cannot finish unlock before we link, so its node is alive):
- * 0 means the predecessor holds the lock, so we are next and spin for the
- * budget, then park; otherwise we park at once.  A thread that has just
- * acquired the lock (and so has a word of 0) looks at its successor and
- * CASes its word 1 -> 2, waking it if parked: the successor is woken one
- * whole critical section before its turn and spins through the hand-off,
- * so a hand-off costs no wake-up when the critical section is longer than
- * one, and at most one otherwise.  The successor's node is alive: it waits
- * for us.  The CAS only moves 1 -> 2, so it never overwrites the hand-off's
- * 0; a waiter's loop waits until it reads 0, whatever it reads on the way.
- * A stale read of the predecessor's word only costs time (a near waiter
- * that parks is woken by the hand-off; a far one that spins parks after the
- * budget).  A thread that acquires without a predecessor stores 0 into its
- * word (relaxed: an arrival that misses it parks and is woken on time).
+ * Early wake-up under spin-then-park (our addition, as in clh.c).  A node
+ * word says where its owner stands: 1 far back (sleep at once), 3 second in
+ * line, 2 first in line (both spin for the budget, then sleep), 0 granted;
+ * bit 31 is the waiting layer's LL_PARKED.  Ranks only move forward
+ * (1 -> 3 -> 2 -> 0, possibly skipping), each by a CAS that wakes the owner
+ * if it had parked:
+ *  - a thread that acquires the lock promotes its successor to 2 (first);
+ *  - a waiter promoted to 2 promotes its own successor to 3 (second) while
+ *    it waits, so the second waiter's wake-up overlaps the critical section
+ *    ahead; when that waiter later acquires, the CAS 3 -> 2 finds its
+ *    successor already running and costs no system call in the critical
+ *    path (unless the successor has spun out its budget and parked again);
+ *  - an arrival reads its predecessor's word before linking itself (the
+ *    predecessor cannot finish unlock before we link, so its node is
+ *    alive): 0 (the predecessor holds the lock) makes it first, 2 second,
+ *    anything else far; it stores that rank into its own word before
+ *    linking, so its own successor reads it in turn.
+ * Nodes touched are alive: a successor waits for us, and the successor's
+ * successor waits for it.  The promotions never overwrite the hand-off's 0
+ * (they CAS only from a lower rank) and a waiter's loop waits until it
+ * reads 0, whatever ranks it reads on the way; a stale rank only costs time
+ * (a waiter that parks when it should spin is woken by the next promotion
+ * or the hand-off).  A thread that acquires without a predecessor stores 0
+ * into its word (relaxed: an arrival that misses it ranks itself far and is
+ * woken by a promotion).  So at most about three threads per lock spin
+ * (the holder's next two), and a hand-off to a waiter that is not running
+ * costs at most one wake-up, usually overlapped with the critical sections
+ * ahead of it.
  */
 #include "../internal.h"
 
@@ -77,21 +88,35 @@ static int mcs_init(liblock_t *l, const liblock_attr_t *attr)
     return 0;
 }
 
-/* We hold the lock: if a successor is linked and still far, make it spin. */
-static void wake_next(struct mcs_node *n)
+#define R_GRANTED 0u
+#define R_FAR 1u
+#define R_FIRST 2u
+#define R_SECOND 3u
+
+/* Raise succ's rank to `to` (R_FIRST or R_SECOND) unless it is already
+ * there or beyond; wake it if it had parked. */
+static void promote(struct mcs_node *succ, uint32_t to)
 {
-    struct mcs_node *succ = atomic_load_explicit(&n->next, memory_order_acquire);
-    if (!succ)
-        return;
     uint32_t cur = atomic_load_explicit(&succ->locked, memory_order_relaxed);
-    while ((cur & ~LL_PARKED) == 1) {
-        if (atomic_compare_exchange_weak_explicit(&succ->locked, &cur, 2, memory_order_relaxed,
+    for (;;) {
+        uint32_t c = cur & ~LL_PARKED;
+        if (!(c == R_FAR || (c == R_SECOND && to == R_FIRST)))
+            return;
+        if (atomic_compare_exchange_weak_explicit(&succ->locked, &cur, to, memory_order_relaxed,
                                                   memory_order_relaxed)) {
             if (cur & LL_PARKED)
                 ll_futex_wake(&succ->locked, 1 << 30);
             return;
         }
     }
+}
+
+/* n's successor, if linked, gets rank `to`. */
+static inline void promote_next(struct mcs_node *n, uint32_t to)
+{
+    struct mcs_node *succ = atomic_load_explicit(&n->next, memory_order_acquire);
+    if (succ)
+        promote(succ, to);
 }
 
 static int mcs_lock(liblock_t *l, void *vnode)
@@ -110,16 +135,24 @@ static int mcs_lock(liblock_t *l, void *vnode)
         return 0;
     }
     if (!pred) {
-        atomic_store_explicit(&n->locked, 0, memory_order_relaxed);
-        wake_next(n); /* an arrival may have linked already (and parked) */
+        atomic_store_explicit(&n->locked, R_GRANTED, memory_order_relaxed);
+        promote_next(n, R_FIRST); /* an arrival may have linked already (and parked) */
         return 0;
     }
-    int near = (atomic_load_explicit(&pred->locked, memory_order_relaxed) & ~LL_PARKED) == 0;
+    uint32_t pv = atomic_load_explicit(&pred->locked, memory_order_relaxed) & ~LL_PARKED;
+    uint32_t v = pv == R_GRANTED ? R_FIRST : pv == R_FIRST ? R_SECOND : R_FAR;
+    if (v != R_FAR)
+        atomic_store_explicit(&n->locked, v, memory_order_relaxed);
     atomic_store_explicit(&pred->next, n, memory_order_release);
-    uint32_t v = ll_wait_while(&n->locked, 1, near ? policy : LIBLOCK_WAIT_PARK);
-    while (v != 0)
-        v = ll_wait_while(&n->locked, v, policy);
-    wake_next(n);
+    int told = 0;
+    while (v != R_GRANTED) {
+        if (v == R_FIRST && !told) {
+            promote_next(n, R_SECOND);
+            told = 1;
+        }
+        v = ll_wait_while(&n->locked, v, v == R_FAR ? LIBLOCK_WAIT_PARK : policy);
+    }
+    promote_next(n, R_FIRST);
     return 0;
 }
 
@@ -171,7 +204,7 @@ const struct ll_ops ll_ops_mcs = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
-    .oversubscribed = "only the holder's successor spins, the others sleep; each new holder wakes its successor a whole critical section ahead of its turn; FIFO: a hand-off to a thread that is not running costs at most one wake-up",
+    .oversubscribed = "only the next two waiters spin, the others sleep; each waiter is woken when it becomes second in line, so its wake-up overlaps the critical sections ahead; FIFO: a hand-off to a thread that is not running costs at most one wake-up",
     .state_size = sizeof(struct mcs_lock),
     .node_size = sizeof(struct mcs_node),
     .init = mcs_init,
