@@ -203,7 +203,8 @@ static inline int sc_report(const char *prog)
  * progress today (spin-then-park, else park, else yield, else the default),
  * so that a scenario about semantics is not also a test of oversubscription
  * (tests/test_oversub.c is).  LIBLOCK_TEST_WAIT=default uses the default
- * policy instead (or any policy name, where the algorithm supports it). */
+ * policy instead, LIBLOCK_TEST_WAIT=NAME that policy where the algorithm
+ * supports it (the preference above where it does not). */
 static inline int sc_progress_policy(const char *algo)
 {
     liblock_algorithm_info_t in;
@@ -211,8 +212,9 @@ static inline int sc_progress_policy(const char *algo)
         return LIBLOCK_WAIT_DEFAULT;
     const char *env = getenv("LIBLOCK_TEST_WAIT");
     int want;
-    if (env && *env && liblock_wait_parse(env, &want) == 0)
-        return want == LIBLOCK_WAIT_DEFAULT || (in.policies & (1u << want)) ? want : LIBLOCK_WAIT_DEFAULT;
+    if (env && *env && liblock_wait_parse(env, &want) == 0 &&
+        (want == LIBLOCK_WAIT_DEFAULT || (in.policies & (1u << want))))
+        return want; /* else (not supported): the preference below */
     static const int pref[] = {LIBLOCK_WAIT_SPIN_THEN_PARK, LIBLOCK_WAIT_PARK, LIBLOCK_WAIT_YIELD};
     for (size_t i = 0; i < sizeof pref / sizeof *pref; i++)
         if (in.policies & (1u << pref[i]))
@@ -270,6 +272,15 @@ static inline void sc_pause(unsigned n)
 {
     for (volatile unsigned i = 0; i < n; i++)
         ;
+}
+
+/* liblock_init with default attributes, or LIBLOCK_TEST_WAIT's policy when
+ * that is set (and supported). */
+static inline int sc_init_default(liblock_t *l, const char *algo)
+{
+    if (!getenv("LIBLOCK_TEST_WAIT"))
+        return liblock_init(l, algo, NULL);
+    return sc_init_progress(l, algo);
 }
 
 /* A thread that holds a lock calls this so that another thread's request
