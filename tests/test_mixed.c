@@ -179,8 +179,7 @@ static void *hoh3_thread(void *arg)
             if (k_call(liblock_unlock(&K.L[j - 1])))
                 return NULL;
             sc_enter(&K.g[j]);
-            if (j == 1 && i % 256 == 0)
-                sched_yield(); /* holding L1 (and L0 just released): the others queue */
+            sc_pause(30);
             sc_leave(&K.g[j]);
         }
         if (k_call(liblock_unlock(&K.L[2])))
