@@ -274,6 +274,16 @@ static inline void sc_pause(unsigned n)
         ;
 }
 
+/* Busy work outside any lock for about `ns` nanoseconds of wall time
+ * (program work between critical sections: it makes a thread's run span
+ * several scheduler slices, so threads really overlap). */
+static inline void sc_work_ns(unsigned ns)
+{
+    uint64_t end = th_now_ns() + ns;
+    while (th_now_ns() < end)
+        sc_pause(20);
+}
+
 /* liblock_init with default attributes, or LIBLOCK_TEST_WAIT's policy when
  * that is set (and supported). */
 static inline int sc_init_default(liblock_t *l, const char *algo)
