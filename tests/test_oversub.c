@@ -20,11 +20,17 @@
  *                  unset (the default policy), it must print the exact
  *                  number and sum of the items consumed and exit 0.
  *
+ *  interpose-slots rcl (issue 11): 6 threads count under one pthread mutex
+ *                  through the interposer with LIBLOCK_RCL_SLOTS=3, fewer
+ *                  client slots than threads; every pthread_mutex_lock and
+ *                  unlock returns 0 (POSIX allows nothing else for a normal
+ *                  mutex), exact count, no overlap.
+ *
  * The bound only catches convoys and deadlocks: with glibc or a parking
  * lock each configuration takes well under a second on 2 CPUs.  Nothing
  * here asserts speed.
  *
- * Usage: test_oversub [ALGORITHM...] [--scenario=api-8,api-32,interpose-bbuf]
+ * Usage: test_oversub [ALGORITHM...] [--scenario=api-8,api-32,interpose-bbuf,interpose-slots]
  * Bound per pair: 15 s (LIBLOCK_TEST_TIMEOUT overrides); critical sections
  * per thread LIBLOCK_TEST_ITERS (default 5000; the bounded buffer moves
  * 2 x that many items); LIBLOCK_TEST_WAIT=POLICY
@@ -177,11 +183,65 @@ static int bb_main(void)
     return 0;
 }
 
-static char self_path[4096], interposer[4200];
+/* 6 threads count under one pthread mutex; every call's return value is
+ * checked (POSIX allows no error here for a normal mutex). */
+#define CT_THREADS 6
+static pthread_mutex_t ct_mutex = PTHREAD_MUTEX_INITIALIZER;
+static volatile long ct_count;
+static volatile int ct_in;
+static atomic_long ct_errors, ct_violations;
+static atomic_int ct_last;
 
-static void interpose_body(const char *algo, void *arg)
+static void *ct_thread(void *arg)
 {
     (void)arg;
+    for (long i = 0; i < bb_per_producer; i++) {
+        int e = pthread_mutex_lock(&ct_mutex);
+        if (e) {
+            atomic_fetch_add(&ct_errors, 1);
+            atomic_store(&ct_last, e);
+        }
+        if (ct_in)
+            atomic_fetch_add(&ct_violations, 1);
+        ct_in = 1;
+        long c = ct_count;
+        sc_pause(20);
+        ct_count = c + 1;
+        ct_in = 0;
+        if (!e && (e = pthread_mutex_unlock(&ct_mutex)) != 0) {
+            atomic_fetch_add(&ct_errors, 1);
+            atomic_store(&ct_last, e);
+        }
+        sc_work_ns(500);
+    }
+    return NULL;
+}
+
+static int ct_main(void)
+{
+    bb_per_producer = iters / 2 > 0 ? iters / 2 : 1;
+    pthread_t t[CT_THREADS];
+    for (int i = 0; i < CT_THREADS; i++)
+        pthread_create(&t[i], NULL, ct_thread, NULL);
+    for (int i = 0; i < CT_THREADS; i++)
+        pthread_join(t[i], NULL);
+    const char *(*active)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "liblock_interpose_lock");
+    const char *name = active ? active() : NULL;
+    if (atomic_load(&ct_errors))
+        fprintf(stderr, "pthread_mutex_lock/unlock failed %ld times, last %d (%s)\n", (long)atomic_load(&ct_errors),
+                atomic_load(&ct_last), strerror(atomic_load(&ct_last)));
+    printf("lock=%s count=%ld errors=%ld violations=%ld\n", name ? name : "(none)", ct_count,
+           (long)atomic_load(&ct_errors), (long)atomic_load(&ct_violations));
+    return 0;
+}
+
+static char self_path[4096], interposer[4200];
+
+/* arg NULL: the bounded buffer; else the counter with LIBLOCK_RCL_SLOTS=3
+ * (fewer RCL client slots than threads). */
+static void interpose_body(const char *algo, void *arg)
+{
+    int counter = arg != NULL;
     int fds[2];
     CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno));
     fflush(stdout);
@@ -195,7 +255,9 @@ static void interpose_body(const char *algo, void *arg)
         setenv("LIBLOCK_LOCK", algo, 1);
         setenv("LIBLOCK_STRICT", "1", 1);
         unsetenv("LIBLOCK_WAIT"); /* the algorithm's default policy */
-        setenv("LIBLOCK_OVERSUB_CHILD", "bbuf", 1);
+        setenv("LIBLOCK_OVERSUB_CHILD", counter ? "counter" : "bbuf", 1);
+        if (counter)
+            setenv("LIBLOCK_RCL_SLOTS", "3", 1);
         char iters_s[32];
         snprintf(iters_s, sizeof iters_s, "%ld", iters);
         setenv("LIBLOCK_TEST_ITERS", iters_s, 1);
@@ -207,7 +269,7 @@ static void interpose_body(const char *algo, void *arg)
     if (pid < 0)
         return;
     unsigned bound = sc_bound(15);
-    int rc = th_wait_child(pid, bound > 3 ? bound - 3 : bound, "bounded-buffer program");
+    int rc = th_wait_child(pid, bound > 3 ? bound - 3 : bound, counter ? "counter program" : "bounded-buffer program");
     char out[256] = {0};
     size_t n = 0;
     struct pollfd pf = {fds[0], POLLIN, 0};
@@ -218,9 +280,12 @@ static void interpose_body(const char *algo, void *arg)
         n += (size_t)r;
     }
     close(fds[0]);
-    long items = (iters / 2 > 0 ? iters / 2 : 1) * BB_PRODUCERS;
+    long per = iters / 2 > 0 ? iters / 2 : 1, items = per * BB_PRODUCERS;
     char want[256];
-    snprintf(want, sizeof want, "lock=%s items=%ld sum=%lld\n", algo, items, (long long)items * (items + 1) / 2);
+    if (counter)
+        snprintf(want, sizeof want, "lock=%s count=%ld errors=0 violations=0\n", algo, per * CT_THREADS);
+    else
+        snprintf(want, sizeof want, "lock=%s items=%ld sum=%lld\n", algo, items, (long long)items * (items + 1) / 2);
     CHECK(rc == 0, "exit status %d (-1: killed at the bound, >= 128: signal, 127: the interposer refused)", rc);
     CHECK(strcmp(out, want) == 0, "output '%.*s', expected '%.*s'", (int)strcspn(out, "\n"), out,
           (int)strcspn(want, "\n"), want);
@@ -234,6 +299,8 @@ int main(int argc, char **argv)
     const char *child = getenv("LIBLOCK_OVERSUB_CHILD");
     if (child && strcmp(child, "bbuf") == 0)
         return bb_main();
+    if (child && strcmp(child, "counter") == 0)
+        return ct_main();
     sc_setup(argc, argv);
     /* this program, re-executed as the pthread program; the interposer
      * next to it: BUILD/tests/test_oversub -> BUILD/lib/liblock-interpose.so */
@@ -266,6 +333,12 @@ int main(int argc, char **argv)
             CHECK(interposer[0] != 0, "interposer not found at %s (run make)", lib);
             if (interposer[0])
                 sc_run(*a, "interpose-bbuf", bound, interpose_body, NULL);
+        }
+        if (sc_scenario_selected("interpose-slots")) {
+            if (strcmp(*a, "rcl") == 0 && interposer[0])
+                sc_run(*a, "interpose-slots", bound, interpose_body, (void *)1);
+            else
+                sc_not_applicable(*a, "interpose-slots");
         }
     }
     return sc_report("test_oversub");
