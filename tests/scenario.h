@@ -296,14 +296,16 @@ static inline int sc_init_default(liblock_t *l, const char *algo)
 /* A thread that holds a lock calls this so that another thread's request
  * is queued behind it before it releases: wait (at most max_us) until
  * *pending is non-zero (the other threads count up just before they call
- * execute/lock and down after), then a little more for the request to be
+ * execute/lock and down after), then 2 us more for the request to be
  * published. */
 static inline void sc_await_pending(atomic_long *pending, unsigned max_us)
 {
     uint64_t end = th_now_ns() + (uint64_t)max_us * 1000u;
     while (atomic_load_explicit(pending, memory_order_relaxed) == 0 && th_now_ns() < end)
         sc_pause(50);
-    sc_pause(300);
+    uint64_t t = th_now_ns() + 2000;
+    while (th_now_ns() < t)
+        sc_pause(20);
 }
 
 /* Iterations: `n`, a tenth of it under LIBLOCK_TEST_SCALE=small/tsan,

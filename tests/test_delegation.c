@@ -116,7 +116,7 @@ static void *hoh_a(void *arg)
             liblock_unlock(&H.L);
             continue;
         }
-        sc_await_pending(&H.pending, 50); /* holding both: a B request queues on L */
+        sc_await_pending(&H.pending, 200); /* holding both: a B request queues on L */
         e = liblock_unlock(&H.L);
         if (e)
             note_error(&H.errors, &H.last_error, e);
@@ -141,7 +141,6 @@ static void *hoh_b(void *arg)
         atomic_fetch_sub(&H.pending, 1);
         if (r != (void *)(intptr_t)-1)
             note_error(&H.errors, &H.last_error, r ? (int)(intptr_t)r : errno ? errno : -2);
-        sc_pause(100);
     }
     return NULL;
 }
@@ -233,7 +232,7 @@ static void *rh_a(void *arg)
             return NULL; /* state unknown: stop here, the counts will show it */
         }
         sc_enter(&R.gL);
-        sc_await_pending(&R.pending, 50); /* holding M and L: a B request queues on L */
+        sc_await_pending(&R.pending, 200); /* holding M and L: a B request queues on L */
         sc_leave(&R.gL);
         e = liblock_unlock(&R.L);
         if (e)
@@ -335,7 +334,7 @@ static void *cond_waiter(void *arg)
         sc_leave(&C.g);
         while (C.tokens == 0 && C.consumed < C.target) {
             C.waits++;
-            sc_await_pending(&C.pending, 50); /* the producer's request queues on L */
+            sc_await_pending(&C.pending, 200); /* the producer's request queues on L */
             e = liblock_cond_wait(&C.C, &C.L);
             if (e) {
                 note_error(&C.errors, &C.last, e);
