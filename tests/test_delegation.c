@@ -624,6 +624,8 @@ static struct tl {
     liblock_t L;
     atomic_long same_tag, other_tag, errno_kept, errno_changed, calls;
     atomic_long errors;
+    struct sc_gate gate;
+    atomic_long pending; /* requests of threads other than the first in flight */
 } T;
 
 static void *tl_cs(void *arg)
@@ -633,7 +635,9 @@ static void *tl_cs(void *arg)
         atomic_fetch_add(&T.same_tag, 1);
     else
         atomic_fetch_add(&T.other_tag, 1);
-    errno = EDOM; /* does the caller see it after execute? */
+    if (caller == 100) /* the first thread: let another request queue behind this one */
+        sc_await_pending(&T.pending, 100);
+    errno = EDOM;  /* does the caller see it after execute? */
     return (void *)(caller + 1);
 }
 
@@ -641,10 +645,15 @@ static void *tl_thread(void *arg)
 {
     long me = (long)arg;
     tls_tag = me;
+    sc_gate_wait(&T.gate);
     for (long i = 0; i < iters; i++) {
         errno = 0;
+        if (me != 100)
+            atomic_fetch_add(&T.pending, 1);
         void *r = liblock_execute(&T.L, tl_cs, (void *)me);
         int seen = errno;
+        if (me != 100)
+            atomic_fetch_sub(&T.pending, 1);
         atomic_fetch_add(&T.calls, 1);
         if (r != (void *)(me + 1))
             atomic_fetch_add(&T.errors, 1);
@@ -652,7 +661,7 @@ static void *tl_thread(void *arg)
             atomic_fetch_add(&T.errno_kept, 1);
         else
             atomic_fetch_add(&T.errno_changed, 1);
-
+        sc_work_ns(500);
     }
     return NULL;
 }
@@ -665,6 +674,7 @@ static void tls_body(const char *algo, void *arg)
     CHECK(e == 0, "init: %s", strerror(e));
     if (e)
         return;
+    T.gate.n = 3;
     pthread_t t[3];
     for (long k = 0; k < 3; k++)
         pthread_create(&t[k], NULL, tl_thread, (void *)(k + 100));
