@@ -97,6 +97,19 @@ static inline unsigned sc_props(const char *algo)
     return liblock_algorithm_info(algo, &in) == 0 ? in.properties : 0;
 }
 
+/* Set by a body whose own child process had to be killed at its bound:
+ * the pair is then reported as HANG rather than FAIL. */
+static int sc_nested_hang;
+
+/* th_wait_child for a body's own child process, noting a hang. */
+static inline int sc_wait_nested(pid_t pid, unsigned seconds, const char *what)
+{
+    int rc = th_wait_child(pid, seconds, what);
+    if (rc == -1)
+        sc_nested_hang = 1;
+    return rc;
+}
+
 static char sc_alarm_msg[256];
 static size_t sc_alarm_len;
 
@@ -144,7 +157,7 @@ static inline int sc_run(const char *algo, const char *scen, unsigned bound, voi
         body(algo, arg);
         fflush(stdout);
         fflush(stderr);
-        _exit(th_failures ? 1 : 0); /* _exit: no destructors, the verdict is in */
+        _exit(sc_nested_hang ? 3 : th_failures ? 1 : 0); /* _exit: no destructors, the verdict is in */
     }
     char what[200];
     snprintf(what, sizeof what, "%s x %s", algo, scen);

@@ -308,7 +308,7 @@ static void exit_body(const char *algo, void *arg)
     if (pid < 0)
         return;
     unsigned bound = sc_bound(15);
-    int rc = th_wait_child(pid, bound > 3 ? bound - 3 : bound, "exit test process");
+    int rc = sc_wait_nested(pid, bound > 3 ? bound - 3 : bound, "exit test process");
     char got[8] = {0};
     struct pollfd pf = {fds[0], POLLIN, 0};
     size_t n = 0;
@@ -466,7 +466,7 @@ static void fork_body(const char *algo, void *arg)
         atomic_store(&F.pause_req, 0);
         if (pid > 0) {
             unsigned bound = sc_bound(15);
-            int rc = th_wait_child(pid, bound > 3 ? bound - 3 : bound, "fork child");
+            int rc = sc_wait_nested(pid, bound > 3 ? bound - 3 : bound, "fork child");
             CHECK(rc == 0, "fork child (round %d) exit status %d (-1: killed at the bound, >= 128: signal)", round,
                   rc);
         }

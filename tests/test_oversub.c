@@ -269,7 +269,7 @@ static void interpose_body(const char *algo, void *arg)
     if (pid < 0)
         return;
     unsigned bound = sc_bound(15);
-    int rc = th_wait_child(pid, bound > 3 ? bound - 3 : bound, counter ? "counter program" : "bounded-buffer program");
+    int rc = sc_wait_nested(pid, bound > 3 ? bound - 3 : bound, counter ? "counter program" : "bounded-buffer program");
     char out[256] = {0};
     size_t n = 0;
     struct pollfd pf = {fds[0], POLLIN, 0};
