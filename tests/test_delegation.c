@@ -30,10 +30,11 @@
  *  cs-blocks     rcl: delegated css that sleep and that block on a pthread
  *                mutex a client holds (docs/rcl.md, "When a critical section
  *                blocks"); exact counts, other locks of the server progress.
- *  tls           what a cs sees of its caller's __thread variables and
- *                errno: asserted for non-delegating algorithms (execute is
- *                lock, call, unlock on the caller's thread); for delegating
- *                ones printed only (no document states it yet).
+ *  tls           what a cs sees of its caller's __thread variables, and
+ *                whether the caller sees errno as the cs left it: the
+ *                __thread value is asserted for non-delegating algorithms
+ *                (execute is lock, call, unlock on the caller's thread);
+ *                the rest is printed only (no document states it yet).
  *
  * Locks use a waiting policy that progresses with more threads than CPUs
  * (spin-then-park, else park, else yield: scenario.h sc_progress_policy),
@@ -626,6 +627,7 @@ static struct tl {
     atomic_long errors;
     struct sc_gate gate;
     atomic_long pending; /* requests of threads other than the first in flight */
+    int queue_up;        /* combining locks: make the first thread a combiner of others */
 } T;
 
 static void *tl_cs(void *arg)
@@ -635,7 +637,7 @@ static void *tl_cs(void *arg)
         atomic_fetch_add(&T.same_tag, 1);
     else
         atomic_fetch_add(&T.other_tag, 1);
-    if (caller == 100) /* the first thread: let another request queue behind this one */
+    if (caller == 100 && T.queue_up) /* the first thread: let another request queue behind this one */
         sc_await_pending(&T.pending, 100);
     errno = EDOM;  /* does the caller see it after execute? */
     return (void *)(caller + 1);
@@ -675,6 +677,7 @@ static void tls_body(const char *algo, void *arg)
     if (e)
         return;
     T.gate.n = 3;
+    T.queue_up = strcmp(algo, "rcl") != 0; /* rcl runs every cs on its server anyway */
     pthread_t t[3];
     for (long k = 0; k < 3; k++)
         pthread_create(&t[k], NULL, tl_thread, (void *)(k + 100));
@@ -686,9 +689,9 @@ static void tls_body(const char *algo, void *arg)
            "after %ld of %ld\n",
            algo, (long)atomic_load(&T.same_tag), calls, (long)atomic_load(&T.errno_kept), calls);
     if (!(sc_props(algo) & LIBLOCK_PROP_DELEGATES)) {
-        /* execute = lock, call, unlock on the caller's thread */
+        /* execute = lock, call, unlock on the caller's thread (ARCHITECTURE.md
+         * section 3); what errno holds afterwards is not documented: printed */
         CHECK_EQ(atomic_load(&T.same_tag), calls);
-        CHECK_EQ(atomic_load(&T.errno_kept), calls);
     }
     CHECK_EQ(liblock_destroy(&T.L), 0);
 }
