@@ -106,7 +106,7 @@ endif
 
 # Tests and benchmarks link the static library: they may use internal
 # symbols (src/internal.h) and need no LD_LIBRARY_PATH.
-$(BUILD)/tests/%: tests/%.c tests/harness.h $(LIB_A)
+$(BUILD)/tests/%: tests/%.c $(wildcard tests/*.h) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -fvisibility=default -Itests $< -o $@ $(LIB_A) $(LIBS)
 
