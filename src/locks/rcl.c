@@ -26,8 +26,9 @@ const struct ll_ops ll_ops_rcl = {
     .description = "Remote Core Locking: critical sections delegated to a server CPU",
     .source = "seed 000 chapter 4.1, Algorithms 9-11 (Lozi's thesis); seed 003 (CFSE 2011 paper)",
     .props = LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
-    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD),
-    .default_policy = LIBLOCK_WAIT_SPIN,
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK) |
+                LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) | LL_POLICY_BIT(LIBLOCK_WAIT_PARK),
+    .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
     .state_size = sizeof(struct rcl_lock),
     .node_size = 0,
     .init = rcl_lock_init,
