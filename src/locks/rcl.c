@@ -9,13 +9,15 @@
  * invariants and the memory-ordering argument.
  *
  * Mapping: a lock is bound at init to the server given by
- * liblock_attr_setserver(), else to a default server (LIBLOCK_SERVERS, else
- * the last CPU), started on first use.
+ * liblock_attr_setserver(), else, on its first use, to a default server
+ * (LIBLOCK_SERVERS, else the last CPU), started then if needed.
  * execute(): a delegated CS (one round trip); lock/trylock/unlock: requests
  * that the server executes (one round trip each), mutually exclusive with
  * delegated CSs; condition variables work both inside delegated CSs and
  * around liblock_lock sections.
- * Policies (client waiting): spin (default) and yield.
+ * Policies (client waiting): spin-then-park (default: spin about
+ * ll_spin_budget_cycles(), then sleep until the server wakes the client),
+ * spin, park, yield (src/rcl/client.c, "Parking").
  */
 #include "../rcl/rcl.h"
 

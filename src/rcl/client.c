@@ -1,7 +1,8 @@
 /*
  * client.c - the client side of Remote Core Locking: client ids, the
  * request path of liblock_execute (Algorithm 9 of seed 000 section 4.1),
- * lock/trylock/unlock on an RCL lock, and the condition-variable hooks.
+ * lock/trylock/unlock on an RCL lock, the condition-variable hooks, and
+ * the binding of a lock to its server.
  *
  * Client ids.  One id per thread that talks to an RCL server, shared by all
  * servers (slot i of every server's array belongs to the thread with id i).
@@ -11,30 +12,96 @@
  * thesis gets from adaptive long-lived renaming, obtained here with a
  * bitmap under a mutex (taken once per thread lifetime, not per request).
  * The capacity is the number of slots per server (LIBLOCK_RCL_SLOTS,
- * default 4096 = 256 KB of 64-byte slots).  When every id is taken, the
- * request fails with EAGAIN before touching any slot (a one-line message is
- * printed once); liblock_thread_register() reports the same up front.
+ * default 4096 = 256 KB of 64-byte slots).  When every id is taken (a
+ * one-line message is printed once):
+ *   - liblock_execute fails with EAGAIN before touching any slot (the
+ *     documented contract; liblock_thread_register reports it up front);
+ *   - lock/trylock/unlock go through the server's OVERFLOW slot (one extra
+ *     slot after the client slots, always scanned), one thread at a time
+ *     under ovf_mutex.  Only TRYLOCK and UNLOCK are sent there: both are
+ *     answered at once, so the slot is never held while its user waits
+ *     for a lock (a pending LOCK there could wait for an UNLOCK queued
+ *     behind it on the same slot: deadlock).  lock() is a TRYLOCK loop
+ *     that, between tries, holds nothing and polls is_locked (read only)
+ *     with back-off.  So lock/unlock never fail for want of an id (the
+ *     interposer's pthread_mutex_lock cannot return EAGAIN), they stay
+ *     mutually exclusive with everything else through is_locked (I2 of
+ *     server.c), and they are slower and not fair (a looping TRYLOCK can
+ *     be overtaken).
  *
  * Remote path (ordinary threads, and servicing threads calling a lock of
- * ANOTHER server): write lock and ctx, then fn with a release store, then
- * poll fn until the server clears it (acquire), and read ret.  The poll is
- * the lock's waiting policy: spin (pause) or yield (a LOCK request under
- * spin yields after 1024 polls: it waits for another client's section, not
- * for the server); every 64 polls the
- * client checks whether the server parked itself for idleness and wakes it
- * (server.c, "Idle parking").  A servicing thread always yields while it
- * waits for another server, so its own server's other threads can run.
+ * ANOTHER server): write lock, ctx and flags, then fn with a release store;
+ * wait until the server clears fn (acquire), and read ret.  How the client
+ * waits is the lock's policy:
+ *   spin            pause loop on fn (a LOCK request yields after 1024
+ *                   polls: it waits for another client's section, which
+ *                   may need this CPU);
+ *   spin-then-park  (the default) the pause loop for about
+ *                   ll_spin_budget_cycles(), then park ("Parking" below);
+ *   park            park at once;
+ *   yield           sched_yield between polls.
+ * Every 64 polls a polling client checks whether the server parked itself
+ * for idleness and wakes it (server.c, "Idle parking"); after a wake the
+ * interval doubles (up to 64K polls), since the server can only have
+ * parked again without answering if the request is not answerable yet (its
+ * lock is held).  A client that finds the server idle before posting wakes
+ * it right after posting.  A servicing thread always yields while it waits
+ * for another server, so its own server's other threads can run.
  *
- * Pacing (not in the thesis).  A spin-policy client of execute() (not a
- * servicing thread: those are scheduled by their server) calls
- * sched_yield() once every rcl_yield_every (LIBLOCK_RCL_YIELD_EVERY, 1024)
- * completed requests, after the reply, so never with a request pending.
- * Alone on its CPU the call returns at once (~0.5 us per 1024 CSs); with
- * other spinning clients on the CPU it hands the CPU over, so they take
- * turns every ~1024 CSs instead of every scheduler slice, and their CS
- * counts over short intervals stay balanced (measured: max/min 2-3x
- * without pacing at 32-64 clients on one CPU, ~1.3x with it).  The count
- * is thread-local: no shared write.
+ * Parking (not in the thesis).  The client announces itself in its slot's
+ * `parked` word and sleeps on it (futex); a request that may park carries
+ * RCL_F_WAKE, and for such requests the server's reply is:
+ *     fn := NULL (seq_cst exchange);  if parked: parked := 0 (exchange),
+ *     then futex_wake(parked)
+ * and the client's park loop is:
+ *     parked := 1 (seq_cst exchange); if fn == NULL: done;
+ *     if server idle: wake it;  futex_wait(parked, 1);  if fn == NULL: done;
+ *     repeat.
+ * No lost wake-up: the client sleeps only if futex_wait finds parked == 1.
+ * Take its last `parked := 1` (Sc) and the fn load after it (Lc), which saw
+ * the request still pending, so Lc precedes the server's fn exchange (Xs)
+ * in the seq_cst order, hence Sc precedes the server's load of parked (Ls)
+ * after Xs, and Ls reads 1 or a later write.  Later writes of `parked` are
+ * only server resets to 0 (the client writes it only in this loop).  If Ls
+ * reads 1 the server resets it and wakes: a client already queued in
+ * futex_wait is woken, one that checks later sees 0 and does not sleep.
+ * If Ls reads a 0 written after Sc, that reset (a server thread's, for
+ * this or an earlier request of the slot, which read 1 = Sc's value) is
+ * followed by its futex_wake: same two cases.  A reset or wake that
+ * arrives late, after the client has already returned or posted its next
+ * request, is a spurious wake-up or makes futex_wait return at once: the
+ * loop re-announces itself and re-checks fn, so it costs one iteration and
+ * never a sleep past the reply.  The slot's memory lives as long as the
+ * server, so a late futex_wake never touches freed memory.  The same
+ * seq_cst exchange orders the request (fn, stored before it) before the
+ * load of server->idle, which with the server's exchange of idle before
+ * its rescan (server.c) means a parked client never sleeps on a server
+ * that parked without seeing its request (Dekker; on x86 the exchanges
+ * are LOCK XCHG, full fences).  Spin-policy requests do not carry
+ * RCL_F_WAKE, so the server answers them with a plain release store, as
+ * before: parking costs the dedicated-core spin path nothing.
+ *
+ * Colocated clients.  A client that shares the server's CPU can run only
+ * while the server sleeps (its threads are SCHED_FIFO), so spinning there
+ * is useless and a server that keeps polling until its idle time-out
+ * (LIBLOCK_RCL_IDLE_US) makes every request cost that time-out.  A client
+ * is colocated when every CPU it may run on is a server CPU (found when
+ * its affinity is fitted, see fit_affinity), or when it finds the server
+ * idle-parked and sched_getcpu() is the server's CPU.  Its requests carry
+ * RCL_F_COLOC and it parks at once; a server that sees such a request
+ * parks as soon as a pass finds nothing it can answer (server.c).  A
+ * request then costs a wake-up and two context switches.
+ *
+ * Pacing (not in the thesis).  A spin or spin-then-park client of
+ * execute() (not a servicing thread: those are scheduled by their server)
+ * calls sched_yield() once every rcl_yield_every (LIBLOCK_RCL_YIELD_EVERY,
+ * 1024) completed requests, after the reply, so never with a request
+ * pending.  Alone on its CPU the call returns at once (~0.5 us per 1024
+ * CSs); with other spinning clients on the CPU it hands the CPU over, so
+ * they take turns every ~1024 CSs instead of every scheduler slice, and
+ * their CS counts over short intervals stay balanced (measured: max/min
+ * 2-3x without pacing at 32-64 clients on one CPU, ~1.3x with it).  The
+ * count is thread-local: no shared write.
  *
  * Local path (a servicing thread calling a lock of its OWN server:
  * nesting): local CAS on is_locked, sched_yield() while it is held so that

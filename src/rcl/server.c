@@ -48,14 +48,19 @@
  *
  * ---- Request slots ------------------------------------------------------
  * One array of LIBLOCK_RCL_SLOTS (default 4096 = 256 KB) one-line slots per
- * server, on the server's NUMA node.  Slot i belongs to client id i (ids are
- * shared by all servers, allocated on a thread's first request, reused after
- * it exits; client.c).  Client: write lock, ctx, then fn (release).  Server:
- * read fn (acquire); run; write ret, then clear fn (release); the client's
- * acquire load of fn == NULL makes ret and the CS's effects visible.  The
- * scan stops at the id watermark (1 + highest id in use).  After a scan
- * that found nothing the servicing thread pauses once (serve_loop), so an
- * idle server does not flood the clients' lines with reads.
+ * server, plus one overflow slot, on the server's NUMA node.  Slot i belongs
+ * to client id i (ids are shared by all servers, allocated on a thread's
+ * first request, reused after it exits; client.c); the overflow slot is
+ * shared, under ovf_mutex, by threads that found every id taken (TRYLOCK
+ * and UNLOCK requests only; client.c, "Client ids").  Client: write lock,
+ * ctx, flags, then fn (release).  Server: read fn (acquire); run; write
+ * ret, then clear fn (release; for a client that may park, a seq_cst
+ * exchange followed by the wake-up check of reply(): client.c, "Parking");
+ * the client's acquire load of fn == NULL makes ret and the CS's effects
+ * visible.  The scan stops at the id watermark (1 + highest id in use),
+ * then looks at the overflow slot.  After a scan that found nothing the
+ * servicing thread pauses once (serve_loop), so an idle server does not
+ * flood the clients' lines with reads.
  *
  * ---- Invariants and the argument for local atomics ----------------------
  * (I1) lock->is_locked, server->busy[], n_free, n_servicing, is_alive,
@@ -92,19 +97,37 @@
  *
  * ---- Idle parking ---------------------------------------------------------
  * Not in the thesis: so that an unused server does not keep a SCHED_FIFO
- * thread spinning, a lone servicing thread that found no request for
- * LIBLOCK_RCL_IDLE_US (default 5 ms; 0 = never) swaps server->idle to 1
- * (a full fence), rescans the array, and sleeps on the idle futex if it
- * is still empty.  A waiting client checks server->idle every 64 polls and,
- * if set, swaps it to 0 and wakes the futex.  No lost wake-up: either the
- * rescan (after the fence) sees the client's request, or the client, which
- * keeps polling until served, eventually loads idle == 1.  The manager and
+ * thread spinning, a lone servicing thread whose passes answered nothing
+ * for LIBLOCK_RCL_IDLE_US (default 5 ms; 0 = never) swaps server->idle to
+ * 1 (a full fence), rescans the array, and sleeps on the idle futex if no
+ * request there can be answered now (any_servable: pending requests whose
+ * lock is held by a client's lock/unlock section wait for that client's
+ * UNLOCK, a new request).  A polling client checks server->idle every 64
+ * polls (and before posting) and, if set, swaps it to 0 and wakes the
+ * futex; a parking client checks it after its full fence (client.c).  No
+ * lost wake-up: either the rescan (after the fence) sees the client's
+ * request, or the client, which keeps polling until served or checks
+ * after its own fence before it sleeps, loads idle == 1.  The manager and
  * backup sleep on the same futex while the server is idle.
  *
- * Waiting policies (client side, client.c): spin (pause loop on fn) and
- * yield (sched_yield between polls, for oversubscribed programs, thesis
- * section 5.3.5.3).  Servicing threads waiting for another server's reply
- * always yield, so their own server's other threads can run.
+ * With a client on the server's CPU (a request flagged RCL_F_COLOC was seen
+ * since the last park: coloc_recent) the servicing thread parks as soon as
+ * a pass answers nothing, not after the time-out: that client runs only
+ * while the server sleeps (client.c, "Colocated clients").
+ *
+ * A DORMANT server (the child of a fork, see "fork()" below) has no
+ * threads and `idle` set, so the first client that needs it calls
+ * rcl_wake_idle, which creates its threads (revive) instead of waking them.
+ *
+ * Waiting policies (client side, client.c): spin, spin-then-park (the
+ * default), park and yield.  Servicing threads waiting for another
+ * server's reply always yield, so their own server's other threads can run.
+ *
+ * ---- Process exit ---------------------------------------------------------
+ * Servers are never stopped at exit: destructors and atexit handlers that
+ * run after liblock's destructor, and threads still running while another
+ * thread calls exit(), may still lock; their requests are served until the
+ * process ends (rcl_at_exit only prints statistics).
  */
 #include "rcl.h"
 
