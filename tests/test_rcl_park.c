@@ -13,6 +13,13 @@
  *            client and the watchdog fails the test.
  *   coloc    a thread confined to the server's CPU and one on another CPU
  *            use one lock (execute and lock/unlock): exact counts.
+ *   deleg    issue 11 scenarios for a delegated CS: hand-over-hand (A:
+ *            lock L, lock P, unlock L, unlock P; B: execute(L, cs) where cs
+ *            locks P) with P a pthread mutex and with P an mcs liblock
+ *            lock; A holds M then L while B's CS locks M; a CS signals a
+ *            condition variable (FIFO and mostly-LIFO) that a thread
+ *            holding L through liblock_lock waits on.  Exact counts, no
+ *            deadlock (watchdog).
  *   fork     a forked child has no server thread until it uses RCL; then
  *            its server runs degraded (the parent is alive), serves it,
  *            and the child exits 0; the parent's server is unaffected.
@@ -258,6 +265,149 @@ static void test_coloc(void)
     CHECK_EQ(liblock_destroy(&cl), 0);
 }
 
+/* ---- deleg ---------------------------------------------------------------------------- */
+static liblock_t dL, dM;
+static pthread_mutex_t dP = PTHREAD_MUTEX_INITIALIZER;
+static int d_kind; /* 0: P is a pthread mutex, 1: P is dM (mcs), 2: A holds M then L */
+static long d_count, d_n;
+static atomic_int d_go;
+static atomic_long d_done;
+static void p_lock(void) { d_kind == 0 ? (void)pthread_mutex_lock(&dP) : (void)liblock_lock(&dM); }
+static void p_unlock(void) { d_kind == 0 ? (void)pthread_mutex_unlock(&dP) : (void)liblock_unlock(&dM); }
+static void *d_cs(void *a)
+{
+    p_lock();
+    d_count++;
+    p_unlock();
+    return a;
+}
+static void *d_a(void *a)
+{
+    for (long i = 0; i < d_n; i++) {
+        if (d_kind == 2) {
+            /* A holds M, then L; B's request for L is posted meanwhile; its
+             * CS (run once A releases L) locks M, which A still holds.  One
+             * round at a time: looping without the handshake would be a
+             * plain lock-order inversion (A: M then L; B's CS: L then M). */
+            liblock_lock(&dM);
+            liblock_lock(&dL);
+            atomic_store(&d_go, 1);
+            usleep(50);
+            liblock_unlock(&dL);
+            usleep(20);
+            d_count++;
+            liblock_unlock(&dM);
+            while (atomic_load(&d_done) != i + 1)
+                sched_yield();
+        } else {
+            liblock_lock(&dL);
+            p_lock();
+            liblock_unlock(&dL);
+            d_count++;
+            p_unlock();
+        }
+    }
+    return a;
+}
+static void *d_b(void *a)
+{
+    long bad = 0;
+    for (long i = 0; i < d_n; i++) {
+        if (d_kind == 2) {
+            while (!atomic_load(&d_go))
+                sched_yield();
+            atomic_store(&d_go, 0);
+        }
+        bad += liblock_execute(&dL, d_cs, &dL) != &dL;
+        atomic_store(&d_done, i + 1);
+    }
+    return (void *)bad;
+}
+
+static liblock_cond_t dC;
+static int d_flag;
+static long d_rounds;
+static void *d_signal_cs(void *a)
+{
+    d_flag = 1;
+    liblock_cond_signal(&dC);
+    return a;
+}
+static void *d_waiter(void *a)
+{
+    long bad = 0;
+    for (long i = 0; i < d_n; i++) {
+        bad += liblock_lock(&dL) != 0;
+        while (!d_flag)
+            bad += liblock_cond_wait(&dC, &dL) != 0;
+        d_flag = 0;
+        d_rounds++;
+        bad += liblock_unlock(&dL) != 0;
+    }
+    return (void *)bad;
+}
+static void *d_signaller(void *a)
+{
+    /* signal only once the previous round was consumed */
+    long bad = 0;
+    for (long i = 0; i < d_n; i++) {
+        for (;;) {
+            bad += liblock_lock(&dL) != 0;
+            int ready = !d_flag && d_rounds == i;
+            bad += liblock_unlock(&dL) != 0;
+            if (ready)
+                break;
+            sched_yield();
+        }
+        bad += liblock_execute(&dL, d_signal_cs, &dL) != &dL;
+    }
+    return (void *)bad;
+}
+
+static void test_deleg(void)
+{
+    th_context = "deleg";
+    d_n = th_scale_small() ? 300 : 2000;
+    CHECK_EQ(liblock_init(&dL, "rcl", NULL), 0);
+    CHECK_EQ(liblock_init(&dM, "mcs", NULL), 0);
+    long n_all = d_n;
+    for (d_kind = 0; d_kind < 3; d_kind++) {
+        d_n = d_kind == 2 ? n_all / 10 : n_all;
+        d_count = 0;
+        atomic_store(&d_go, 0);
+        atomic_store(&d_done, 0);
+        pthread_t a, b;
+        pthread_create(&a, NULL, d_a, NULL);
+        pthread_create(&b, NULL, d_b, NULL);
+        void *bad;
+        pthread_join(a, NULL);
+        pthread_join(b, &bad);
+        CHECK((long)bad == 0, "kind %d: execute failed %ld times", d_kind, (long)bad);
+        CHECK(d_count == 2 * d_n, "kind %d: count %ld, expected %ld", d_kind, d_count, 2 * d_n);
+    }
+    d_n = n_all;
+    for (int kind = 0; kind < 2; kind++) {
+        liblock_condattr_t ca;
+        liblock_condattr_init(&ca);
+        if (kind)
+            liblock_condattr_setfifo(&ca, 0.5); /* mostly-LIFO */
+        CHECK_EQ(liblock_cond_init(&dC, &ca), 0);
+        d_flag = 0;
+        d_rounds = 0;
+        pthread_t w, sg;
+        pthread_create(&w, NULL, d_waiter, NULL);
+        pthread_create(&sg, NULL, d_signaller, NULL);
+        void *b1, *b2;
+        pthread_join(w, &b1);
+        pthread_join(sg, &b2);
+        CHECK((long)b1 == 0 && (long)b2 == 0, "cond kind %d: errors %ld %ld", kind, (long)b1, (long)b2);
+        CHECK(d_rounds == d_n, "cond kind %d: rounds %ld, expected %ld", kind, d_rounds, d_n);
+        CHECK_EQ(liblock_cond_destroy(&dC), 0);
+    }
+    CHECK_EQ(liblock_destroy(&dL), 0);
+    CHECK_EQ(liblock_destroy(&dM), 0);
+}
+
 /* ---- fork ------------------------------------------------------------------------------ */
 static void test_fork(void)
 {
@@ -317,6 +467,8 @@ int main(int argc, char **argv)
         test_race();
     if (want(argc, argv, "coloc"))
         test_coloc();
+    if (want(argc, argv, "deleg"))
+        test_deleg();
     if (want(argc, argv, "fork"))
         test_fork();
     liblock_server_t *d = liblock_server_default();
