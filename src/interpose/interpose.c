@@ -170,7 +170,10 @@
  * Delegating algorithms (LIBLOCK_PROP_DELEGATES) go through the API layer
  * (ll_api_lock/ll_api_unlock/liblock_trylock), whatever per-thread state
  * they keep there; a mutex of theirs must be unlocked by its locker (EPERM
- * otherwise, as the API answers).
+ * otherwise, as the API answers).  An rcl lock starts no server when it is
+ * made (the configuration probe included): it is bound to its server,
+ * which is started then if needed, at its first lock or trylock, inside
+ * set-up (w_bind), so a process that never locks has no server thread.
  */
 #include "../internal.h"
 #include "../core/cond_lifo.h" /* ll_sem_debug_queued, for tests */
