@@ -17,7 +17,8 @@
 #    waited for the server's 5 ms idle time-out: this run would take
 #    minutes and hit the bound).
 #  - fork: threads use a mutex while the main thread forks; the child
-#    starts threads that use the same mutexes (exact counts) and exits 0;
+#    starts threads that use the same mutex (exact counts) while the
+#    parent's threads keep its server busy on the same CPU, and exits 0;
 #    then the parent goes on.
 set -u
 build=${1:-build}
@@ -230,7 +231,7 @@ static void *bg(void *a)
 }
 static void *child_worker(void *a)
 {
-    for (int i = 0; i < 20000; i++) {
+    for (int i = 0; i < 3000; i++) {
         int r;
         if ((r = pthread_mutex_lock(&m))) bad("child lock", r);
         counter++;
@@ -258,8 +259,8 @@ int main(void)
                 pthread_create(&c[i], NULL, child_worker, NULL);
             for (int i = 0; i < 3; i++)
                 pthread_join(c[i], NULL);
-            if (counter != base + 60000) {
-                fprintf(stderr, "child: counter %ld, expected %ld\n", counter, base + 60000);
+            if (counter != base + 9000) {
+                fprintf(stderr, "child: counter %ld, expected %ld\n", counter, base + 9000);
                 _exit(1);
             }
             _exit(0);
@@ -355,7 +356,9 @@ for t in 1 3; do
 done
 
 # ---- fork ----------------------------------------------------------------------------
-for w in spin-then-park spin; do
+# (not `spin`: 5 spinning threads on the one client CPU is the oversubscription
+# convoy of docs/interpose.md "waiting policy", whatever fork does)
+for w in spin-then-park yield; do
   out=$(LD_PRELOAD="$lib" LIBLOCK_LOCK=rcl LIBLOCK_WAIT=$w timeout 60 "$tmp/forkp" 2>"$tmp/err"); rc=$?
   [ $rc -eq 0 ] && [ "$out" = ok ] || fail "fork ($w): rc=$rc out='$out' err=$(cat "$tmp/err")"
 done

@@ -111,6 +111,7 @@ struct rcl_server {
     _Atomic long nlocks;          /* RCL locks bound to this server */
     pthread_mutex_t ovf_mutex;    /* one user of the overflow slot at a time (client.c) */
     uint64_t tick_ns, idle_cycles;
+    uint64_t share_cycles;        /* a busy servicing thread yields after this long (0 = never) */
     struct rcl_server *next_all;  /* list of every started server */
 };
 

@@ -90,10 +90,11 @@
  *      threads preempt one another: page faults, the manager's elections).
  *      The claim lives in a server-private array, not in the client's line,
  *      so it costs no coherence traffic.
- * (I4) Completion order: ret, fn = NULL, then is_locked = 0, then busy = 0.
+ * (I4) Completion order: ret, fn = NULL, then is_locked = 0, then busy = 0,
+ *      then (a client that parked) the futex wake of its slot.
  *      A CS's effects are released to the next holder of L by the release
  *      store of is_locked (acquired by the next CAS on the same CPU), and to
- *      the client by the release store of fn.
+ *      the client by the release store (or seq_cst exchange) of fn.
  *
  * ---- Idle parking ---------------------------------------------------------
  * Not in the thesis: so that an unused server does not keep a SCHED_FIFO
@@ -122,6 +123,18 @@
  * Waiting policies (client side, client.c): spin, spin-then-park (the
  * default), park and yield.  Servicing threads waiting for another
  * server's reply always yield, so their own server's other threads can run.
+ *
+ * ---- Sharing the CPU --------------------------------------------------------
+ * Servers of different processes on one CPU (a forked child's, or another
+ * program's) run at the same SCHED_FIFO priority, and FIFO never takes the
+ * CPU from a running thread for one of equal priority: without help, a busy
+ * server would keep the other waiting until it idle-parks (5 ms), and
+ * their managers' elections would reorder them only every tick (~10 ms
+ * latency spikes were measured).  So a servicing thread calls sched_yield()
+ * once it has run for LIBLOCK_RCL_SHARE_US (default 200 us; 0 = never)
+ * since its last yield (checked every 64 passes): the other process's
+ * server gets the CPU for its own slice, and when nothing else of that
+ * priority is runnable the call returns at once (~0.5 us per 200 us).
  *
  * ---- Process exit ---------------------------------------------------------
  * Servers are never stopped at exit: destructors and atexit handlers that
@@ -376,8 +389,8 @@ static int try_leave(struct rcl_server *s, struct rcl_sthread *me)
 
 static void serve_loop(struct rcl_server *s, struct rcl_sthread *me)
 {
-    uint64_t idle_since = 0;
-    unsigned empty = 0;
+    uint64_t idle_since = 0, slice_start = ll_cycles();
+    unsigned empty = 0, npass = 0;
     for (;;) {
         atomic_store_explicit(&s->is_alive, 1, memory_order_relaxed);
         atomic_store_explicit(&me->timestamp, atomic_load_explicit(&s->timestamp, memory_order_relaxed),
@@ -385,6 +398,15 @@ static void serve_loop(struct rcl_server *s, struct rcl_sthread *me)
         unsigned done = serve_pass(s, me);
         if (LL_UNLIKELY(atomic_load_explicit(&s->stopping, memory_order_acquire)))
             return;
+        if (LL_UNLIKELY((++npass & 63) == 0) && s->share_cycles) {
+            /* "Sharing the CPU" above: let another process's server on
+             * this CPU (same FIFO priority) have its turn */
+            uint64_t now = ll_cycles();
+            if (now - slice_start > s->share_cycles) {
+                sched_yield();
+                slice_start = ll_cycles();
+            }
+        }
         if (LL_UNLIKELY(atomic_load_explicit(&s->n_servicing, memory_order_relaxed) > 1)) {
             /* slow path: other servicing threads exist (some CS blocked, spun or was preempted) */
             rcl_add(s, &s->st.slow_passes, 1);
@@ -799,6 +821,8 @@ LL_EXPORT liblock_server_t *liblock_server_start(int cpu)
     s->tick_ns = (uint64_t)ll_env_long("LIBLOCK_RCL_TICK_US", 10000, 100, 10000000) * 1000ull;
     long idle_us = ll_env_long("LIBLOCK_RCL_IDLE_US", 5000, 0, 1000000000L);
     s->idle_cycles = idle_us ? ll_ns_to_cycles((uint64_t)idle_us * 1000ull) : 0;
+    long share_us = ll_env_long("LIBLOCK_RCL_SHARE_US", 200, 0, 1000000000L);
+    s->share_cycles = share_us ? ll_ns_to_cycles((uint64_t)share_us * 1000ull) : 0;
     s->degraded = ll_env_long("LIBLOCK_RCL_DEGRADED", RCL_DEGRADED_DEFAULT, 0, 1) != 0 || ncpus < 2;
     int pmin = sched_get_priority_min(SCHED_FIFO);
     s->prio_backup = pmin;
@@ -1037,23 +1061,17 @@ LL_EXPORT int liblock_server_stats(liblock_server_t *h, liblock_server_stats_t *
  * (revive): every client that finds `idle` set calls rcl_wake_idle, which
  * revives a dormant server instead of waking it.  So a child that only
  * execs, or never uses RCL, creates no thread.  The revived server is on
- * the same CPU, in degraded mode (CFS) while the parent that forked this
- * process is still alive: the parent's SCHED_FIFO server on that CPU keeps
- * precedence, instead of two FIFO servers taking the CPU from each other
- * for milliseconds at a time; if the parent has exited (a daemon's fork),
- * the child's server gets SCHED_FIFO as the parent's had (docs/rcl.md,
- * "fork").  The handlers are registered by a high-priority constructor so
+ * the same CPU at the same priorities as the parent's; the two servers
+ * take turns on that CPU (a busy servicing thread yields every
+ * LIBLOCK_RCL_SHARE_US, "Sharing the CPU" above) instead of one holding
+ * it for milliseconds at a time (docs/rcl.md, "fork").  The handlers are registered by a high-priority constructor so
  * that the child handler runs before those of other components (the
  * interposer's child handler takes locks). */
-static pid_t forking_pid;  /* the process that forked this one (0: none) */
-static pid_t prepare_pid;
-
 static void fork_prepare(void)
 {
     pthread_mutex_lock(&default_mutex);
     pthread_mutex_lock(&servers_mutex);
     rcl_ids_fork_prepare();
-    prepare_pid = getpid();
 }
 
 static void fork_parent(void)
@@ -1096,8 +1114,6 @@ static void revive(struct rcl_server *s)
     pthread_mutex_lock(&servers_mutex);
     if (atomic_load_explicit(&s->dormant, memory_order_relaxed) &&
         !atomic_load_explicit(&s->stopping, memory_order_relaxed)) {
-        if (forking_pid && getppid() == forking_pid)
-            s->degraded = 1; /* the parent's FIFO server keeps precedence on this CPU */
         atomic_store_explicit(&s->idle, 0, memory_order_relaxed);
         int err = start_threads(s);
         if (err) {
@@ -1117,7 +1133,6 @@ static void fork_child(void)
     rcl_ids_fork_child();
     pthread_mutex_init(&servers_mutex, NULL);
     pthread_mutex_init(&default_mutex, NULL);
-    forking_pid = prepare_pid;
     if (rcl_tls.my_server)
         return; /* forked from a server thread: leave the servers alone */
     for (struct rcl_server *s = all_servers; s; s = s->next_all)
