@@ -156,9 +156,12 @@ char rcl_op_markers[4];
 /* ThreadSanitizer's runtime takes internal locks and busy-waits (for
  * example in its pthread_create interceptor) without regard to priorities;
  * under SCHED_FIFO on one CPU a higher-priority server thread can then spin
- * for ever waiting for a lower-priority one.  TSan builds therefore run
- * servers in degraded mode unless LIBLOCK_RCL_DEGRADED=0. */
-#if defined(__SANITIZE_THREAD__)
+ * for ever waiting for a lower-priority one.  AddressSanitizer's allocator
+ * does the same (seen: the exiting manager, priority P+1, draining its
+ * quarantine spins with sched_yield on an allocator spin lock held by a
+ * servicing thread, priority P, which never runs again).  Sanitizer builds
+ * therefore run servers in degraded mode unless LIBLOCK_RCL_DEGRADED=0. */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define RCL_DEGRADED_DEFAULT 1
 #else
 #define RCL_DEGRADED_DEFAULT 0
@@ -842,7 +845,7 @@ LL_EXPORT liblock_server_t *liblock_server_start(int cpu)
     if (s->degraded && ll_env_long("LIBLOCK_RCL_DEGRADED", RCL_DEGRADED_DEFAULT, 0, 1))
         ll_warn_once("rcl_degraded_env", "liblock: rcl: %s: servers run in degraded mode (no SCHED_FIFO)",
                      RCL_DEGRADED_DEFAULT && !getenv("LIBLOCK_RCL_DEGRADED")
-                         ? "ThreadSanitizer build (LIBLOCK_RCL_DEGRADED=0 forces SCHED_FIFO)"
+                         ? "sanitizer build (LIBLOCK_RCL_DEGRADED=0 forces SCHED_FIFO)"
                          : "LIBLOCK_RCL_DEGRADED=1");
     s->next_all = all_servers;
     all_servers = s;
