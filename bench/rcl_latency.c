@@ -17,14 +17,20 @@
  * ratio of per-thread counts (the raw balance), of per-thread CPU times
  * (CLOCK_THREAD_CPUTIME_ID: how evenly the scheduler split CPU C) and of
  * per-thread CSs per CPU-second (how evenly the server served the clients
- * while they ran), for the spin and yield policies.
+ * while they ran), for the spin, spin-then-park and yield policies.
+ *
+ * -w P[,P2] times the latency with the client waiting policy P (default:
+ * the library's default for rcl); with P2, a second lock with policy P2 on
+ * the same server is timed in the same rounds, interleaved with the first,
+ * and the ratio P2/P of each round is reported (the cross-CPU distance
+ * moves between runs, so policies are compared within one run).
  *
  * -f runs the latency part (client and both probe threads) under SCHED_FIFO
  * priority 1, below the server's threads, so that other processes on a
  * shared machine do not preempt the measuring threads (opt-in: the client
  * then monopolises its CPU for the few tens of ms each timing lasts).
  *
- * usage: rcl_latency [-f] [-r ROUNDS] [-n CS_PER_ROUND] [-t MS_PER_POINT] [-c CLIENT_CPU] [-s SERVER_CPU]
+ * usage: rcl_latency [-f] [-w P[,P2]] [-r ROUNDS] [-n CS_PER_ROUND] [-t MS_PER_POINT] [-c CLIENT_CPU] [-s SERVER_CPU]
  */
 #include <errno.h>
 #include <sched.h>
@@ -47,6 +53,7 @@ static struct {
 } __attribute__((aligned(128))) five;
 #define data five.l
 static _Alignas(64) liblock_t lock;   /* on its own line: the CS never writes it */
+static _Alignas(64) liblock_t lock2;  /* -w P,P2: the second policy */
 static _Alignas(64) volatile long counter;
 
 static void *cs_empty(void *a) { return a; }
@@ -68,15 +75,16 @@ static int cmpd(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-static double time_cs(void *(*cs)(void *), long n)
+static double time_cs_on(liblock_t *l, void *(*cs)(void *), long n)
 {
     for (long i = 0; i < 1000; i++) /* warm up: wake the server, fault in the slot */
-        liblock_execute(&lock, cs, NULL);
+        liblock_execute(l, cs, NULL);
     uint64_t t0 = probe_now_ns();
     for (long i = 0; i < n; i++)
-        liblock_execute(&lock, cs, NULL);
+        liblock_execute(l, cs, NULL);
     return (double)(probe_now_ns() - t0) / (double)n;
 }
+static double time_cs(void *(*cs)(void *), long n) { return time_cs_on(&lock, cs, n); }
 
 struct tp_arg {
     int cpu;
@@ -163,17 +171,29 @@ int main(int argc, char **argv)
 {
     int rounds = 7, ms = 500, ccpu = 0, scpu = (int)sysconf(_SC_NPROCESSORS_ONLN) - 1;
     long n = 200000;
-    int opt, fifo = 0;
-    while ((opt = getopt(argc, argv, "fr:n:t:c:s:")) != -1) {
+    int opt, fifo = 0, pol1 = LIBLOCK_WAIT_DEFAULT, pol2 = -1;
+    while ((opt = getopt(argc, argv, "fw:r:n:t:c:s:")) != -1) {
         switch (opt) {
         case 'f': fifo = 1; break;
+        case 'w': {
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s", optarg);
+            char *comma = strchr(buf, ',');
+            if (comma)
+                *comma++ = 0;
+            if (liblock_wait_parse(buf, &pol1) != 0 || (comma && liblock_wait_parse(comma, &pol2) != 0)) {
+                fprintf(stderr, "rcl_latency: -w: unknown policy in '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        }
         case 'r': rounds = atoi(optarg); break;
         case 'n': n = atol(optarg); break;
         case 't': ms = atoi(optarg); break;
         case 'c': ccpu = atoi(optarg); break;
         case 's': scpu = atoi(optarg); break;
         default:
-            fprintf(stderr, "usage: rcl_latency [-f] [-r ROUNDS] [-n CS] [-t MS] [-c CLIENT_CPU] [-s SERVER_CPU]\n");
+            fprintf(stderr, "usage: rcl_latency [-f] [-w P[,P2]] [-r ROUNDS] [-n CS] [-t MS] [-c CLIENT_CPU] [-s SERVER_CPU]\n");
             return 2;
         }
     }
@@ -190,10 +210,17 @@ int main(int argc, char **argv)
     liblock_attr_t at;
     liblock_attr_init(&at);
     liblock_attr_setserver(&at, srv);
+    liblock_attr_setwait(&at, pol1);
     if (liblock_init(&lock, "rcl", &at) != 0) {
-        fprintf(stderr, "rcl_latency: init failed\n");
+        fprintf(stderr, "rcl_latency: init failed (policy %s)\n", liblock_wait_name(pol1));
         return 1;
     }
+    liblock_attr_setwait(&at, pol2 < 0 ? pol1 : pol2);
+    if (pol2 >= 0 && liblock_init(&lock2, "rcl", &at) != 0) {
+        fprintf(stderr, "rcl_latency: init failed (policy %s)\n", liblock_wait_name(pol2));
+        return 1;
+    }
+    liblock_getwait(&lock, &pol1);
     probe_pin(ccpu);
     struct sched_param sp = {.sched_priority = 1};
     if (fifo && pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) != 0) {
@@ -202,8 +229,47 @@ int main(int argc, char **argv)
     }
     liblock_server_stats_t st;
     liblock_server_stats(srv, &st);
-    printf("rcl_latency: client CPU %d, server CPU %d%s, %d rounds of %ld CSs%s\n", ccpu, scpu,
-           st.degraded ? " (degraded)" : "", rounds, n, fifo ? ", measuring threads SCHED_FIFO" : "");
+    printf("rcl_latency: client CPU %d, server CPU %d%s, %d rounds of %ld CSs%s, policy %s%s%s\n", ccpu, scpu,
+           st.degraded ? " (degraded)" : "", rounds, n, fifo ? ", measuring threads SCHED_FIFO" : "",
+           liblock_wait_name(pol1), pol2 >= 0 ? " vs " : "", pol2 >= 0 ? liblock_wait_name(pol2) : "");
+    if (pol2 >= 0) {
+        /* interleaved: P empty, P2 empty, P 5-line, P2 5-line in every round */
+        printf("round  probe-before  %s empty / 5-line   %s empty / 5-line   probe-after   P2/P empty  P2/P 5-line\n",
+               liblock_wait_name(pol1), liblock_wait_name(pol2));
+        double qe[64], q5[64], a1[64], a2[64];
+        for (int r = 0; r < rounds; r++) {
+            usleep(20000);
+            probe_pin(scpu);
+            double p0 = probe_roundtrip_ns(ccpu, scpu, 5, 20000);
+            probe_pin(ccpu);
+            double e1 = time_cs_on(&lock, cs_empty, n), e2 = time_cs_on(&lock2, cs_empty, n);
+            double f1 = time_cs_on(&lock, cs_five, n), f2 = time_cs_on(&lock2, cs_five, n);
+            usleep(20000);
+            probe_pin(scpu);
+            double p1 = probe_roundtrip_ns(ccpu, scpu, 5, 20000);
+            probe_pin(ccpu);
+            qe[r] = e2 / e1;
+            q5[r] = f2 / f1;
+            a1[r] = e1 / ((p0 + p1) / 2);
+            a2[r] = e2 / ((p0 + p1) / 2);
+            printf("%5d  %9.1f ns  %7.1f / %7.1f ns   %7.1f / %7.1f ns   %8.1f ns   %8.3f x  %8.3f x\n", r, p0, e1, f1,
+                   e2, f2, p1, qe[r], q5[r]);
+            fflush(stdout);
+        }
+        qsort(qe, (size_t)rounds, sizeof *qe, cmpd);
+        qsort(q5, (size_t)rounds, sizeof *q5, cmpd);
+        qsort(a1, (size_t)rounds, sizeof *a1, cmpd);
+        qsort(a2, (size_t)rounds, sizeof *a2, cmpd);
+        printf("median: %s/%s empty CS %.3fx (min %.3f, max %.3f), 5-line CS %.3fx (min %.3f, max %.3f); "
+               "empty CS / probe: %s %.2fx, %s %.2fx\n",
+               liblock_wait_name(pol2), liblock_wait_name(pol1), qe[rounds / 2], qe[0], qe[rounds - 1],
+               q5[rounds / 2], q5[0], q5[rounds - 1], liblock_wait_name(pol1), a1[rounds / 2],
+               liblock_wait_name(pol2), a2[rounds / 2]);
+        liblock_destroy(&lock);
+        liblock_destroy(&lock2);
+        liblock_server_stop(srv);
+        return 0;
+    }
     printf("round  probe-before  empty-CS  5-line-CS  probe-after   ratio-empty  ratio-5line\n");
     double re[64], r5[64], pe[64], e_ns[64], f_ns[64];
     for (int r = 0; r < rounds; r++) {
@@ -243,8 +309,9 @@ int main(int argc, char **argv)
 
     printf("throughput, all clients on CPU %d, %d ms per point:\n", ccpu, ms);
     static const int counts[] = {1, 2, 4, 8, 16, 32, 64};
-    for (int pi = 0; pi < 2; pi++) {
-        int pol = pi ? LIBLOCK_WAIT_YIELD : LIBLOCK_WAIT_SPIN;
+    static const int pols[] = {LIBLOCK_WAIT_SPIN, LIBLOCK_WAIT_SPIN_THEN_PARK, LIBLOCK_WAIT_YIELD};
+    for (int pi = 0; pi < 3; pi++) {
+        int pol = pols[pi];
         for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
             throughput(ccpu, srv, pol, counts[i], ms);
     }

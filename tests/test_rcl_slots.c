@@ -4,8 +4,12 @@
  *
  *   - 4 threads hold the 4 ids; a 5th gets EAGAIN from
  *     liblock_thread_register, and liblock_execute returns NULL with errno
- *     EAGAIN without running its critical section; lock() returns EAGAIN;
- *     the program continues, and once a holder exits the 5th thread succeeds.
+ *     EAGAIN without running its critical section; lock(), trylock() and
+ *     unlock() work for it through the server's overflow slot (and exclude
+ *     the others); the program continues, and once a holder exits the 5th
+ *     thread gets an id and execute succeeds.
+ *   (More threads than slots under the interposer, with exact counts:
+ *   tests/test_rcl_interpose.sh.)
  *   - 10,000 short-lived threads (waves of 4) each run one CS: ids are
  *     reused, the id watermark never exceeds 4, and the count is exact.
  */
@@ -40,7 +44,7 @@ static void *holder(void *p)
 }
 
 struct extra_res {
-    int reg, exec_errno, lock_err;
+    int reg, exec_errno, lock_err, unlock_err, try_err, try_unlock_err, try_busy;
     void *exec_ret;
 };
 static void *extra(void *p)
@@ -51,8 +55,14 @@ static void *extra(void *p)
     r->exec_ret = liblock_execute(&lock, cs_must_not_run, p);
     r->exec_errno = errno;
     r->lock_err = liblock_lock(&lock);
-    if (r->lock_err == 0)
-        liblock_unlock(&lock);
+    if (r->lock_err == 0) {
+        counter++; /* under the lock taken through the overflow slot */
+        r->try_busy = liblock_trylock(&lock);
+        r->unlock_err = liblock_unlock(&lock);
+    }
+    r->try_err = liblock_trylock(&lock);
+    if (r->try_err == 0)
+        r->try_unlock_err = liblock_unlock(&lock);
     return NULL;
 }
 static void *late(void *p)
@@ -101,9 +111,13 @@ int main(void)
     pthread_join(x, NULL);
     CHECK_EQ(r.reg, EAGAIN);
     CHECK(r.exec_ret == NULL && r.exec_errno == EAGAIN, "execute: %p errno %d", r.exec_ret, r.exec_errno);
-    CHECK_EQ(r.lock_err, EAGAIN);
+    CHECK_EQ(r.lock_err, 0);
+    CHECK_EQ(r.unlock_err, 0);
+    CHECK_EQ(r.try_busy, EBUSY);
+    CHECK_EQ(r.try_err, 0);
+    CHECK_EQ(r.try_unlock_err, 0);
     CHECK(atomic_load(&ran_unexpected) == 0, "the refused critical section did not run");
-    CHECK_EQ(counter, CAP);
+    CHECK_EQ(counter, CAP + 1);
     pthread_barrier_wait(&release_bar);
     for (int i = 0; i < CAP; i++) {
         void *ok;
@@ -115,7 +129,7 @@ int main(void)
     pthread_create(&x, NULL, late, &lock);
     pthread_join(x, &lr);
     CHECK(lr == &lock, "a thread after the holders exited is served");
-    CHECK_EQ(counter, CAP + 1);
+    CHECK_EQ(counter, CAP + 2);
 
     th_context = "reuse";
     counter = 0;

@@ -170,7 +170,10 @@
  * Delegating algorithms (LIBLOCK_PROP_DELEGATES) go through the API layer
  * (ll_api_lock/ll_api_unlock/liblock_trylock), whatever per-thread state
  * they keep there; a mutex of theirs must be unlocked by its locker (EPERM
- * otherwise, as the API answers).
+ * otherwise, as the API answers).  An rcl lock starts no server when it is
+ * made (the configuration probe included): it is bound to its server,
+ * which is started then if needed, at its first lock or trylock, inside
+ * set-up (w_bind), so a process that never locks has no server thread.
  */
 #include "../internal.h"
 #include "../core/cond_lifo.h" /* ll_sem_debug_queued, for tests */
@@ -475,6 +478,7 @@ struct ip_mutex {
     int type;                             /* PTHREAD_MUTEX_NORMAL/RECURSIVE/ERRORCHECK */
     int holds;                            /* algorithm needs per-hold nodes (node path) */
     int api;                              /* delegating algorithm: through the API layer */
+    _Atomic int bind;                     /* rcl: not bound to a server yet (w_bind) */
     const void *addr;                     /* the pthread_mutex_t it was made for (reuse table) */
     struct ip_mutex *prev, *next;         /* registry (fork) */
 };
@@ -628,6 +632,7 @@ static void mutex_set_fns(struct ip_mutex *w)
      * is not what they offer under interposition).  LIBLOCK_INTERPOSE_API=1
      * forces this path for every algorithm (for testing). */
     w->api = (o->props & LIBLOCK_PROP_DELEGATES) || cfg.force_api;
+    atomic_store_explicit(&w->bind, strcmp(o->name, "rcl") == 0, memory_order_relaxed);
     w->holds = !w->api && o->node_size > 0;
     w->trylockfn = o->trylock;
     int direct = !w->holds && !w->api && w->type == PTHREAD_MUTEX_NORMAL;
@@ -801,17 +806,36 @@ static void reclaim_hold(ll_thread_t *s, struct ip_mutex *w)
 }
 
 /* ---- acquire / release on a wrapper -------------------------------------------- */
+/* An rcl lock is bound to its server, which is started then if needed, on
+ * its first use, not when it is set up (a process that never locks starts
+ * no server: docs/rcl.md).  Bind it here, inside set-up, so that a mutex
+ * the server's start meets (an allocator's) stays glibc's as during any
+ * set-up (see "Bootstrap"). */
+static void w_bind(struct ip_mutex *w)
+{
+    ip_in_setup++;
+    liblock_server_of(&w->lock);
+    ip_in_setup--;
+    atomic_store_explicit(&w->bind, 0, memory_order_relaxed);
+}
+
 static int w_raw_lock(struct ip_mutex *w)
 {
-    if (w->api)
+    if (w->api) {
+        if (LL_UNLIKELY(atomic_load_explicit(&w->bind, memory_order_relaxed)))
+            w_bind(w);
         return ll_api_lock(&w->lock);
+    }
     return w->holds ? w_node_acquire(w, 0) : LL_OPS(&w->lock)->lock(&w->lock, NULL);
 }
 
 static int w_raw_trylock(struct ip_mutex *w)
 {
-    if (w->api)
+    if (w->api) {
+        if (LL_UNLIKELY(atomic_load_explicit(&w->bind, memory_order_relaxed)))
+            w_bind(w);
         return liblock_trylock(&w->lock);
+    }
     return w->holds ? w_node_acquire(w, 1) : w->trylockfn(&w->lock, NULL);
 }
 
@@ -1721,6 +1745,7 @@ static void fork_child(void)
         }
         w->lock = fresh; /* the old state (and node) is leaked on purpose */
         w->hold = NULL;
+        mutex_set_fns(w); /* rcl: the fresh lock is bound on first use */
         if (mine && w_raw_lock(w) == 0)
             continue; /* still held by this thread, same count */
         atomic_store_explicit(&w->owner, 0, memory_order_relaxed);

@@ -9,13 +9,15 @@
  * invariants and the memory-ordering argument.
  *
  * Mapping: a lock is bound at init to the server given by
- * liblock_attr_setserver(), else to a default server (LIBLOCK_SERVERS, else
- * the last CPU), started on first use.
+ * liblock_attr_setserver(), else, on its first use, to a default server
+ * (LIBLOCK_SERVERS, else the last CPU), started then if needed.
  * execute(): a delegated CS (one round trip); lock/trylock/unlock: requests
  * that the server executes (one round trip each), mutually exclusive with
  * delegated CSs; condition variables work both inside delegated CSs and
  * around liblock_lock sections.
- * Policies (client waiting): spin (default) and yield.
+ * Policies (client waiting): spin-then-park (default: spin about
+ * ll_spin_budget_cycles(), then sleep until the server wakes the client),
+ * spin, park, yield (src/rcl/client.c, "Parking").
  */
 #include "../rcl/rcl.h"
 
@@ -26,8 +28,10 @@ const struct ll_ops ll_ops_rcl = {
     .description = "Remote Core Locking: critical sections delegated to a server CPU",
     .source = "seed 000 chapter 4.1, Algorithms 9-11 (Lozi's thesis); seed 003 (CFSE 2011 paper)",
     .props = LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
-    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD),
-    .default_policy = LIBLOCK_WAIT_SPIN,
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK) |
+                LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) | LL_POLICY_BIT(LIBLOCK_WAIT_PARK),
+    .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
+    .oversubscribed = "clients spin about one futex round trip for the reply, then sleep until the server wakes them; the server runs on its own CPU, so the critical sections do not compete with the clients for CPUs; a client on the server's CPU sleeps at once",
     .state_size = sizeof(struct rcl_lock),
     .node_size = 0,
     .init = rcl_lock_init,

@@ -1,7 +1,8 @@
 /*
  * client.c - the client side of Remote Core Locking: client ids, the
  * request path of liblock_execute (Algorithm 9 of seed 000 section 4.1),
- * lock/trylock/unlock on an RCL lock, and the condition-variable hooks.
+ * lock/trylock/unlock on an RCL lock, the condition-variable hooks, and
+ * the binding of a lock to its server.
  *
  * Client ids.  One id per thread that talks to an RCL server, shared by all
  * servers (slot i of every server's array belongs to the thread with id i).
@@ -11,30 +12,96 @@
  * thesis gets from adaptive long-lived renaming, obtained here with a
  * bitmap under a mutex (taken once per thread lifetime, not per request).
  * The capacity is the number of slots per server (LIBLOCK_RCL_SLOTS,
- * default 4096 = 256 KB of 64-byte slots).  When every id is taken, the
- * request fails with EAGAIN before touching any slot (a one-line message is
- * printed once); liblock_thread_register() reports the same up front.
+ * default 4096 = 256 KB of 64-byte slots).  When every id is taken (a
+ * one-line message is printed once):
+ *   - liblock_execute fails with EAGAIN before touching any slot (the
+ *     documented contract; liblock_thread_register reports it up front);
+ *   - lock/trylock/unlock go through the server's OVERFLOW slot (one extra
+ *     slot after the client slots, always scanned), one thread at a time
+ *     under ovf_mutex.  Only TRYLOCK and UNLOCK are sent there: both are
+ *     answered at once, so the slot is never held while its user waits
+ *     for a lock (a pending LOCK there could wait for an UNLOCK queued
+ *     behind it on the same slot: deadlock).  lock() is a TRYLOCK loop
+ *     that, between tries, holds nothing and polls is_locked (read only)
+ *     with back-off.  So lock/unlock never fail for want of an id (the
+ *     interposer's pthread_mutex_lock cannot return EAGAIN), they stay
+ *     mutually exclusive with everything else through is_locked (I2 of
+ *     server.c), and they are slower and not fair (a looping TRYLOCK can
+ *     be overtaken).
  *
  * Remote path (ordinary threads, and servicing threads calling a lock of
- * ANOTHER server): write lock and ctx, then fn with a release store, then
- * poll fn until the server clears it (acquire), and read ret.  The poll is
- * the lock's waiting policy: spin (pause) or yield (a LOCK request under
- * spin yields after 1024 polls: it waits for another client's section, not
- * for the server); every 64 polls the
- * client checks whether the server parked itself for idleness and wakes it
- * (server.c, "Idle parking").  A servicing thread always yields while it
- * waits for another server, so its own server's other threads can run.
+ * ANOTHER server): write lock, ctx and flags, then fn with a release store;
+ * wait until the server clears fn (acquire), and read ret.  How the client
+ * waits is the lock's policy:
+ *   spin            pause loop on fn (a LOCK request yields after 1024
+ *                   polls: it waits for another client's section, which
+ *                   may need this CPU);
+ *   spin-then-park  (the default) the pause loop for about
+ *                   ll_spin_budget_cycles(), then park ("Parking" below);
+ *   park            park at once;
+ *   yield           sched_yield between polls.
+ * Every 64 polls a polling client checks whether the server parked itself
+ * for idleness and wakes it (server.c, "Idle parking"); after a wake the
+ * interval doubles (up to 64K polls), since the server can only have
+ * parked again without answering if the request is not answerable yet (its
+ * lock is held).  A client that finds the server idle before posting wakes
+ * it right after posting.  A servicing thread always yields while it waits
+ * for another server, so its own server's other threads can run.
  *
- * Pacing (not in the thesis).  A spin-policy client of execute() (not a
- * servicing thread: those are scheduled by their server) calls
- * sched_yield() once every rcl_yield_every (LIBLOCK_RCL_YIELD_EVERY, 1024)
- * completed requests, after the reply, so never with a request pending.
- * Alone on its CPU the call returns at once (~0.5 us per 1024 CSs); with
- * other spinning clients on the CPU it hands the CPU over, so they take
- * turns every ~1024 CSs instead of every scheduler slice, and their CS
- * counts over short intervals stay balanced (measured: max/min 2-3x
- * without pacing at 32-64 clients on one CPU, ~1.3x with it).  The count
- * is thread-local: no shared write.
+ * Parking (not in the thesis).  The client announces itself in its slot's
+ * `parked` word and sleeps on it (futex); a request that may park carries
+ * RCL_F_WAKE, and for such requests the server's reply is:
+ *     fn := NULL (seq_cst exchange);  if parked: parked := 0 (exchange),
+ *     then futex_wake(parked)
+ * and the client's park loop is:
+ *     parked := 1 (seq_cst exchange); if fn == NULL: done;
+ *     if server idle: wake it;  futex_wait(parked, 1);  if fn == NULL: done;
+ *     repeat.
+ * No lost wake-up: the client sleeps only if futex_wait finds parked == 1.
+ * Take its last `parked := 1` (Sc) and the fn load after it (Lc), which saw
+ * the request still pending, so Lc precedes the server's fn exchange (Xs)
+ * in the seq_cst order, hence Sc precedes the server's load of parked (Ls)
+ * after Xs, and Ls reads 1 or a later write.  Later writes of `parked` are
+ * only server resets to 0 (the client writes it only in this loop).  If Ls
+ * reads 1 the server resets it and wakes: a client already queued in
+ * futex_wait is woken, one that checks later sees 0 and does not sleep.
+ * If Ls reads a 0 written after Sc, that reset (a server thread's, for
+ * this or an earlier request of the slot, which read 1 = Sc's value) is
+ * followed by its futex_wake: same two cases.  A reset or wake that
+ * arrives late, after the client has already returned or posted its next
+ * request, is a spurious wake-up or makes futex_wait return at once: the
+ * loop re-announces itself and re-checks fn, so it costs one iteration and
+ * never a sleep past the reply.  The slot's memory lives as long as the
+ * server, so a late futex_wake never touches freed memory.  The same
+ * seq_cst exchange orders the request (fn, stored before it) before the
+ * load of server->idle, which with the server's exchange of idle before
+ * its rescan (server.c) means a parked client never sleeps on a server
+ * that parked without seeing its request (Dekker; on x86 the exchanges
+ * are LOCK XCHG, full fences).  Spin-policy requests do not carry
+ * RCL_F_WAKE, so the server answers them with a plain release store, as
+ * before: parking costs the dedicated-core spin path nothing.
+ *
+ * Colocated clients.  A client that shares the server's CPU can run only
+ * while the server sleeps (its threads are SCHED_FIFO), so spinning there
+ * is useless and a server that keeps polling until its idle time-out
+ * (LIBLOCK_RCL_IDLE_US) makes every request cost that time-out.  A client
+ * is colocated when every CPU it may run on is a server CPU (found when
+ * its affinity is fitted, see fit_affinity), or when it finds the server
+ * idle-parked and sched_getcpu() is the server's CPU.  Its requests carry
+ * RCL_F_COLOC and it parks at once; a server that sees such a request
+ * parks as soon as a pass finds nothing it can answer (server.c).  A
+ * request then costs a wake-up and two context switches.
+ *
+ * Pacing (not in the thesis).  A spin or spin-then-park client of
+ * execute() (not a servicing thread: those are scheduled by their server)
+ * calls sched_yield() once every rcl_yield_every (LIBLOCK_RCL_YIELD_EVERY,
+ * 1024) completed requests, after the reply, so never with a request
+ * pending.  Alone on its CPU the call returns at once (~0.5 us per 1024
+ * CSs); with other spinning clients on the CPU it hands the CPU over, so
+ * they take turns every ~1024 CSs instead of every scheduler slice, and
+ * their CS counts over short intervals stay balanced (measured: max/min
+ * 2-3x without pacing at 32-64 clients on one CPU, ~1.3x with it).  The
+ * count is thread-local: no shared write.
  *
  * Local path (a servicing thread calling a lock of its OWN server:
  * nesting): local CAS on is_locked, sched_yield() while it is held so that
@@ -160,12 +227,14 @@ void rcl_server_cpus_changed(void) { atomic_fetch_add_explicit(&cpus_gen, 1, mem
 
 /* Keep an application thread off the server CPUs (under SCHED_FIFO a
  * thread there would get only the RT-throttling remainder): narrow its
- * affinity to its allowed CPUs minus the server CPUs, if any remain. */
+ * affinity to its allowed CPUs minus the server CPUs, if any remain.  If
+ * none remains, the thread is colocated ("Colocated clients" above). */
 static void fit_affinity(struct rcl_tls *t)
 {
     unsigned gen = atomic_load_explicit(&cpus_gen, memory_order_acquire);
     t->affinity_gen = gen;
-    if (!affinity_on || t->my_server)
+    t->coloc = 0;
+    if (t->my_server)
         return;
     cpu_set_t cur, want;
     if (pthread_getaffinity_np(pthread_self(), sizeof cur, &cur) != 0)
@@ -185,17 +254,22 @@ static void fit_affinity(struct rcl_tls *t)
     if (!removed)
         return;
     if (!left) {
-        ll_warn_once("rcl_affinity", "liblock: rcl: a client thread may run only on RCL server CPUs; it will "
-                                     "compete with the server (see docs/rcl.md)");
+        t->coloc = 1;
+        ll_warn_once("rcl_affinity", "liblock: rcl: a client thread may run only on RCL server CPUs; each of its "
+                                     "requests costs a wake-up and two context switches (see docs/rcl.md)");
         return;
     }
-    pthread_setaffinity_np(pthread_self(), sizeof want, &want);
+    if (affinity_on)
+        pthread_setaffinity_np(pthread_self(), sizeof want, &want);
 }
 
-/* Slow part of getting this thread's slot index: allocate the id, register
- * the exit hook, fit the affinity.  Returns the index or -1 (EAGAIN/ENOMEM). */
+/* Slow part of getting this thread's slot index: fit the affinity,
+ * allocate the id, register the exit hook.  Returns the index or -1
+ * (EAGAIN: every id is taken; ENOMEM). */
 static __attribute__((noinline)) int client_slow(struct rcl_tls *t)
 {
+    if (t->affinity_gen != atomic_load_explicit(&cpus_gen, memory_order_acquire))
+        fit_affinity(t);
     if (t->id == 0) {
         ll_thread_t *self = ll_self();
         if (!self) {
@@ -204,8 +278,9 @@ static __attribute__((noinline)) int client_slow(struct rcl_tls *t)
         }
         int id = id_alloc();
         if (id < 0) {
-            ll_warn_once("rcl_slots", "liblock: rcl: all %u client slots are in use; the request fails with EAGAIN "
-                                      "(raise LIBLOCK_RCL_SLOTS)",
+            ll_warn_once("rcl_slots", "liblock: rcl: all %u client slots are in use: liblock_execute fails with "
+                                      "EAGAIN, lock/unlock go through a shared overflow slot, slower (raise "
+                                      "LIBLOCK_RCL_SLOTS)",
                          ids_cap);
             errno = EAGAIN;
             return -1;
@@ -215,8 +290,6 @@ static __attribute__((noinline)) int client_slow(struct rcl_tls *t)
         t->hook.arg = NULL;
         ll_thread_on_exit(self, &t->hook);
     }
-    if (t->affinity_gen != atomic_load_explicit(&cpus_gen, memory_order_acquire))
-        fit_affinity(t);
     return t->id - 1;
 }
 
@@ -236,36 +309,138 @@ int rcl_client_id(void) { return client_index(); }
  * then yield (spin policy only; yield always yields). */
 #define RCL_WAIT_LOCK (LIBLOCK_WAIT__COUNT + 1)
 
+/* Sleep until the reply is in (see "Parking" above). */
+static __attribute__((noinline)) void park_reply(struct rcl_server *s, struct rcl_slot *r)
+{
+    for (;;) {
+        /* a seq_cst RMW: a full fence, so the request (fn) is visible
+         * before `idle` is read and `parked` before fn is re-read */
+        atomic_exchange_explicit(&r->parked, 1, memory_order_seq_cst);
+        if (atomic_load_explicit(&r->fn, memory_order_seq_cst) == NULL)
+            return;
+        if (atomic_load_explicit(&s->idle, memory_order_seq_cst))
+            rcl_wake_idle(s);
+        ll_futex_wait(&r->parked, 1, NULL);
+        if (atomic_load_explicit(&r->fn, memory_order_acquire) == NULL)
+            return;
+    }
+}
+
 static inline void wait_reply(struct rcl_server *s, struct rcl_slot *r, int policy)
 {
-    unsigned n = 0;
+    if (LL_UNLIKELY(policy == LIBLOCK_WAIT_PARK)) {
+        park_reply(s, r);
+        return;
+    }
+    unsigned n = 0, idle_mask = 63;
+    uint64_t start = 0;
     while (atomic_load_explicit(&r->fn, memory_order_acquire) != NULL) {
         if (policy == LIBLOCK_WAIT_YIELD || (policy == RCL_WAIT_LOCK && n >= 1024))
             ll_yield();
         else
             ll_pause();
-        if (LL_UNLIKELY((++n & 63) == 0) && atomic_load_explicit(&s->idle, memory_order_relaxed))
-            rcl_wake_idle(s);
+        if (LL_UNLIKELY((++n & idle_mask) == 0)) {
+            if (atomic_load_explicit(&s->idle, memory_order_relaxed)) {
+                rcl_wake_idle(s);
+                /* waking it again at once would only help if it parked
+                 * without seeing this request (a held lock): back off */
+                if (idle_mask < 0xffff)
+                    idle_mask = idle_mask * 2 + 1;
+            }
+            if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
+                uint64_t now = ll_cycles();
+                if (!start) {
+                    start = now; /* the first 64 polls are not timed: no rdtsc on the fast path */
+                } else if (now - start > ll_spin_budget_cycles()) {
+                    park_reply(s, r);
+                    return;
+                }
+            }
+        }
     }
 }
 
-/* Post a request and wait for it; returns the slot (for ret), or NULL with
- * errno = EAGAIN when no client id is available. */
+/* Post a request in slot r and wait for the reply. */
+static inline void submit(struct rcl_server *s, struct rcl_slot *r, struct rcl_lock *lk, rcl_fn fn, void *ctx,
+                          int policy)
+{
+    struct rcl_tls *t = &rcl_tls;
+    uint32_t flags = 0;
+    int woke = 0;
+    if (LL_UNLIKELY(t->my_server != NULL)) {
+        policy = LIBLOCK_WAIT_YIELD; /* a servicing thread: let its own server's threads run */
+    } else {
+        if (fn == RCL_OP_LOCK && policy == LIBLOCK_WAIT_SPIN)
+            policy = RCL_WAIT_LOCK;
+        if (LL_UNLIKELY(t->coloc) || LL_UNLIKELY(atomic_load_explicit(&s->idle, memory_order_relaxed))) {
+            /* the server sleeps (or cannot run while we do): wake it right
+             * after posting; if we share its CPU, sleep until the reply */
+            woke = 1;
+            if (t->coloc || ll_current_cpu() == s->cpu) {
+                flags = RCL_F_COLOC;
+                policy = LIBLOCK_WAIT_PARK;
+            }
+        }
+        if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK || policy == LIBLOCK_WAIT_PARK)
+            flags |= RCL_F_WAKE;
+    }
+    r->lock = lk;
+    r->ctx = ctx;
+    r->flags = flags;
+    atomic_store_explicit(&r->fn, fn, memory_order_release);
+    if (LL_UNLIKELY(woke))
+        rcl_wake_idle(s);
+    wait_reply(s, r, policy);
+}
+
+/* Post a request in this thread's slot and wait for it; returns the slot
+ * (for ret), or NULL with errno = EAGAIN when no client id is available. */
 static inline struct rcl_slot *post(struct rcl_server *s, struct rcl_lock *lk, rcl_fn fn, void *ctx, int policy)
 {
     int id = client_index();
     if (LL_UNLIKELY(id < 0))
         return NULL;
     struct rcl_slot *r = &s->slots[id];
-    r->lock = lk;
-    r->ctx = ctx;
-    atomic_store_explicit(&r->fn, fn, memory_order_release);
-    if (LL_UNLIKELY(rcl_tls.my_server != NULL))
-        policy = LIBLOCK_WAIT_YIELD;
-    else if (fn == RCL_OP_LOCK && policy == LIBLOCK_WAIT_SPIN)
-        policy = RCL_WAIT_LOCK;
-    wait_reply(s, r, policy);
+    submit(s, r, lk, fn, ctx, policy);
     return r;
+}
+
+/* A TRYLOCK or UNLOCK request through the server's overflow slot, for a
+ * thread without a client id ("Client ids" above).  Both are answered at
+ * once, so the slot is held for one round trip.  Returns 0 or EBUSY. */
+static int ovf_request(struct rcl_server *s, struct rcl_lock *lk, rcl_fn fn, int policy)
+{
+    pthread_mutex_lock(&s->ovf_mutex);
+    struct rcl_slot *r = &s->slots[s->nslots - 1];
+    submit(s, r, lk, fn, NULL, policy);
+    int ret = (int)(intptr_t)r->ret;
+    pthread_mutex_unlock(&s->ovf_mutex);
+    return ret;
+}
+
+/* liblock_lock without a client id: TRYLOCK through the overflow slot until
+ * it succeeds, waiting between tries (holding nothing) until the lock looks
+ * free: a few polls, a few yields, then sleeps of 1 us doubling to 1 ms.
+ * Reading is_locked from a client is harmless (clients never WRITE it). */
+static int ovf_lock(struct rcl_server *s, struct rcl_lock *lk, int policy)
+{
+    for (;;) {
+        if (ovf_request(s, lk, RCL_OP_TRYLOCK, policy) == 0)
+            return 0;
+        uint64_t ns = 1000;
+        for (unsigned n = 0; atomic_load_explicit(&lk->is_locked, memory_order_relaxed); n++) {
+            if (n < 64 && policy != LIBLOCK_WAIT_PARK && !rcl_tls.coloc) {
+                ll_pause();
+            } else if (n < 72) {
+                ll_yield();
+            } else {
+                struct timespec d = {0, (long)ns};
+                nanosleep(&d, NULL);
+                if (ns < 1000000)
+                    ns *= 2;
+            }
+        }
+    }
 }
 
 static int held_locally(struct rcl_tls *t, struct rcl_lock *lk)
@@ -284,7 +459,9 @@ static void local_acquire(struct rcl_server *s, struct rcl_lock *lk)
 
 void *rcl_execute(liblock_t *l, void *(*cs)(void *), void *arg)
 {
-    struct rcl_server *s = l->_aux;
+    struct rcl_server *s = rcl_server_of_lock(l);
+    if (LL_UNLIKELY(!s))
+        return NULL;
     struct rcl_lock *lk = l->_state;
     struct rcl_tls *t = &rcl_tls;
     if (LL_UNLIKELY(t->my_server == s)) {
@@ -320,7 +497,7 @@ void *rcl_execute(liblock_t *l, void *(*cs)(void *), void *arg)
     /* Pacing of spinning clients (see "Pacing" above): every
      * rcl_yield_every completed requests, give the CPU to another runnable
      * thread, if there is one. */
-    if (policy == LIBLOCK_WAIT_SPIN && LL_UNLIKELY(++t->since_yield >= rcl_yield_every) && !t->my_server) {
+    if (policy != LIBLOCK_WAIT_YIELD && LL_UNLIKELY(++t->since_yield >= rcl_yield_every) && !t->my_server) {
         t->since_yield = 0;
         ll_yield();
     }
@@ -330,7 +507,9 @@ void *rcl_execute(liblock_t *l, void *(*cs)(void *), void *arg)
 int rcl_lock_lock(liblock_t *l, void *node)
 {
     (void)node;
-    struct rcl_server *s = l->_aux;
+    struct rcl_server *s = rcl_server_of_lock(l);
+    if (LL_UNLIKELY(!s))
+        return errno;
     struct rcl_lock *lk = l->_state;
     struct rcl_tls *t = &rcl_tls;
     if (t->my_server == s) {
@@ -339,8 +518,11 @@ int rcl_lock_lock(liblock_t *l, void *node)
         local_acquire(s, lk);
         return 0;
     }
-    if (!post(s, lk, RCL_OP_LOCK, NULL, l->_wait))
-        return errno;
+    if (LL_UNLIKELY(!post(s, lk, RCL_OP_LOCK, NULL, l->_wait))) {
+        if (errno != EAGAIN)
+            return errno;
+        ovf_lock(s, lk, l->_wait); /* no client id: never fails for want of one */
+    }
     t->napi_held++;
     return 0;
 }
@@ -348,15 +530,21 @@ int rcl_lock_lock(liblock_t *l, void *node)
 int rcl_lock_trylock(liblock_t *l, void *node)
 {
     (void)node;
-    struct rcl_server *s = l->_aux;
+    struct rcl_server *s = rcl_server_of_lock(l);
+    if (LL_UNLIKELY(!s))
+        return errno;
     struct rcl_lock *lk = l->_state;
     struct rcl_tls *t = &rcl_tls;
     if (t->my_server == s)
         return rcl_cas(s, &lk->is_locked, 0, 1) ? 0 : EBUSY;
+    int ret;
     struct rcl_slot *r = post(s, lk, RCL_OP_TRYLOCK, NULL, l->_wait);
-    if (!r)
+    if (LL_LIKELY(r != NULL))
+        ret = (int)(intptr_t)r->ret;
+    else if (errno == EAGAIN)
+        ret = ovf_request(s, lk, RCL_OP_TRYLOCK, l->_wait);
+    else
         return errno;
-    int ret = (int)(intptr_t)r->ret;
     if (ret == 0)
         t->napi_held++;
     return ret;
@@ -365,19 +553,28 @@ int rcl_lock_trylock(liblock_t *l, void *node)
 int rcl_lock_unlock(liblock_t *l, void *node)
 {
     (void)node;
-    struct rcl_server *s = l->_aux;
+    struct rcl_server *s = __atomic_load_n((struct rcl_server **)&l->_aux, __ATOMIC_ACQUIRE);
+    if (LL_UNLIKELY(!s))
+        return EPERM; /* never used, so not locked */
     struct rcl_lock *lk = l->_state;
     struct rcl_tls *t = &rcl_tls;
     if (t->my_server == s) {
         atomic_store_explicit(&lk->is_locked, 0, memory_order_release);
         return 0;
     }
-    /* The caller got its slot when it locked, so this cannot fail for want
-     * of an id. */
-    if (!post(s, lk, RCL_OP_UNLOCK, NULL, l->_wait))
-        return errno;
+    if (LL_UNLIKELY(!post(s, lk, RCL_OP_UNLOCK, NULL, l->_wait))) {
+        if (errno != EAGAIN)
+            return errno;
+        ovf_request(s, lk, RCL_OP_UNLOCK, l->_wait); /* locked through the overflow slot */
+    }
     t->napi_held--;
     return 0;
+}
+
+/* The server of a lock that is bound (held or used), without binding. */
+static inline struct rcl_server *bound_server(liblock_t *l)
+{
+    return __atomic_load_n((struct rcl_server **)&l->_aux, __ATOMIC_ACQUIRE);
 }
 
 int rcl_cond_release(liblock_t *l)
@@ -391,7 +588,7 @@ int rcl_cond_release(liblock_t *l)
         return r;
     }
     struct rcl_lock *lk = l->_state;
-    if (t->my_server == l->_aux && held_locally(t, lk)) {
+    if (t->my_server && t->my_server == bound_server(l) && held_locally(t, lk)) {
         t->cond_mode = 2;
         atomic_store_explicit(&lk->is_locked, 0, memory_order_release);
         return 0;
@@ -407,7 +604,7 @@ int rcl_cond_reacquire(liblock_t *l)
     if (mode == 1)
         return ll_api_lock(l);
     if (mode == 2) {
-        local_acquire(l->_aux, l->_state);
+        local_acquire(bound_server(l), l->_state);
         return 0;
     }
     return EPERM;
@@ -415,12 +612,49 @@ int rcl_cond_reacquire(liblock_t *l)
 
 int rcl_thread_register(liblock_t *l)
 {
-    if (rcl_tls.my_server == l->_aux)
+    struct rcl_server *s = rcl_server_of_lock(l);
+    if (!s)
+        return errno;
+    if (rcl_tls.my_server == s)
         return 0;
     return rcl_client_id() < 0 ? errno : 0;
 }
 
-/* ---- lock life cycle ------------------------------------------------------------ */
+/* ---- lock life cycle ------------------------------------------------------------
+ * A lock given a server (liblock_attr_setserver) is bound to it at init.
+ * Otherwise it is bound on first use (any request, liblock_thread_register
+ * or liblock_server_of) to a default server, which is started then if
+ * needed: initialising locks starts nothing, so a process that never
+ * locks (a shell under the interposer) never has a server.  Racing first
+ * users each bind (count the lock on) a server, one CAS on l->_aux wins,
+ * the others unbind theirs.  _aux changes only NULL -> server; every
+ * reader loads it with acquire, so the server record is seen initialised. */
+struct rcl_server *rcl_lock_bind(liblock_t *l)
+{
+    struct rcl_server *s = NULL;
+    for (int tries = 0; tries < 4 && !s; tries++) {
+        s = rcl_default_server();
+        if (!s) {
+            if (!errno)
+                errno = EAGAIN;
+            return NULL;
+        }
+        if (rcl_server_bind(s) != 0)
+            s = NULL; /* stopped meanwhile: get it again */
+    }
+    if (!s) {
+        errno = EAGAIN;
+        return NULL;
+    }
+    struct rcl_server *cur = NULL;
+    if (!__atomic_compare_exchange_n((struct rcl_server **)&l->_aux, &cur, s, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        rcl_server_unbind(s); /* another thread bound it first */
+        return cur;
+    }
+    return s;
+}
+
 int rcl_lock_init(liblock_t *l, const liblock_attr_t *attr)
 {
     struct rcl_server *s = attr ? attr->_server : NULL;
@@ -428,22 +662,10 @@ int rcl_lock_init(liblock_t *l, const liblock_attr_t *attr)
         int r = rcl_server_bind(s);
         if (r)
             return r;
-    } else {
-        for (int tries = 0; tries < 4; tries++) {
-            s = rcl_default_server();
-            if (!s)
-                return errno ? errno : EAGAIN;
-            if (rcl_server_bind(s) == 0)
-                break;
-            s = NULL; /* stopped meanwhile: get it again */
-        }
-        if (!s)
-            return EAGAIN;
     }
     struct rcl_lock *lk = l->_state;
-    lk->server = s;
     atomic_store_explicit(&lk->is_locked, 0, memory_order_relaxed);
-    l->_aux = s;
+    l->_aux = s; /* NULL: bound on first use */
     return 0;
 }
 
@@ -452,6 +674,8 @@ int rcl_lock_destroy(liblock_t *l)
     struct rcl_lock *lk = l->_state;
     if (atomic_load_explicit(&lk->is_locked, memory_order_acquire))
         return EBUSY;
-    rcl_server_unbind(l->_aux);
+    struct rcl_server *s = bound_server(l);
+    if (s)
+        rcl_server_unbind(s);
     return 0;
 }

@@ -12,22 +12,30 @@
 /* The public opaque liblock_server_t is the runtime's server record. */
 #define rcl_server liblock_server
 
-#define RCL_MAX_HELD 16
-#define RCL_ELECT_MAX 1024 /* upper bound of LIBLOCK_RCL_MAX_THREADS */ /* locks a servicing thread can hold at once (nesting depth) */
+#define RCL_MAX_HELD 16    /* locks a servicing thread can hold at once (nesting depth) */
+#define RCL_ELECT_MAX 1024 /* upper bound of LIBLOCK_RCL_MAX_THREADS */
 
 typedef void *(*rcl_fn)(void *);
 
 /* One request slot = one cache line, written by one client, served by the
  * server.  fn is written last by the client (release) and cleared by the
- * server (release) after it has stored ret: request and reply share a line. */
+ * server (release) after it has stored ret: request and reply share a line.
+ * flags is written by the client before fn and read by the server while fn
+ * is set.  parked is the client's futex word while it sleeps for its reply
+ * (client.c "Parking"); the server resets it and wakes the client. */
 struct rcl_slot {
     _Atomic(rcl_fn) fn;       /* NULL = no request; else the CS or an RCL_OP_* marker */
     void *ctx;                /* argument of fn */
     struct rcl_lock *lock;    /* the lock the request is for */
     void *ret;                /* fn's return value (or an errno for trylock) */
-    char pad[LL_CACHELINE - 4 * sizeof(void *)];
+    _Atomic uint32_t parked;  /* 1: the client sleeps (or is about to) until the reply */
+    uint32_t flags;           /* RCL_F_* of the pending request */
+    char pad[LL_CACHELINE - 4 * sizeof(void *) - 2 * sizeof(uint32_t)];
 } __attribute__((aligned(LL_CACHELINE)));
 _Static_assert(sizeof(struct rcl_slot) == LL_CACHELINE, "slot must be one line");
+
+#define RCL_F_WAKE 1u  /* the client may park: the reply is an RMW followed by a check of `parked` */
+#define RCL_F_COLOC 2u /* the client shares the server's CPU: the server parks as soon as it is idle */
 
 /* Markers for the lock/trylock/unlock requests of liblock_lock & co. */
 extern char rcl_op_markers[4];
@@ -37,12 +45,12 @@ extern char rcl_op_markers[4];
 static inline int rcl_is_op(rcl_fn f) { return (uintptr_t)(void *)f - (uintptr_t)rcl_op_markers < 4; }
 
 /* Per-lock state (liblock_t._state).  is_locked is written only by threads
- * bound to the server's CPU (see server.c); `server` is also in l->_aux so
- * that clients never read this line, which the server writes twice per CS. */
+ * bound to the server's CPU (see server.c); the server is in l->_aux
+ * (client.c, "lock life cycle"), so that clients never read this line,
+ * which the server writes twice per CS. */
 struct rcl_lock {
     _Atomic uint32_t is_locked;
     uint32_t pad0;
-    struct rcl_server *server;
 };
 
 /* A servicing thread. */
@@ -68,7 +76,7 @@ struct rcl_stats_ctr {
 struct rcl_server {
     /* read-mostly (clients and server) */
     LL_ALIGNED struct rcl_slot *slots;
-    unsigned nslots;
+    unsigned nslots;     /* client slots + 1: slots[nslots - 1] is the overflow slot */
     int cpu;
     int node;
     int degraded;    /* no SCHED_FIFO: CFS policies, no forced elections */
@@ -77,12 +85,14 @@ struct rcl_server {
 
     /* written by clients to wake an idle-parked server; written by the server on park */
     LL_ALIGNED _Atomic uint32_t idle;
+    _Atomic uint32_t dormant;    /* no threads (fork child): the first client starts them (server.c) */
 
     /* written only by threads on the server CPU */
     LL_ALIGNED _Atomic uint32_t is_alive;
     _Atomic int32_t n_free;      /* servicing threads not executing a CS */
     _Atomic int32_t n_servicing; /* threads in the pool (free + busy) */
     _Atomic uint64_t timestamp;  /* bumped by the manager at each wake-up */
+    _Atomic uint32_t coloc_recent; /* a request of a client on this CPU was seen since the last park */
     _Atomic uint32_t *busy;      /* per slot: claimed by a servicing thread */
     struct rcl_stats_ctr st;
 
@@ -99,13 +109,15 @@ struct rcl_server {
     _Atomic uint32_t backup_req;  /* the backup asks the manager for a free thread */
     _Atomic uint32_t stopping;
     _Atomic long nlocks;          /* RCL locks bound to this server */
+    pthread_mutex_t ovf_mutex;    /* one user of the overflow slot at a time (client.c) */
     uint64_t tick_ns, idle_cycles;
+    uint64_t share_cycles;        /* a busy servicing thread yields after this long (0 = never) */
     struct rcl_server *next_all;  /* list of every started server */
 };
 
 /* server.c */
 struct rcl_server *rcl_default_server(void);          /* start on first use; NULL + errno */
-void rcl_wake_idle(struct rcl_server *s);              /* a client found the server idle-parked */
+void rcl_wake_idle(struct rcl_server *s);              /* a client found the server idle-parked (or dormant) */
 int rcl_server_bind(struct rcl_server *s);             /* count a lock on a running server; EINVAL */
 void rcl_server_unbind(struct rcl_server *s);
 
@@ -120,6 +132,7 @@ struct rcl_tls {
     int nheld;
     int cond_mode;                /* how cond_release released: 1 api hold, 2 local held */
     unsigned since_yield;         /* spin requests completed since this thread last yielded */
+    int coloc;                    /* every CPU this thread may run on is a server CPU */
     struct ll_exit_hook hook;
 };
 extern __thread struct rcl_tls rcl_tls __attribute__((tls_model("initial-exec")));
@@ -144,6 +157,17 @@ void *rcl_execute(liblock_t *l, void *(*cs)(void *), void *arg);
 int rcl_cond_release(liblock_t *l);
 int rcl_cond_reacquire(liblock_t *l);
 int rcl_thread_register(liblock_t *l);
+struct rcl_server *rcl_lock_bind(liblock_t *l);       /* bind to a default server on first use; NULL + errno */
+extern const struct ll_ops ll_ops_rcl;
+
+/* The server of an RCL lock, binding it on first use (client.c). */
+static inline struct rcl_server *rcl_server_of_lock(liblock_t *l)
+{
+    struct rcl_server *s = __atomic_load_n((struct rcl_server **)&l->_aux, __ATOMIC_ACQUIRE);
+    if (LL_LIKELY(s != NULL))
+        return s;
+    return rcl_lock_bind(l);
+}
 
 /* server-CPU operations: local when the server's threads are all bound */
 static inline bool rcl_cas(const struct rcl_server *s, _Atomic uint32_t *p, uint32_t e, uint32_t d)

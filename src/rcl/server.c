@@ -48,14 +48,19 @@
  *
  * ---- Request slots ------------------------------------------------------
  * One array of LIBLOCK_RCL_SLOTS (default 4096 = 256 KB) one-line slots per
- * server, on the server's NUMA node.  Slot i belongs to client id i (ids are
- * shared by all servers, allocated on a thread's first request, reused after
- * it exits; client.c).  Client: write lock, ctx, then fn (release).  Server:
- * read fn (acquire); run; write ret, then clear fn (release); the client's
- * acquire load of fn == NULL makes ret and the CS's effects visible.  The
- * scan stops at the id watermark (1 + highest id in use).  After a scan
- * that found nothing the servicing thread pauses once (serve_loop), so an
- * idle server does not flood the clients' lines with reads.
+ * server, plus one overflow slot, on the server's NUMA node.  Slot i belongs
+ * to client id i (ids are shared by all servers, allocated on a thread's
+ * first request, reused after it exits; client.c); the overflow slot is
+ * shared, under ovf_mutex, by threads that found every id taken (TRYLOCK
+ * and UNLOCK requests only; client.c, "Client ids").  Client: write lock,
+ * ctx, flags, then fn (release).  Server: read fn (acquire); run; write
+ * ret, then clear fn (release; for a client that may park, a seq_cst
+ * exchange followed by the wake-up check of reply(): client.c, "Parking");
+ * the client's acquire load of fn == NULL makes ret and the CS's effects
+ * visible.  The scan stops at the id watermark (1 + highest id in use),
+ * then looks at the overflow slot.  After a scan that found nothing the
+ * servicing thread pauses once (serve_loop), so an idle server does not
+ * flood the clients' lines with reads.
  *
  * ---- Invariants and the argument for local atomics ----------------------
  * (I1) lock->is_locked, server->busy[], n_free, n_servicing, is_alive,
@@ -85,26 +90,57 @@
  *      threads preempt one another: page faults, the manager's elections).
  *      The claim lives in a server-private array, not in the client's line,
  *      so it costs no coherence traffic.
- * (I4) Completion order: ret, fn = NULL, then is_locked = 0, then busy = 0.
+ * (I4) Completion order: ret, fn = NULL, then is_locked = 0, then busy = 0,
+ *      then (a client that parked) the futex wake of its slot.
  *      A CS's effects are released to the next holder of L by the release
  *      store of is_locked (acquired by the next CAS on the same CPU), and to
- *      the client by the release store of fn.
+ *      the client by the release store (or seq_cst exchange) of fn.
  *
  * ---- Idle parking ---------------------------------------------------------
  * Not in the thesis: so that an unused server does not keep a SCHED_FIFO
- * thread spinning, a lone servicing thread that found no request for
- * LIBLOCK_RCL_IDLE_US (default 5 ms; 0 = never) swaps server->idle to 1
- * (a full fence), rescans the array, and sleeps on the idle futex if it
- * is still empty.  A waiting client checks server->idle every 64 polls and,
- * if set, swaps it to 0 and wakes the futex.  No lost wake-up: either the
- * rescan (after the fence) sees the client's request, or the client, which
- * keeps polling until served, eventually loads idle == 1.  The manager and
+ * thread spinning, a lone servicing thread whose passes answered nothing
+ * for LIBLOCK_RCL_IDLE_US (default 5 ms; 0 = never) swaps server->idle to
+ * 1 (a full fence), rescans the array, and sleeps on the idle futex if no
+ * request there can be answered now (any_servable: pending requests whose
+ * lock is held by a client's lock/unlock section wait for that client's
+ * UNLOCK, a new request).  A polling client checks server->idle every 64
+ * polls (and before posting) and, if set, swaps it to 0 and wakes the
+ * futex; a parking client checks it after its full fence (client.c).  No
+ * lost wake-up: either the rescan (after the fence) sees the client's
+ * request, or the client, which keeps polling until served or checks
+ * after its own fence before it sleeps, loads idle == 1.  The manager and
  * backup sleep on the same futex while the server is idle.
  *
- * Waiting policies (client side, client.c): spin (pause loop on fn) and
- * yield (sched_yield between polls, for oversubscribed programs, thesis
- * section 5.3.5.3).  Servicing threads waiting for another server's reply
- * always yield, so their own server's other threads can run.
+ * With a client on the server's CPU (a request flagged RCL_F_COLOC was seen
+ * since the last park: coloc_recent) the servicing thread parks as soon as
+ * a pass answers nothing, not after the time-out: that client runs only
+ * while the server sleeps (client.c, "Colocated clients").
+ *
+ * A DORMANT server (the child of a fork, see "fork()" below) has no
+ * threads and `idle` set, so the first client that needs it calls
+ * rcl_wake_idle, which creates its threads (revive) instead of waking them.
+ *
+ * Waiting policies (client side, client.c): spin, spin-then-park (the
+ * default), park and yield.  Servicing threads waiting for another
+ * server's reply always yield, so their own server's other threads can run.
+ *
+ * ---- Sharing the CPU --------------------------------------------------------
+ * Servers of different processes on one CPU (a forked child's, or another
+ * program's) run at the same SCHED_FIFO priority, and FIFO never takes the
+ * CPU from a running thread for one of equal priority: without help, a busy
+ * server would keep the other waiting until it idle-parks (5 ms), and
+ * their managers' elections would reorder them only every tick (~10 ms
+ * latency spikes were measured).  So a servicing thread calls sched_yield()
+ * once it has run for LIBLOCK_RCL_SHARE_US (default 200 us; 0 = never)
+ * since its last yield (checked every 64 passes): the other process's
+ * server gets the CPU for its own slice, and when nothing else of that
+ * priority is runnable the call returns at once (~0.5 us per 200 us).
+ *
+ * ---- Process exit ---------------------------------------------------------
+ * Servers are never stopped at exit: destructors and atexit handlers that
+ * run after liblock's destructor, and threads still running while another
+ * thread calls exit(), may still lock; their requests are served until the
+ * process ends (rcl_at_exit only prints statistics).
  */
 #include "rcl.h"
 
@@ -120,9 +156,12 @@ char rcl_op_markers[4];
 /* ThreadSanitizer's runtime takes internal locks and busy-waits (for
  * example in its pthread_create interceptor) without regard to priorities;
  * under SCHED_FIFO on one CPU a higher-priority server thread can then spin
- * for ever waiting for a lower-priority one.  TSan builds therefore run
- * servers in degraded mode unless LIBLOCK_RCL_DEGRADED=0. */
-#if defined(__SANITIZE_THREAD__)
+ * for ever waiting for a lower-priority one.  AddressSanitizer's allocator
+ * does the same (seen: the exiting manager, priority P+1, draining its
+ * quarantine spins with sched_yield on an allocator spin lock held by a
+ * servicing thread, priority P, which never runs again).  Sanitizer builds
+ * therefore run servers in degraded mode unless LIBLOCK_RCL_DEGRADED=0. */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define RCL_DEGRADED_DEFAULT 1
 #else
 #define RCL_DEGRADED_DEFAULT 0
@@ -140,6 +179,32 @@ static void unclaim(struct rcl_server *s, unsigned i)
     atomic_store_explicit(&s->busy[i], 0, memory_order_release);
 }
 
+/* Answer the request in r: store ret, clear fn.  A client that may park
+ * (RCL_F_WAKE) is then looked for: clear fn with a full fence (seq_cst
+ * RMW), read `parked`, and if the client announced itself, reset the word
+ * and return 1: the caller must futex-wake &r->parked (after its own
+ * bookkeeping, so the system call delays no one else).  Argument in
+ * client.c, "Parking".  flags is read before fn is cleared: after that the
+ * slot belongs to the client again. */
+static inline int reply(struct rcl_slot *r, void *ret)
+{
+    uint32_t flags = r->flags;
+    r->ret = ret;
+    if (LL_LIKELY(!(flags & RCL_F_WAKE))) {
+        atomic_store_explicit(&r->fn, NULL, memory_order_release);
+        return 0;
+    }
+    atomic_exchange_explicit(&r->fn, NULL, memory_order_seq_cst);
+    return atomic_load_explicit(&r->parked, memory_order_seq_cst) != 0 &&
+           atomic_exchange_explicit(&r->parked, 0, memory_order_seq_cst) != 0;
+}
+
+static inline void note_coloc(struct rcl_server *s, const struct rcl_slot *r)
+{
+    if (LL_UNLIKELY(r->flags & RCL_F_COLOC) && !atomic_load_explicit(&s->coloc_recent, memory_order_relaxed))
+        atomic_store_explicit(&s->coloc_recent, 1, memory_order_relaxed);
+}
+
 /* Serve slot i if possible; returns the lock of the CS it ran, or NULL
  * (then *ops is incremented if it answered a lock/trylock/unlock request). */
 static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, unsigned i, unsigned *ops)
@@ -152,22 +217,25 @@ static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, 
         unclaim(s, i);
         return NULL;
     }
+    note_coloc(s, r);
     struct rcl_lock *lk = r->lock;
+    int wake;
     if (LL_UNLIKELY(rcl_is_op(f))) {
         if (f == RCL_OP_UNLOCK) {
             atomic_store_explicit(&lk->is_locked, 0, memory_order_release);
-            r->ret = NULL;
+            wake = reply(r, NULL);
         } else if (rcl_cas(s, &lk->is_locked, 0, 1)) {
-            r->ret = NULL; /* LOCK or TRYLOCK granted: is_locked stays 1 for the client */
+            wake = reply(r, NULL); /* LOCK or TRYLOCK granted: is_locked stays 1 for the client */
         } else if (f == RCL_OP_TRYLOCK) {
-            r->ret = (void *)(intptr_t)EBUSY;
+            wake = reply(r, (void *)(intptr_t)EBUSY);
         } else {
             rcl_add(s, &s->st.skipped_held, 1); /* LOCK: stays pending */
             unclaim(s, i);
             return NULL;
         }
-        atomic_store_explicit(&r->fn, NULL, memory_order_release);
         unclaim(s, i);
+        if (wake)
+            ll_futex_wake(&r->parked, 1);
         rcl_add(s, &s->st.lock_ops, 1);
         (*ops)++;
         return NULL;
@@ -184,26 +252,30 @@ static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, 
     t->held[t->nheld++] = lk;
     void *ret = f(r->ctx);
     /* reply first: the bookkeeping below is off the client's critical path */
-    r->ret = ret;
-    atomic_store_explicit(&r->fn, NULL, memory_order_release);
+    wake = reply(r, ret);
     t->nheld--;
     rcl_add32(s, &s->n_free, 1);
     atomic_store_explicit(&me->in_cs, 0, memory_order_relaxed);
     atomic_store_explicit(&lk->is_locked, 0, memory_order_release);
     unclaim(s, i);
+    if (wake)
+        ll_futex_wake(&r->parked, 1);
     return lk;
 }
 
 /* One scan of the request array; returns the number of requests answered. */
 static unsigned serve_pass(struct rcl_server *s, struct rcl_sthread *me)
 {
+    unsigned ovf = s->nslots - 1;
     unsigned n = rcl_client_watermark();
-    if (n > s->nslots)
-        n = s->nslots;
+    if (n > ovf)
+        n = ovf;
     struct rcl_slot *slots = s->slots;
     unsigned done = 0, ndistinct = 0, ops = 0;
     struct rcl_lock *seen[4];
-    for (unsigned i = 0; i < n; i++) {
+    for (unsigned i = 0; i <= n; i++) {
+        if (LL_UNLIKELY(i == n))
+            i = ovf; /* the overflow slot, last (client.c, "Client ids") */
         if (LL_LIKELY(atomic_load_explicit(&slots[i].fn, memory_order_relaxed) == NULL))
             continue;
         struct rcl_lock *lk = serve_one(s, me, i, &ops);
@@ -231,35 +303,56 @@ static unsigned serve_pass(struct rcl_server *s, struct rcl_sthread *me)
     return done + ops;
 }
 
-static int any_pending(struct rcl_server *s)
+/* Is a request pending that a pass could answer now?  Requests for a lock
+ * that is held (a LOCK request or a CS waiting for a client's lock/unlock
+ * section) are not: what frees the lock is a new request (UNLOCK), which
+ * wakes the server ("Idle parking").  A lock can also be held by another
+ * servicing thread, but then n_servicing > 1 and the server does not park. */
+static int any_servable(struct rcl_server *s)
 {
+    unsigned ovf = s->nslots - 1;
     unsigned n = rcl_client_watermark();
-    if (n > s->nslots)
-        n = s->nslots;
-    for (unsigned i = 0; i < n; i++)
-        if (atomic_load_explicit(&s->slots[i].fn, memory_order_acquire))
+    if (n > ovf)
+        n = ovf;
+    for (unsigned i = 0; i <= n; i++) {
+        unsigned k = i == n ? ovf : i;
+        struct rcl_slot *r = &s->slots[k];
+        rcl_fn f = atomic_load_explicit(&r->fn, memory_order_acquire);
+        if (!f)
+            continue;
+        if (f == RCL_OP_UNLOCK || f == RCL_OP_TRYLOCK ||
+            !atomic_load_explicit(&r->lock->is_locked, memory_order_relaxed))
             return 1;
+    }
     return 0;
 }
 
+static void revive(struct rcl_server *s);
+
 void rcl_wake_idle(struct rcl_server *s)
 {
+    if (LL_UNLIKELY(atomic_load_explicit(&s->dormant, memory_order_acquire))) {
+        revive(s);
+        return;
+    }
     if (atomic_exchange_explicit(&s->idle, 0, memory_order_acq_rel))
         ll_futex_wake(&s->idle, 1 << 30);
 }
 
-/* The lone servicing thread found nothing to do for a while: sleep until a
- * client (or stop) wakes the server.  See "Idle parking" above. */
+/* The lone servicing thread found nothing to do for a while (or, with a
+ * client on this CPU, at all): sleep until a client (or stop) wakes the
+ * server.  See "Idle parking" above. */
 static void idle_park(struct rcl_server *s)
 {
     /* a seq_cst exchange: a full fence on x86, so the rescan below reads
      * the slots after idle = 1 is visible */
     atomic_exchange_explicit(&s->idle, 1, memory_order_seq_cst);
-    if (any_pending(s) || atomic_load_explicit(&s->stopping, memory_order_acquire) ||
+    if (any_servable(s) || atomic_load_explicit(&s->stopping, memory_order_acquire) ||
         atomic_load_explicit(&s->n_servicing, memory_order_relaxed) > 1) {
         rcl_wake_idle(s);
         return;
     }
+    atomic_store_explicit(&s->coloc_recent, 0, memory_order_relaxed);
     rcl_add(s, &s->st.idle_parks, 1);
     while (atomic_load_explicit(&s->idle, memory_order_acquire) == 1 &&
            !atomic_load_explicit(&s->stopping, memory_order_acquire))
@@ -299,8 +392,8 @@ static int try_leave(struct rcl_server *s, struct rcl_sthread *me)
 
 static void serve_loop(struct rcl_server *s, struct rcl_sthread *me)
 {
-    uint64_t idle_since = 0;
-    unsigned empty = 0;
+    uint64_t idle_since = 0, slice_start = ll_cycles();
+    unsigned empty = 0, npass = 0;
     for (;;) {
         atomic_store_explicit(&s->is_alive, 1, memory_order_relaxed);
         atomic_store_explicit(&me->timestamp, atomic_load_explicit(&s->timestamp, memory_order_relaxed),
@@ -308,6 +401,15 @@ static void serve_loop(struct rcl_server *s, struct rcl_sthread *me)
         unsigned done = serve_pass(s, me);
         if (LL_UNLIKELY(atomic_load_explicit(&s->stopping, memory_order_acquire)))
             return;
+        if (LL_UNLIKELY((++npass & 63) == 0) && s->share_cycles) {
+            /* "Sharing the CPU" above: let another process's server on
+             * this CPU (same FIFO priority) have its turn */
+            uint64_t now = ll_cycles();
+            if (now - slice_start > s->share_cycles) {
+                sched_yield();
+                slice_start = ll_cycles();
+            }
+        }
         if (LL_UNLIKELY(atomic_load_explicit(&s->n_servicing, memory_order_relaxed) > 1)) {
             /* slow path: other servicing threads exist (some CS blocked, spun or was preempted) */
             rcl_add(s, &s->st.slow_passes, 1);
@@ -335,6 +437,13 @@ static void serve_loop(struct rcl_server *s, struct rcl_sthread *me)
          * keeps both at a median of ~1.07x.  Only an empty pass pauses,
          * so a loaded server never slows down. */
         ll_pause();
+        if (LL_UNLIKELY(atomic_load_explicit(&s->coloc_recent, memory_order_relaxed))) {
+            /* a client shares this CPU: it runs only while we sleep, so
+             * sleep as soon as nothing can be answered (docs/rcl.md) */
+            idle_park(s);
+            idle_since = 0;
+            continue;
+        }
         if (s->idle_cycles && (++empty & 255) == 0) {
             uint64_t now = ll_cycles();
             if (!idle_since) {
@@ -604,22 +713,10 @@ static void wake_all(struct rcl_server *s)
     ll_futex_wake(&s->idle, 1 << 30);
 }
 
-/* Join t, waiting at most until `deadline` (CLOCK_REALTIME) when given; a
- * thread that does not finish in time (a CS blocked at exit) is detached. */
-static void join_until(pthread_t t, const struct timespec *deadline)
-{
-    if (!deadline) {
-        pthread_join(t, NULL);
-        return;
-    }
-    if (pthread_timedjoin_np(t, NULL, deadline) != 0)
-        pthread_detach(t);
-}
-
-/* Stop the threads.  join: 0 = do not wait, 1 = join, 2 = join for at most
- * 200 ms in total then detach (process exit).  For join=1 the caller
- * checked that no CS runs. */
-static void stop_threads(struct rcl_server *s, int join)
+/* Stop the threads and join them.  The caller (liblock_server_stop)
+ * checked that no lock is bound and no CS runs.  Servers are not stopped at
+ * process exit (see rcl_at_exit). */
+static void stop_threads(struct rcl_server *s)
 {
     atomic_store_explicit(&s->stopping, 1, memory_order_release);
     wake_all(s);
@@ -629,30 +726,16 @@ static void stop_threads(struct rcl_server *s, int join)
         ll_futex_wake(&t->wake, 1);
     }
     pthread_mutex_unlock(&s->pool_mutex);
-    if (!join)
-        return;
-    struct timespec dl, *dlp = NULL;
-    if (join == 2) {
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_nsec += 200 * 1000000L;
-        if (dl.tv_nsec >= 1000000000L) {
-            dl.tv_sec++;
-            dl.tv_nsec -= 1000000000L;
-        }
-        dlp = &dl;
-    }
+    atomic_store_explicit(&s->dormant, 0, memory_order_release);
     if (s->have_manager)
-        join_until(s->manager, dlp);
+        pthread_join(s->manager, NULL);
     if (s->have_backup)
-        join_until(s->backup, dlp);
+        pthread_join(s->backup, NULL);
     s->have_manager = s->have_backup = 0;
-    /* No new thread can appear now: only the manager and backup create them
-     * (after a timed-out join at exit, one might still; it is detached by
-     * nobody and dies with the process). */
+    /* No new thread can appear now: only the manager and backup create them. */
     for (int i = 0; i < s->nthreads; i++) {
-        join_until(s->threads[i]->th, dlp);
-        if (!dlp)
-            free(s->threads[i]);
+        pthread_join(s->threads[i]->th, NULL);
+        free(s->threads[i]);
     }
     s->nthreads = 0;
     s->prepared = NULL;
@@ -667,6 +750,33 @@ static void free_arrays(struct rcl_server *s)
     s->busy = NULL;
     free(s->threads);
     s->threads = NULL;
+}
+
+/* Create the first servicing thread, the manager and the backup (server
+ * start, and a dormant server's first use after fork).  Falls back to
+ * degraded mode when SCHED_FIFO is refused.  0 or an errno. */
+static int start_threads(struct rcl_server *s)
+{
+    pthread_mutex_lock(&s->pool_mutex);
+    int err = spawn_sthread(s);
+    if (err == EPERM && !s->degraded) {
+        s->degraded = 1;
+        ll_warn_once("rcl_degraded", "liblock: rcl: SCHED_FIFO refused (EPERM); servers run in degraded mode "
+                                     "(CFS scheduling, see docs/rcl.md)");
+        err = spawn_sthread(s);
+    }
+    pthread_mutex_unlock(&s->pool_mutex);
+    if (err)
+        return err;
+    if (create_aux(s, &s->manager, manager_main, s->prio_mgr) == 0)
+        s->have_manager = 1;
+    if (create_aux(s, &s->backup, backup_main, s->prio_backup) == 0)
+        s->have_backup = 1;
+    if (!s->have_manager || !s->have_backup)
+        ll_warn_once("rcl_aux", "liblock: rcl: could not create the management/backup thread of the server on "
+                                "CPU %d; blocking critical sections may stall it",
+                     s->cpu);
+    return 0;
 }
 
 static struct rcl_server *find_running(int cpu)
@@ -704,7 +814,7 @@ LL_EXPORT liblock_server_t *liblock_server_start(int cpu)
         goto fail_unlock;
     s->cpu = cpu;
     s->node = ll_cpu_node(cpu);
-    s->nslots = rcl_slot_capacity();
+    s->nslots = rcl_slot_capacity() + 1; /* + the overflow slot */
     s->slots = ll_alloc_on_node((size_t)s->nslots * sizeof(struct rcl_slot), s->node);
     s->busy = ll_alloc_aligned((size_t)s->nslots * sizeof(uint32_t));
     s->maxthreads = (int)ll_env_long("LIBLOCK_RCL_MAX_THREADS", 64, 2, RCL_ELECT_MAX);
@@ -714,6 +824,8 @@ LL_EXPORT liblock_server_t *liblock_server_start(int cpu)
     s->tick_ns = (uint64_t)ll_env_long("LIBLOCK_RCL_TICK_US", 10000, 100, 10000000) * 1000ull;
     long idle_us = ll_env_long("LIBLOCK_RCL_IDLE_US", 5000, 0, 1000000000L);
     s->idle_cycles = idle_us ? ll_ns_to_cycles((uint64_t)idle_us * 1000ull) : 0;
+    long share_us = ll_env_long("LIBLOCK_RCL_SHARE_US", 200, 0, 1000000000L);
+    s->share_cycles = share_us ? ll_ns_to_cycles((uint64_t)share_us * 1000ull) : 0;
     s->degraded = ll_env_long("LIBLOCK_RCL_DEGRADED", RCL_DEGRADED_DEFAULT, 0, 1) != 0 || ncpus < 2;
     int pmin = sched_get_priority_min(SCHED_FIFO);
     s->prio_backup = pmin;
@@ -725,31 +837,16 @@ LL_EXPORT liblock_server_t *liblock_server_start(int cpu)
     pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
     pthread_mutex_init(&s->pool_mutex, &ma);
     pthread_mutexattr_destroy(&ma);
+    pthread_mutex_init(&s->ovf_mutex, NULL);
 
-    pthread_mutex_lock(&s->pool_mutex);
-    err = spawn_sthread(s);
-    if (err == EPERM && !s->degraded) {
-        s->degraded = 1;
-        ll_warn_once("rcl_degraded", "liblock: rcl: SCHED_FIFO refused (EPERM); servers run in degraded mode "
-                                     "(CFS scheduling, see docs/rcl.md)");
-        err = spawn_sthread(s);
-    }
-    pthread_mutex_unlock(&s->pool_mutex);
+    err = start_threads(s);
     if (err)
         goto fail_free;
     if (s->degraded && ll_env_long("LIBLOCK_RCL_DEGRADED", RCL_DEGRADED_DEFAULT, 0, 1))
         ll_warn_once("rcl_degraded_env", "liblock: rcl: %s: servers run in degraded mode (no SCHED_FIFO)",
                      RCL_DEGRADED_DEFAULT && !getenv("LIBLOCK_RCL_DEGRADED")
-                         ? "ThreadSanitizer build (LIBLOCK_RCL_DEGRADED=0 forces SCHED_FIFO)"
+                         ? "sanitizer build (LIBLOCK_RCL_DEGRADED=0 forces SCHED_FIFO)"
                          : "LIBLOCK_RCL_DEGRADED=1");
-    if (create_aux(s, &s->manager, manager_main, s->prio_mgr) == 0)
-        s->have_manager = 1;
-    if (create_aux(s, &s->backup, backup_main, s->prio_backup) == 0)
-        s->have_backup = 1;
-    if (!s->have_manager || !s->have_backup)
-        ll_warn_once("rcl_aux", "liblock: rcl: could not create the management/backup thread of the server on "
-                                "CPU %d; blocking critical sections may stall it",
-                     cpu);
     s->next_all = all_servers;
     all_servers = s;
     pthread_mutex_unlock(&servers_mutex);
@@ -890,7 +987,7 @@ LL_EXPORT int liblock_server_stop(liblock_server_t *h)
         pthread_mutex_unlock(&servers_mutex);
         return EBUSY;
     }
-    stop_threads(s, 1);
+    stop_threads(s);
     free_arrays(s);
     pthread_mutex_unlock(&servers_mutex);
     rcl_server_cpus_changed();
@@ -899,11 +996,11 @@ LL_EXPORT int liblock_server_stop(liblock_server_t *h)
 
 LL_EXPORT liblock_server_t *liblock_server_of(const liblock_t *l)
 {
-    if (!l || l->_magic != LL_LOCK_MAGIC || strcmp(LL_OPS(l)->name, "rcl") != 0) {
+    if (!l || l->_magic != LL_LOCK_MAGIC || LL_OPS(l) != &ll_ops_rcl) {
         errno = EINVAL;
         return NULL;
     }
-    return (liblock_server_t *)l->_aux;
+    return rcl_server_of_lock((liblock_t *)l); /* binds a lock not used yet */
 }
 
 /* ---- statistics ----------------------------------------------------------- */
@@ -931,7 +1028,7 @@ LL_EXPORT int liblock_server_stats(liblock_server_t *h, liblock_server_stats_t *
     o->threads_total = (unsigned)rd(&s->st.created);
     o->clients = rcl_clients_in_use();
     o->client_watermark = rcl_client_watermark();
-    o->slots = s->nslots;
+    o->slots = s->nslots - 1; /* the overflow slot is not a client's */
     o->cs_executed = rd(&s->st.cs);
     o->lock_ops = rd(&s->st.lock_ops);
     o->passes = rd(&s->st.passes);
@@ -956,15 +1053,23 @@ LL_EXPORT int liblock_server_stats(liblock_server_t *h, liblock_server_stats_t *
 
 /* ---- fork() ----------------------------------------------------------------
  * The child of a fork has only the forking thread: every server's threads
- * are gone.  The child handler restarts each running server in the child
- * (same slots, same locks): it drops the requests of threads that do not
- * exist there, clears the slot claims, resets the pool and creates a new
- * servicing thread, manager and backup.  Locks keep their state: a lock
- * held through liblock_lock by the forking thread is still held by it; one
- * held by another thread, or by a CS that was running on the server, stays
- * held (as a glibc mutex would).  The handlers are registered by a
- * high-priority constructor so that the child handler runs before those of
- * other components (the interposer's child handler takes locks). */
+ * are gone.  The child handler makes each running server DORMANT: it drops
+ * the requests of threads that do not exist in the child, clears the slot
+ * claims and the pool, and sets `dormant` and `idle`, creating no thread.
+ * Locks keep their state: a lock held through liblock_lock by the forking
+ * thread is still held by it; one held by another thread, or by a CS that
+ * was running on the server, stays held (as a glibc mutex would).
+ *
+ * A dormant server's threads are created by the first client that needs it
+ * (revive): every client that finds `idle` set calls rcl_wake_idle, which
+ * revives a dormant server instead of waking it.  So a child that only
+ * execs, or never uses RCL, creates no thread.  The revived server is on
+ * the same CPU at the same priorities as the parent's; the two servers
+ * take turns on that CPU (a busy servicing thread yields every
+ * LIBLOCK_RCL_SHARE_US, "Sharing the CPU" above) instead of one holding
+ * it for milliseconds at a time (docs/rcl.md, "fork").  The handlers are registered by a high-priority constructor so
+ * that the child handler runs before those of other components (the
+ * interposer's child handler takes locks). */
 static void fork_prepare(void)
 {
     pthread_mutex_lock(&default_mutex);
@@ -979,15 +1084,17 @@ static void fork_parent(void)
     pthread_mutex_unlock(&default_mutex);
 }
 
-static void restart_in_child(struct rcl_server *s)
+static void make_dormant(struct rcl_server *s)
 {
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
     pthread_mutex_init(&s->pool_mutex, &ma);
     pthread_mutexattr_destroy(&ma);
+    pthread_mutex_init(&s->ovf_mutex, NULL);
     for (unsigned i = 0; i < s->nslots; i++) {
         atomic_store_explicit(&s->slots[i].fn, NULL, memory_order_relaxed);
+        atomic_store_explicit(&s->slots[i].parked, 0, memory_order_relaxed);
         atomic_store_explicit(&s->busy[i], 0, memory_order_relaxed);
     }
     for (int i = 0; i < s->nthreads; i++)
@@ -997,25 +1104,31 @@ static void restart_in_child(struct rcl_server *s)
     s->nprepared = 0;
     atomic_store_explicit(&s->n_free, 0, memory_order_relaxed);
     atomic_store_explicit(&s->n_servicing, 0, memory_order_relaxed);
-    atomic_store_explicit(&s->idle, 0, memory_order_relaxed);
     atomic_store_explicit(&s->backup_req, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->coloc_recent, 0, memory_order_relaxed);
     s->have_manager = s->have_backup = 0;
-    pthread_mutex_lock(&s->pool_mutex);
-    int err = spawn_sthread(s);
-    if (err == EPERM && !s->degraded) {
-        s->degraded = 1;
-        err = spawn_sthread(s);
+    atomic_store_explicit(&s->dormant, 1, memory_order_relaxed);
+    atomic_store_explicit(&s->idle, 1, memory_order_relaxed); /* clients call rcl_wake_idle */
+}
+
+/* First use of a dormant server (called by a client through rcl_wake_idle). */
+static void revive(struct rcl_server *s)
+{
+    pthread_mutex_lock(&servers_mutex);
+    if (atomic_load_explicit(&s->dormant, memory_order_relaxed) &&
+        !atomic_load_explicit(&s->stopping, memory_order_relaxed)) {
+        atomic_store_explicit(&s->idle, 0, memory_order_relaxed);
+        int err = start_threads(s);
+        if (err) {
+            atomic_store_explicit(&s->idle, 1, memory_order_relaxed); /* the next client tries again */
+            ll_warn_once("rcl_fork", "liblock: rcl: cannot start the server on CPU %d in this child process (%s); "
+                                     "retrying",
+                         s->cpu, strerror(err));
+        } else {
+            atomic_store_explicit(&s->dormant, 0, memory_order_release);
+        }
     }
-    pthread_mutex_unlock(&s->pool_mutex);
-    if (err) {
-        ll_warn_once("rcl_fork", "liblock: rcl: cannot restart the server on CPU %d after fork (%s)", s->cpu,
-                     strerror(err));
-        return;
-    }
-    if (create_aux(s, &s->manager, manager_main, s->prio_mgr) == 0)
-        s->have_manager = 1;
-    if (create_aux(s, &s->backup, backup_main, s->prio_backup) == 0)
-        s->have_backup = 1;
+    pthread_mutex_unlock(&servers_mutex);
 }
 
 static void fork_child(void)
@@ -1027,7 +1140,7 @@ static void fork_child(void)
         return; /* forked from a server thread: leave the servers alone */
     for (struct rcl_server *s = all_servers; s; s = s->next_all)
         if (!atomic_load_explicit(&s->stopping, memory_order_relaxed))
-            restart_in_child(s);
+            make_dormant(s);
 }
 
 __attribute__((constructor(101))) static void rcl_register_fork(void)
@@ -1035,32 +1148,27 @@ __attribute__((constructor(101))) static void rcl_register_fork(void)
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-/* At exit: print statistics when LIBLOCK_STATS=1, then stop every server
- * that is still running, joining its threads for at most 200 ms (a CS may
- * still be blocked, or a client still waiting: such threads are detached
- * and die with the process). */
+/* At exit: print statistics when LIBLOCK_STATS=1.  Servers are NOT
+ * stopped: destructors of other libraries and atexit handlers that run
+ * after this one (and threads still running while another calls exit())
+ * may lock mutexes, and their requests must be served.  The threads end
+ * with the process. */
 __attribute__((destructor)) static void rcl_at_exit(void)
 {
-    if (!all_servers)
+    if (!all_servers || ll_env_long("LIBLOCK_STATS", 0, 0, 1000) == 0)
         return;
-    int print = ll_env_long("LIBLOCK_STATS", 0, 0, 1000) != 0;
     for (struct rcl_server *s = all_servers; s; s = s->next_all) {
-        if (print) {
-            liblock_server_stats_t st;
-            if (liblock_server_stats(s, &st) == 0)
-                fprintf(stderr,
-                        "liblock: rcl server cpu %d%s: %llu CS, %llu lock ops, use rate %.3f, false serialisation "
-                        "%.3f, slow path %.4f, manager wake-ups %llu, is_alive unset %llu, elections %llu, backup "
-                        "%llu, threads created %llu woken %llu parked %llu, idle parks %llu\n",
-                        st.cpu, st.degraded ? " (degraded)" : "", (unsigned long long)st.cs_executed,
-                        (unsigned long long)st.lock_ops, st.use_rate, st.false_serialisation_rate,
-                        st.slow_path_rate, (unsigned long long)st.manager_wakeups,
-                        (unsigned long long)st.alive_misses, (unsigned long long)st.elections,
-                        (unsigned long long)st.backup_runs, (unsigned long long)st.threads_created,
-                        (unsigned long long)st.threads_woken, (unsigned long long)st.threads_parked,
-                        (unsigned long long)st.idle_parks);
-        }
-        if (!atomic_load_explicit(&s->stopping, memory_order_relaxed))
-            stop_threads(s, 2);
+        liblock_server_stats_t st;
+        if (liblock_server_stats(s, &st) == 0)
+            fprintf(stderr,
+                    "liblock: rcl server cpu %d%s: %llu CS, %llu lock ops, use rate %.3f, false serialisation "
+                    "%.3f, slow path %.4f, manager wake-ups %llu, is_alive unset %llu, elections %llu, backup "
+                    "%llu, threads created %llu woken %llu parked %llu, idle parks %llu\n",
+                    st.cpu, st.degraded ? " (degraded)" : "", (unsigned long long)st.cs_executed,
+                    (unsigned long long)st.lock_ops, st.use_rate, st.false_serialisation_rate, st.slow_path_rate,
+                    (unsigned long long)st.manager_wakeups, (unsigned long long)st.alive_misses,
+                    (unsigned long long)st.elections, (unsigned long long)st.backup_runs,
+                    (unsigned long long)st.threads_created, (unsigned long long)st.threads_woken,
+                    (unsigned long long)st.threads_parked, (unsigned long long)st.idle_parks);
     }
 }
