@@ -191,7 +191,8 @@ LL_EXPORT long liblock_debug_live_threads(void); /* for leak tests */
 /* docs/api.md, "Delegated critical sections": may this thread run other threads' critical
  * sections (act as a combiner) right now?  Only where running one there
  * cannot be told apart from running it on its owner's thread: the thread
- * holds no liblock lock (under the interposer that includes every pthread
+ * holds no liblock lock (under the interposer with a delegating algorithm,
+ * whose mutexes go through the API layer, that includes every pthread
  * mutex) and is not already running a delegated critical section.  A
  * thread that may not hands the combiner role on instead.  Unlock paths
  * never run other threads' critical sections at all (a hand-over-hand
