@@ -227,6 +227,10 @@ static void wake_one_requester(struct fc_lock *s)
  * seq_cst, against the requester's increment and its load of the word). */
 static void release(struct fc_lock *s)
 {
+    if (!s->park) { /* spin, yield: nobody sleeps, a plain release store */
+        atomic_store_explicit(&s->lock_word, FC_FREE, memory_order_release);
+        return;
+    }
     uint32_t old = atomic_exchange_explicit(&s->lock_word, FC_FREE, memory_order_seq_cst);
     if (LL_UNLIKELY(old == FC_CONTENDED))
         ll_futex_wake(&s->lock_word, 1);
