@@ -1,0 +1,558 @@
+"""The engine of `liblock transform` (docs/transform.md): find the critical
+sections of one C file with libclang and turn each into a function run by
+liblock_execute_mutex.
+
+Shape handled: a statement `LOCK(E);` (pthread_mutex_lock, a macro expanding
+to it, or a --wrapper) and the first statement `UNLOCK(E);` of the same mutex
+expression later in the same compound statement.  Every local of the
+enclosing function the body uses is passed by pointer in a context struct
+(`x` becomes `(*__liblock_ctx->x)`), so inputs, outputs, arrays, structs and
+address-taken locals are all right without data-flow analysis; the report
+still classifies them.  `UNLOCK(E); ...; return/break/continue/goto` inside
+the body is an early exit: the function returns its exit code and the call
+site runs the statements after the unlock and the jump.  Anything else the
+tool cannot prove right is refused with a reason (REFUSALS in transform.py's
+docs)."""
+import os
+import textwrap
+
+from clang import cindex as ci
+
+K = ci.CursorKind
+LOCK = {"pthread_mutex_lock"}
+UNLOCK = {"pthread_mutex_unlock"}
+CONDWAIT = {"pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait"}
+SETJMP = {"setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp", "longjmp", "_longjmp", "siglongjmp",
+          "__longjmp_chk", "__builtin_setjmp", "__builtin_longjmp"}
+ALLOCA = {"alloca", "__builtin_alloca", "__builtin_alloca_with_align"}
+JUMPS = {K.RETURN_STMT: "return", K.BREAK_STMT: "break", K.CONTINUE_STMT: "continue", K.GOTO_STMT: "goto"}
+LOOPS = {K.FOR_STMT, K.WHILE_STMT, K.DO_STMT}
+
+
+class Refused(Exception):
+    pass
+
+
+def children(c):
+    return list(c.get_children())
+
+
+def strip(c):
+    """Skip implicit casts, parentheses and (void) casts."""
+    while c is not None and c.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR, K.CSTYLE_CAST_EXPR):
+        ch = children(c)
+        if not ch:
+            break
+        c = ch[-1]
+    return c
+
+
+def as_call(stmt):
+    """(name, args) when stmt is a call expression, possibly cast to void."""
+    c = strip(stmt)
+    if c is not None and c.kind == K.CALL_EXPR:
+        return c.spelling, list(c.get_arguments())
+    return None
+
+
+def decl_key(d):
+    f = d.location.file
+    return (d.spelling, f.name if f else "", d.location.offset)
+
+
+def is_local(d, func):
+    return (d is not None and d.kind in (K.VAR_DECL, K.PARM_DECL) and d.semantic_parent is not None
+            and d.semantic_parent.kind == K.FUNCTION_DECL)
+
+
+class Section:
+    def __init__(self, func, compound, i, j, lock_stmt, unlock_stmt, key, etext):
+        self.func, self.compound, self.i, self.j = func, compound, i, j
+        self.lock_stmt, self.unlock_stmt, self.key, self.etext = lock_stmt, unlock_stmt, key, etext
+        self.line = lock_stmt.extent.start.line
+        self.reason = None
+        self.status = None
+        self.captured = {}   # decl key -> decl cursor, in first-use order
+        self.reads, self.writes, self.addr = set(), set(), set()
+        self.after = set()   # captured decls referenced after the section
+        self.exits = []      # dicts: code, kind, start, end, post (text), line
+        self.waits = False
+        self.nested = []
+        self.refs = []       # (start, end, decl key) of captured references in the body
+
+
+class FileTransform:
+    def __init__(self, path, flags, wrappers, index=None):
+        self.path = os.path.abspath(path)
+        self.given = path
+        with open(path, "rb") as f:
+            self.src = f.read()
+        self.lock_names = set(LOCK) | {w[0] for w in wrappers}
+        self.unlock_names = set(UNLOCK) | {w[1] for w in wrappers}
+        index = index or ci.Index.create()
+        self.tu = index.parse(path, args=list(flags),
+                              options=ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
+        self.errors = [d for d in self.tu.diagnostics if d.severity >= ci.Diagnostic.Error]
+        self.sections = []
+
+    # ---- source text helpers --------------------------------------------------
+    def in_file(self, c):
+        f = c.extent.start.file
+        return f is not None and os.path.abspath(f.name) == self.path
+
+    def text(self, a, b):
+        return self.src[a:b].decode("utf-8", "replace")
+
+    def stmt_end(self, c):
+        """End offset of a statement including its ';' when it has one."""
+        e = c.extent.end.offset
+        k = e
+        while k < len(self.src) and self.src[k:k + 1] in (b" ", b"\t", b"\r", b"\n"):
+            k += 1
+        return k + 1 if self.src[k:k + 1] == b";" else e
+
+    def line_start(self, off):
+        return self.src.rfind(b"\n", 0, off) + 1
+
+    def indent_at(self, off):
+        s = self.line_start(off)
+        k = s
+        while k < len(self.src) and self.src[k:k + 1] in (b" ", b"\t"):
+            k += 1
+        return self.text(s, k)
+
+    def site(self, line):
+        return f"{os.path.basename(self.path)}:{line}"
+
+    # ---- mutex expressions --------------------------------------------------------
+    def canon(self, c):
+        """(key, text) of a mutex expression; key compares structure and
+        declarations, text re-prints it (macro bodies have no source text).
+        Raises Refused for what it cannot print."""
+        c = strip(c)
+        k = c.kind
+        if k == K.DECL_REF_EXPR:
+            d = c.referenced
+            return ("v", decl_key(d)), d.spelling
+        if k == K.MEMBER_REF_EXPR:
+            base = children(c)[0]
+            arrow = base.type.get_canonical().kind == ci.TypeKind.POINTER
+            bk, bt = self.canon(base)
+            return ("m", c.spelling, arrow, bk), f"{bt}{'->' if arrow else '.'}{c.spelling}"
+        if k == K.ARRAY_SUBSCRIPT_EXPR:
+            a, b = children(c)
+            ak, at = self.canon(a)
+            bk, bt = self.canon(b)
+            return ("[", ak, bk), f"{at}[{bt}]"
+        if k == K.UNARY_OPERATOR:
+            (x,) = children(c)
+            rt, xt = c.type.get_canonical(), x.type.get_canonical()
+            xk, xtext = self.canon(x)
+            if rt.kind == ci.TypeKind.POINTER and rt.get_pointee().spelling == xt.spelling:
+                return ("&", xk), f"&{xtext}"
+            if xt.kind == ci.TypeKind.POINTER and xt.get_pointee().spelling == rt.spelling:
+                return ("*", xk), f"(*{xtext})"
+        if k == K.INTEGER_LITERAL:
+            toks = [t.spelling for t in c.get_tokens()]
+            if len(toks) == 1:
+                return ("i", toks[0]), toks[0]
+        raise Refused(f"mutex expression not understood ({k.name.lower()})")
+
+    def mutex_of(self, stmt, names):
+        """(key, text) when stmt is `NAME(E);` for NAME in names (also the
+        `do { NAME(E); } while (0)` of a macro)."""
+        if stmt.kind == K.DO_STMT:
+            ch = children(stmt)
+            if len(ch) == 2 and ch[0].kind == K.COMPOUND_STMT and len(children(ch[0])) == 1:
+                stmt = children(ch[0])[0]
+        call = as_call(stmt)
+        if not call or call[0] not in names or len(call[1]) != 1:
+            return None
+        try:
+            return self.canon(call[1][0])
+        except Refused:
+            return ("?", stmt.extent.start.offset), None
+
+    # ---- discovery ------------------------------------------------------------------
+    def run(self):
+        if self.errors:
+            return
+        for f in self.tu.cursor.get_children():
+            if f.kind == K.FUNCTION_DECL and f.is_definition() and self.in_file(f):
+                body = [c for c in children(f) if c.kind == K.COMPOUND_STMT]
+                if body:
+                    self.scan(f, body[0])
+        self.sections.sort(key=lambda s: s.lock_stmt.extent.start.offset)
+
+    def scan(self, func, c):
+        if c.kind == K.COMPOUND_STMT:
+            stmts = children(c)
+            for i, s in enumerate(stmts):
+                m = self.mutex_of(s, self.lock_names)
+                if m:
+                    self.pair(func, c, stmts, i, m)
+        for ch in c.get_children():
+            self.scan(func, ch)
+
+    def pair(self, func, compound, stmts, i, m):
+        key, etext = m
+        other = None
+        for j in range(i + 1, len(stmts)):
+            u = self.mutex_of(stmts[j], self.unlock_names)
+            if u and u[0] == key and etext is not None:
+                sec = Section(func, compound, i, j, stmts[i], stmts[j], key, etext)
+                self.sections.append(sec)
+                try:
+                    self.analyse(sec, stmts)
+                except Refused as e:
+                    sec.reason = str(e)
+                return
+            if u and other is None:
+                other = stmts[j]
+            if self.mutex_of(stmts[j], self.lock_names) and self.mutex_of(stmts[j], self.lock_names)[0] == key:
+                break
+        sec = Section(func, compound, i, i, stmts[i], stmts[i], key, etext or "?")
+        if etext is None:
+            sec.reason = "mutex expression not understood (only names, members, subscripts, & and *)"
+        elif other is not None:
+            sec.reason = f"unlocked through a different mutex expression (line {other.extent.start.line})"
+        else:
+            sec.reason = "no unlock of the same mutex later in the same compound statement"
+        self.sections.append(sec)
+
+    # ---- analysis of one section ------------------------------------------------------
+    def analyse(self, sec, stmts):
+        body = stmts[sec.i + 1:sec.j]
+        sec.bstart = self.stmt_end(sec.lock_stmt)
+        sec.bend = sec.unlock_stmt.extent.start.offset
+        sec.start, sec.end = sec.lock_stmt.extent.start.offset, self.stmt_end(sec.unlock_stmt)
+        if not self.in_file(sec.lock_stmt) or not self.in_file(sec.unlock_stmt):
+            raise Refused("lock or unlock not in this file")
+        st = sec.lock_stmt
+        if st.kind == K.DO_STMT:
+            st = children(children(st)[0])[0]
+        arg = strip(as_call(st)[1][0])
+        pt = arg.type.get_canonical()
+        if pt.kind != ci.TypeKind.POINTER or "pthread_mutex_t" not in (arg.type.get_pointee().spelling + " " +
+                                                                      pt.get_pointee().spelling):
+            raise Refused(f"the lock's argument is not a pthread_mutex_t * ({arg.type.spelling})")
+        self.held = [sec.key]
+        self.pure_writes = set()
+        for s in body:
+            self.walk(sec, s, 0, 0)
+        fstart, fend = sec.func.extent.start.offset, sec.func.extent.end.offset
+        # goto into the section; locals declared inside used after it; reads after
+        self.after_pass(sec, sec.func, fstart, fend)
+        for d in sec.captured.values():
+            t = d.type
+            if t.kind == ci.TypeKind.VARIABLEARRAY:
+                raise Refused(f"uses the variable-length array {d.spelling}")
+            if d.storage_class == ci.StorageClass.REGISTER:
+                raise Refused(f"uses the register variable {d.spelling}")
+            base = t
+            while base.kind in (ci.TypeKind.POINTER, ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY):
+                base = base.get_pointee() if base.kind == ci.TypeKind.POINTER else base.element_type
+            decl = base.get_declaration()
+            if decl is not None and decl.kind != K.NO_DECL_FOUND and decl.semantic_parent is not None \
+                    and decl.semantic_parent.kind == K.FUNCTION_DECL:
+                raise Refused(f"{d.spelling} has a type declared inside the function")
+            if "(unnamed" in t.spelling or "(anonymous" in t.spelling:
+                raise Refused(f"{d.spelling} has an unnamed type")
+
+    def refname(self, c):
+        """The decl of a DeclRef when its text in the file is the name (not a macro body)."""
+        d = c.referenced
+        if not self.in_file(c):
+            return d, False
+        s, e = c.extent.start.offset, c.extent.end.offset
+        return d, self.text(s, e) == d.spelling
+
+    def root_var(self, c):
+        """The local whose storage an lvalue names (through . and array subscripts)."""
+        c = strip(c)
+        while c is not None:
+            if c.kind == K.DECL_REF_EXPR:
+                return c.referenced
+            if c.kind == K.MEMBER_REF_EXPR:
+                base = children(c)[0]
+                if base.type.get_canonical().kind == ci.TypeKind.POINTER:
+                    return None
+                c = strip(base)
+            elif c.kind == K.ARRAY_SUBSCRIPT_EXPR:
+                base = children(c)[0]
+                if strip(base).type.get_canonical().kind == ci.TypeKind.POINTER:
+                    return None
+                c = strip(base)
+            else:
+                return None
+        return None
+
+    def op_token(self, c, after):
+        for t in c.get_tokens():
+            if t.extent.start.offset >= after:
+                return t.spelling
+        return None
+
+    def walk(self, sec, c, loops, switches):
+        k = c.kind
+        if k == K.DECL_REF_EXPR:
+            d, plain = self.refname(c)
+            if is_local(d, sec.func) and not (sec.bstart <= d.extent.start.offset < sec.bend):
+                if not plain:
+                    raise Refused(f"a macro inside uses the local {d.spelling} of {sec.func.spelling}")
+                sec.captured.setdefault(decl_key(d), d)
+                if c.extent.start.offset not in self.pure_writes:
+                    sec.reads.add(decl_key(d))
+                sec.refs.append((c.extent.start.offset, c.extent.end.offset, decl_key(d)))
+            return
+        if k in (K.CASE_STMT, K.DEFAULT_STMT) and switches == 0:
+            raise Refused(f"a case label of a switch outside is inside (line {c.extent.start.line})")
+        if k == K.VAR_DECL:
+            if c.type.kind == ci.TypeKind.VARIABLEARRAY:
+                raise Refused(f"declares the variable-length array {c.spelling}")
+        if k == K.BINARY_OPERATOR or k == K.COMPOUND_ASSIGNMENT_OPERATOR:
+            ch = children(c)
+            op = "=" if k == K.COMPOUND_ASSIGNMENT_OPERATOR else self.op_token(c, ch[0].extent.end.offset)
+            if op == "=":
+                r = self.root_var(ch[0])
+                if r is not None and is_local(r, sec.func):
+                    sec.writes.add(decl_key(r))
+                    if k == K.BINARY_OPERATOR and strip(ch[0]).kind == K.DECL_REF_EXPR:
+                        self.pure_writes.add(strip(ch[0]).extent.start.offset)
+        if k == K.UNARY_OPERATOR:
+            ch = children(c)
+            toks = [t.spelling for t in c.get_tokens()]
+            if ch and toks and (toks[0] in ("++", "--", "&") or toks[-1] in ("++", "--")):
+                r = self.root_var(ch[0])
+                if r is not None and is_local(r, sec.func):
+                    (sec.addr if toks[0] == "&" else sec.writes).add(decl_key(r))
+        if k == K.CALL_EXPR:
+            name, args = c.spelling, list(c.get_arguments())
+            if name in SETJMP:
+                raise Refused(f"calls {name}")
+            if name in ALLOCA:
+                raise Refused(f"calls {name}")
+            if name in CONDWAIT and len(args) >= 2:
+                try:
+                    if self.canon(args[1])[0] == sec.key:
+                        sec.waits = True
+                except Refused:
+                    pass
+            if name in self.lock_names and len(args) == 1:
+                try:
+                    key, _ = self.canon(args[0])
+                except Refused:
+                    raise Refused("a lock inside with a mutex expression not understood")
+                self.held.append(key)
+                sec.nested.append(c.extent.start.line)
+            if name in self.unlock_names and len(args) == 1:
+                key = self.canon(args[0])[0]
+                if key not in self.held:
+                    raise Refused(f"unlocks another mutex inside (line {c.extent.start.line})")
+                if key == sec.key:
+                    raise Refused(f"unlock at line {c.extent.start.line} does not end the section "
+                                  f"(only `unlock; ...; return/break/continue/goto` inside)")
+                self.held.remove(key)
+        if k in JUMPS:
+            kind = JUMPS[k]
+            if kind == "return":
+                raise Refused(f"returns with the lock held (line {c.extent.start.line})")
+            if kind == "goto":
+                lab = [x for x in c.get_children() if x.kind == K.LABEL_REF]
+                if lab and not (sec.bstart <= lab[0].referenced.extent.start.offset < sec.bend):
+                    raise Refused(f"goto out with the lock held (line {c.extent.start.line})")
+            if kind == "break" and loops == 0 and switches == 0 or kind == "continue" and loops == 0:
+                raise Refused(f"{kind} out with the lock held (line {c.extent.start.line})")
+        if k == K.COMPOUND_STMT:
+            self.walk_compound(sec, c, loops, switches)
+            return
+        nl = loops + (1 if k in LOOPS else 0)
+        ns = switches + (1 if k == K.SWITCH_STMT else 0)
+        for ch in c.get_children():
+            self.walk(sec, ch, nl, ns)
+
+    def walk_compound(self, sec, c, loops, switches):
+        stmts = children(c)
+        n = 0
+        while n < len(stmts):
+            s = stmts[n]
+            u = self.mutex_of(s, self.unlock_names)
+            if u and u[0] == sec.key:
+                # early exit: unlock; post...; jump
+                v = n + 1
+                while v < len(stmts) and stmts[v].kind not in JUMPS:
+                    v += 1
+                if v == len(stmts):
+                    raise Refused(f"unlock at line {s.extent.start.line} is not followed by "
+                                  f"return/break/continue/goto in its block")
+                jump = stmts[v]
+                kind = JUMPS[jump.kind]
+                if kind == "break" and (loops or switches) or kind == "continue" and loops:
+                    raise Refused(f"{kind} at line {jump.extent.start.line} after an unlock does not leave "
+                                  f"the section")
+                for p in stmts[n + 1:v + 1]:
+                    self.check_post(sec, p, kind == "goto" and p is jump)
+                if not self.in_file(s) or not self.in_file(jump):
+                    raise Refused("early exit written inside a macro")
+                start, end = s.extent.start.offset, self.stmt_end(jump)
+                sec.exits.append({"code": len(sec.exits) + 2, "kind": kind, "line": s.extent.start.line,
+                                  "start": start, "end": end,
+                                  "post": self.text(self.stmt_end(s), end).strip()})
+                n = v + 1
+                continue
+            self.walk(sec, s, loops, switches)
+            n += 1
+
+    def check_post(self, sec, c, is_goto):
+        """Code after an inner unlock runs at the call site: it must not use
+        the section's own locals, nor jump into it."""
+        for x in c.walk_preorder():
+            if x.kind == K.DECL_REF_EXPR:
+                d = x.referenced
+                if is_local(d, sec.func) and sec.bstart <= d.extent.start.offset < sec.bend:
+                    raise Refused(f"code after the unlock at line {c.extent.start.line} uses {d.spelling}, "
+                                  f"declared inside the section")
+                if is_local(d, sec.func):
+                    sec.after.add(decl_key(d))
+            if x.kind == K.LABEL_REF and sec.bstart <= x.referenced.extent.start.offset < sec.bend:
+                raise Refused(f"goto at line {x.extent.start.line} after an unlock jumps back inside")
+
+    def after_pass(self, sec, func, fstart, fend):
+        for x in func.walk_preorder():
+            off = x.extent.start.offset
+            inside = sec.bstart <= off < sec.bend
+            if x.kind == K.GOTO_STMT and not inside:
+                lab = [y for y in x.get_children() if y.kind == K.LABEL_REF]
+                if lab and sec.bstart <= lab[0].referenced.extent.start.offset < sec.bend:
+                    raise Refused(f"goto into the section from line {x.extent.start.line}")
+            if x.kind == K.DECL_REF_EXPR and off >= sec.end and self.in_file(x):
+                d = x.referenced
+                if is_local(d, func):
+                    if sec.bstart <= d.extent.start.offset < sec.bend:
+                        raise Refused(f"{d.spelling}, declared inside the section, is used after it "
+                                      f"(line {x.extent.start.line})")
+                    sec.after.add(decl_key(d))
+            if x.kind == K.LABEL_STMT and inside:
+                pass
+
+    # ---- output -------------------------------------------------------------------------
+    @staticmethod
+    def field(d):
+        """Declaration of a pointer-to-d's-type field named like d."""
+        t = d.type.spelling
+        n = d.spelling
+        if "(*)" in t:
+            return t.replace("(*)", f"(**{n})", 1)
+        if "[" in t:
+            b = t.index("[")
+            return f"{t[:b].rstrip()} (*{n}){t[b:]}"
+        return f"{t} *{n}"
+
+    def names(self, sec):
+        f = sec.func.spelling
+        return f"__liblock_cs_{f}_{sec.line}", f"__liblock_ctx_{f}_{sec.line}"
+
+    def generate(self, sec):
+        fn, st = self.names(sec)
+        body_edits = [(a, b, f"(*__liblock_ctx->{sec.captured[k].spelling})") for a, b, k in sec.refs
+                      if not any(e["start"] <= a < e["end"] for e in sec.exits)]
+        body_edits += [(e["start"], e["end"], f"return (void *)(uintptr_t){e['code']};") for e in sec.exits]
+        body_edits.sort()
+        out, pos = [], sec.bstart
+        for a, b, r in body_edits:
+            out.append(self.text(pos, a))
+            out.append(r)
+            pos = b
+        out.append(self.text(pos, sec.bend))
+        body = "".join(out).rstrip()
+        caps = list(sec.captured.values())
+        lines = [f"/* {self.site(sec.line)}: critical section of {sec.func.spelling}() on {sec.etext}, "
+                 f"generated by liblock transform */"]
+        if caps:
+            lines.append(f"struct {st} {{")
+            lines += [f"    {self.field(d)};" for d in caps]
+            lines.append("};")
+        lines.append(f"static void *{fn}(void *__liblock_arg)")
+        lines.append("{")
+        if caps:
+            lines.append(f"    struct {st} *__liblock_ctx = __liblock_arg;")
+        else:
+            lines.append("    (void)__liblock_arg;")
+        if body.strip():
+            lines.append(textwrap.indent(textwrap.dedent(body.lstrip("\n")), "    "))
+        lines.append("    return (void *)(uintptr_t)1;")
+        lines.append("}")
+        lines.append("")
+        gen = "\n".join(lines) + "\n"
+        # call site
+        i0 = self.indent_at(sec.start)
+        call = "liblock_execute_mutex_cond" if sec.waits else "liblock_execute_mutex"
+        site = ["{"]
+        ctxarg = "NULL"
+        if caps:
+            site.append(f"{i0}    struct {st} __liblock_ctx = {{{', '.join('&' + d.spelling for d in caps)}}};")
+            ctxarg = "&__liblock_ctx"
+        site.append(f"{i0}    uintptr_t __liblock_r = (uintptr_t){call}({sec.etext}, {fn}, {ctxarg});")
+        site.append(f"{i0}    if (__liblock_r == 0)")
+        site.append(f"{i0}        abort(); /* the critical section could not be run (errno says why) */")
+        for e in sec.exits:
+            site.append(f"{i0}    if (__liblock_r == {e['code']}) {{ /* early exit, line {e['line']} */")
+            site.append(f"{i0}        {e['post']}")
+            site.append(f"{i0}    }}")
+        site.append(f"{i0}}}")
+        return gen, "\n".join(site)
+
+    def report_entry(self, sec):
+        name = lambda k: sec.captured[k].spelling if k in sec.captured else k[0]  # noqa: E731
+        caps = list(sec.captured)
+        arrays = {k for k in caps if sec.captured[k].type.get_canonical().kind in
+                  (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.RECORD)}
+        e = {"site": self.site(sec.line), "file": self.given, "line": sec.line,
+             "function": sec.func.spelling, "mutex": sec.etext, "status": sec.status,
+             "inputs": [name(k) for k in caps if k in sec.reads],
+             "outputs": [name(k) for k in caps if (k in sec.writes or k in sec.addr or k in arrays)
+                         and k in sec.after],
+             "by_address": [name(k) for k in caps if k in sec.addr or k in arrays],
+             "exits": [{"line": x["line"], "kind": x["kind"], "code": x["code"]} for x in sec.exits],
+             "waits": sec.waits}
+        if sec.status == "transformed":
+            e["generated"] = self.names(sec)[0]
+        if sec.reason:
+            e["reason"] = sec.reason
+        return e
+
+    def apply(self, selected):
+        """Decide per section and return the new text (None when unchanged)."""
+        edits, done = [], []
+        for sec in self.sections:
+            if sec.reason:
+                sec.status = "refused"
+                continue
+            outer = [d for d in done if d.start <= sec.start < d.end]
+            if outer:
+                sec.status = "nested"
+                sec.reason = f"inside the section at line {outer[0].line}, transformed with it"
+                continue
+            if not selected(sec):
+                sec.status = "skipped"
+                continue
+            gen, site = self.generate(sec)
+            fstart = self.line_start(sec.func.extent.start.offset)
+            edits.append((fstart, fstart, gen))
+            edits.append((sec.start, sec.end, site))
+            sec.status = "transformed"
+            done.append(sec)
+        if not edits:
+            return None
+        first = min(a for a, _, _ in edits)
+        # (offset, order): the include block first, then insertions in the order made
+        keyed = [((first, -1), (first, first, "#include <liblock.h>\n#include <stdint.h>\n#include <stdlib.h>\n\n"))]
+        keyed += [((a, n), (a, b, r)) for n, (a, b, r) in enumerate(edits)]
+        keyed.sort(key=lambda p: p[0])
+        out, pos = [], 0
+        for _, (a, b, r) in keyed:
+            out.append(self.text(pos, a))
+            out.append(r)
+            pos = b
+        out.append(self.text(pos, len(self.src)))
+        return "".join(out)
