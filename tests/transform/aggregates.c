@@ -1,4 +1,4 @@
-/* expect: transformed=1 refused=0 -- a local array and a local struct changed inside */
+/* expect: transformed=2 refused=0 -- a local array and a local struct changed inside */
 #include "common.h"
 struct stats { long n, sum; int last[2]; };
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
@@ -15,7 +15,6 @@ static void work(int id)
         st.n++;
         sp->sum += i;
         st.last[i % 2] = i;
-        grand += hist[0];
         pthread_mutex_unlock(&m);
     }
     long h = hist[0] + hist[1] + hist[2] + hist[3];

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #define THREADS 4
-#define ITERS 2000
+#define ITERS 1000
 
 static void work(int id);
 static void report(void);
