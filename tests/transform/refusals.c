@@ -1,4 +1,4 @@
-/* expect: transformed=0 refused=10 -- one section per refusal; all are left
+/* expect: transformed=0 refused=12 -- one section per refusal; all are left
  * unchanged and the program still runs (and counts) exactly */
 #include "common.h"
 #include <alloca.h>
@@ -74,11 +74,28 @@ static void work(int id)
         if (c[9] < 0)
             pthread_mutex_unlock(&m);
         pthread_mutex_unlock(&m);
+        /* refused: a case label of a switch outside is inside */
+        switch (i < 0) { /* never 1: the case only shows the shape */
+        default:;
+            pthread_mutex_lock(&m);
+        case 1:
+            c[10]++;
+            pthread_mutex_unlock(&m);
+        }
+        /* refused: break out with the lock held (unlocked after the loop) */
+        for (;;) {
+            pthread_mutex_lock(&m);
+            c[11]++;
+            if (c[11] > 0)
+                break;
+            pthread_mutex_unlock(&m);
+        }
+        pthread_mutex_unlock(&m);
     }
 }
 static void report(void)
 {
-    for (int i = 0; i < 10; i++)
+    for (int i = 0; i < 12; i++)
         printf("%ld ", c[i]);
     printf("\n");
 }

@@ -192,6 +192,9 @@ class FileTransform:
                 if m:
                     self.pair(func, c, stmts, i, m)
         for ch in c.get_children():
+            # not inside a `do { LOCK(l); } while (0)` macro's own block
+            if ch.kind == K.DO_STMT and (self.mutex_of(ch, self.lock_names) or self.mutex_of(ch, self.unlock_names)):
+                continue
             self.scan(func, ch)
 
     def pair(self, func, compound, stmts, i, m):
@@ -299,7 +302,7 @@ class FileTransform:
             d, plain = self.refname(c)
             if is_local(d, sec.func) and not (sec.bstart <= d.extent.start.offset < sec.bend):
                 if not plain:
-                    raise Refused(f"a macro inside uses the local {d.spelling} of {sec.func.spelling}")
+                    raise Refused(f"a macro inside uses {d.spelling}, a local of {sec.func.spelling}()")
                 sec.captured.setdefault(decl_key(d), d)
                 if c.extent.start.offset not in self.pure_writes:
                     sec.reads.add(decl_key(d))
