@@ -11,7 +11,8 @@
 #    says how many sections must be transformed/refused/nested) is
 #    transformed with --out and --report, compiled with -Iinclude
 #    -Lbuild/lib -llock, and run unmodified and transformed, natively and
-#    under `liblock run` with rcl, mcs and cc-synch: every
+#    interposed (the environment `liblock run` sets) with rcl, mcs and
+#    cc-synch: every
 #    output is identical to the unmodified native run;
 #  - inputs.c under rcl: every transformed section ran on the server (its
 #    "remote" count equals the number of sections), none unmodified;
@@ -34,7 +35,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 CC=${CC:-cc}
 cc_lib() { "$CC" -O2 -pthread -Iinclude -Itests/transform "$@" -L"$libdir" -llock -Wl,-rpath,"$libdir"; }
-# run PROG LOCK: output of PROG (stdout) natively (LOCK=native) or interposed
+# run PROG LOCK ARGS: PROG natively (LOCK=native) or under `liblock run`
 run() {
     local prog=$1 lock=$2
     case $lock in
@@ -43,6 +44,19 @@ run() {
     mcs) timeout 60 "$liblock" run --lock mcs --wait spin-then-park -- "$prog" "${@:3}" ;;
     *) timeout 60 "$liblock" run --lock "$lock" -- "$prog" "${@:3}" ;;
     esac
+}
+# prun: the same through the environment `liblock run` sets (LD_PRELOAD,
+# LIBLOCK_LOCK, LIBLOCK_WAIT, LIBLOCK_STRICT), without starting Python for
+# each of the corpus's ~100 runs
+prun() {
+    local prog=$1 lock=$2 wait=
+    case $lock in
+    native) timeout 60 "$prog"; return ;;
+    rcl) wait=yield ;;
+    mcs) wait=spin-then-park ;;
+    esac
+    env -u LIBLOCK_WAIT LD_PRELOAD="$libdir/liblock-interpose.so" LIBLOCK_LOCK=$lock LIBLOCK_STRICT=1 ${wait:+LIBLOCK_WAIT=$wait} \
+        timeout 60 "$prog"
 }
 LOCKS="native rcl mcs cc-synch"
 
@@ -93,7 +107,7 @@ for e in s:
     [ -n "$ref" ] || fail "$b: no output"
     for lock in $LOCKS; do
         for v in orig tr; do
-            out=$(run "$tmp/$b.$v" $lock 2>"$tmp/$b.$v.$lock.err")
+            out=$(prun "$tmp/$b.$v" $lock 2>"$tmp/$b.$v.$lock.err")
             rc=$?
             [ $rc -eq 0 ] || fail "$b ($v) under $lock: exit $rc $(head -3 "$tmp/$b.$v.$lock.err")"
             [ "$out" = "$ref" ] || fail "$b ($v) under $lock: output '$out', expected '$ref'"
