@@ -1,13 +1,14 @@
-/* expect: transformed=0 refused=12 -- one section per refusal; all are left
+/* expect: transformed=0 refused=13 -- one section per refusal; all are left
  * unchanged and the program still runs (and counts) exactly */
 #include "common.h"
 #include <alloca.h>
 #include <setjmp.h>
 #include <string.h>
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER, ms[2] = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER};
-static long c[12];
+static long c[13];
 static void unlock_elsewhere(void) { pthread_mutex_unlock(&m); }
 #define BUMP() (c[6] += one)
+#define LOCKED(stmt) do { pthread_mutex_lock(&m); stmt; pthread_mutex_unlock(&m); } while (0)
 static long held(int i)
 {
     /* refused: returns with the lock held */
@@ -91,11 +92,13 @@ static void work(int id)
             pthread_mutex_unlock(&m);
         }
         pthread_mutex_unlock(&m);
+        /* refused: the whole section inside a macro */
+        LOCKED(c[12]++);
     }
 }
 static void report(void)
 {
-    for (int i = 0; i < 12; i++)
+    for (int i = 0; i < 13; i++)
         printf("%ld ", c[i]);
     printf("\n");
 }

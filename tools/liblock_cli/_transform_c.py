@@ -231,6 +231,9 @@ class FileTransform:
         sec.start, sec.end = sec.lock_stmt.extent.start.offset, self.stmt_end(sec.unlock_stmt)
         if not self.in_file(sec.lock_stmt) or not self.in_file(sec.unlock_stmt):
             raise Refused("lock or unlock not in this file")
+        if not (sec.start < sec.bstart <= sec.bend < sec.end) or any(
+                not (sec.bstart <= s.extent.start.offset and s.extent.end.offset <= sec.bend) for s in body):
+            raise Refused("the section is written inside a macro")
         st = sec.lock_stmt
         if st.kind == K.DO_STMT:
             st = children(children(st)[0])[0]
