@@ -1,11 +1,12 @@
-/* expect: transformed=0 refused=13 -- one section per refusal; all are left
+/* expect: transformed=0 refused=14 -- one section per refusal; all are left
  * unchanged and the program still runs (and counts) exactly */
 #include "common.h"
 #include <alloca.h>
 #include <setjmp.h>
+#include <stdarg.h>
 #include <string.h>
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER, ms[2] = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER};
-static long c[13];
+static long c[14];
 static void unlock_elsewhere(void) { pthread_mutex_unlock(&m); }
 #define BUMP() (c[6] += one)
 #define LOCKED(stmt) do { pthread_mutex_lock(&m); stmt; pthread_mutex_unlock(&m); } while (0)
@@ -18,6 +19,17 @@ static long held(int i)
     c[8]++;
     pthread_mutex_unlock(&m);
     return 0;
+}
+static void add_args(int n, ...)
+{
+    /* refused: va_start inside */
+    va_list ap;
+    pthread_mutex_lock(&m);
+    va_start(ap, n);
+    for (int i = 0; i < n; i++)
+        c[13] += va_arg(ap, int);
+    va_end(ap);
+    pthread_mutex_unlock(&m);
 }
 static void work(int id)
 {
@@ -94,11 +106,12 @@ static void work(int id)
         pthread_mutex_unlock(&m);
         /* refused: the whole section inside a macro */
         LOCKED(c[12]++);
+        add_args(2, 1, 2);
     }
 }
 static void report(void)
 {
-    for (int i = 0; i < 13; i++)
+    for (int i = 0; i < 14; i++)
         printf("%ld ", c[i]);
     printf("\n");
 }

@@ -25,6 +25,7 @@ CONDWAIT = {"pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwa
 SETJMP = {"setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp", "longjmp", "_longjmp", "siglongjmp",
           "__longjmp_chk", "__builtin_setjmp", "__builtin_longjmp"}
 ALLOCA = {"alloca", "__builtin_alloca", "__builtin_alloca_with_align"}
+VASTART = {"__builtin_va_start", "__builtin_c23_va_start", "__builtin_va_arg_pack", "__builtin_va_arg_pack_len"}
 JUMPS = {K.RETURN_STMT: "return", K.BREAK_STMT: "break", K.CONTINUE_STMT: "continue", K.GOTO_STMT: "goto"}
 LOOPS = {K.FOR_STMT, K.WHILE_STMT, K.DO_STMT}
 
@@ -65,6 +66,16 @@ def is_local(d, func):
             and d.semantic_parent.kind == K.FUNCTION_DECL)
 
 
+def key_vars(key):
+    """The declarations a mutex expression's key names."""
+    if isinstance(key, tuple):
+        if len(key) == 2 and key[0] == "v":
+            yield key[1]
+        else:
+            for k in key:
+                yield from key_vars(k)
+
+
 class Section:
     def __init__(self, func, compound, i, j, lock_stmt, unlock_stmt, key, etext):
         self.func, self.compound, self.i, self.j = func, compound, i, j
@@ -79,6 +90,7 @@ class Section:
         self.waits = False
         self.nested = []
         self.refs = []       # (start, end, decl key) of captured references in the body
+        self.any_writes = set()  # every variable assigned inside (locals and globals)
 
 
 class FileTransform:
@@ -232,7 +244,8 @@ class FileTransform:
         if not self.in_file(sec.lock_stmt) or not self.in_file(sec.unlock_stmt):
             raise Refused("lock or unlock not in this file")
         if not (sec.start < sec.bstart <= sec.bend < sec.end) or any(
-                not (sec.bstart <= s.extent.start.offset and s.extent.end.offset <= sec.bend) for s in body):
+                s.kind != K.NULL_STMT and not (sec.bstart <= s.extent.start.offset and s.extent.end.offset <= sec.bend)
+                for s in body):
             raise Refused("the section is written inside a macro")
         st = sec.lock_stmt
         if st.kind == K.DO_STMT:
@@ -244,8 +257,12 @@ class FileTransform:
             raise Refused(f"the lock's argument is not a pthread_mutex_t * ({arg.type.spelling})")
         self.held = [sec.key]
         self.pure_writes = set()
+        sec.inner_names = {x.spelling for s in body for x in s.walk_preorder() if x.kind == K.VAR_DECL}
         for s in body:
             self.walk(sec, s, 0, 0)
+        for v in key_vars(sec.key):
+            if v in sec.any_writes:
+                raise Refused(f"{v[0]}, named in the mutex expression, is assigned inside")
         fstart, fend = sec.func.extent.start.offset, sec.func.extent.end.offset
         # goto into the section; locals declared inside used after it; reads after
         self.after_pass(sec, sec.func, fstart, fend)
@@ -266,12 +283,62 @@ class FileTransform:
                 raise Refused(f"{d.spelling} has an unnamed type")
 
     def refname(self, c):
-        """The decl of a DeclRef when its text in the file is the name (not a macro body)."""
+        """(decl, offset) of a DeclRef whose name is spelled in this file at
+        that offset (directly, or as a macro's argument); offset None when
+        the name comes from a macro's body."""
         d = c.referenced
-        if not self.in_file(c):
-            return d, False
-        s, e = c.extent.start.offset, c.extent.end.offset
-        return d, self.text(s, e) == d.spelling
+        loc = c.location
+        if loc.file is None or os.path.abspath(loc.file.name) != self.path:
+            return d, None
+        o, n = loc.offset, d.spelling.encode()
+        ident = lambda b: b.isalnum() or b == b"_"  # noqa: E731
+        if self.src[o:o + len(n)] != n or (o > 0 and ident(self.src[o - 1:o])) or \
+                ident(self.src[o + len(n):o + len(n) + 1]):
+            return d, None
+        return d, o
+
+    def macro_arg_refs(self, at, name):
+        """Offsets of the identifier `name` in the arguments of the
+        function-like macro invocation starting at `at` (not after . or ->);
+        [] when `at` is not such an invocation."""
+        src, n = self.src, len(self.src)
+        ident = lambda b: b.isalnum() or b == b"_"  # noqa: E731
+        k = at
+        while k < n and ident(src[k:k + 1]):
+            k += 1
+        if k == at:
+            return []
+        while k < n and src[k:k + 1] in (b" ", b"\t", b"\n", b"\r"):
+            k += 1
+        if src[k:k + 1] != b"(":
+            return []
+        depth, k, out, word = 0, k, [], name.encode()
+        while k < n:
+            ch = src[k:k + 1]
+            if ch in (b'"', b"'"):
+                q, k = ch, k + 1
+                while k < n and src[k:k + 1] != q:
+                    k += 2 if src[k:k + 1] == b"\\" else 1
+            elif ch == b"(":
+                depth += 1
+            elif ch == b")":
+                depth -= 1
+                if depth == 0:
+                    return out
+            elif ident(ch) and not ident(src[k - 1:k]):
+                e = k
+                while e < n and ident(src[e:e + 1]):
+                    e += 1
+                if src[k:e] == word:
+                    p = k - 1
+                    while p > 0 and src[p:p + 1] in (b" ", b"\t", b"\n"):
+                        p -= 1
+                    if src[p:p + 1] != b"." and src[p - 1:p + 1] != b"->":
+                        out.append(k)
+                k = e
+                continue
+            k += 1
+        return []
 
     def root_var(self, c):
         """The local whose storage an lvalue names (through . and array subscripts)."""
@@ -302,14 +369,21 @@ class FileTransform:
     def walk(self, sec, c, loops, switches):
         k = c.kind
         if k == K.DECL_REF_EXPR:
-            d, plain = self.refname(c)
+            d, off = self.refname(c)
             if is_local(d, sec.func) and not (sec.bstart <= d.extent.start.offset < sec.bend):
-                if not plain:
+                offs = [off] if off is not None else []
+                if off is None and d.spelling not in sec.inner_names:
+                    # the name reached the expansion through a macro's arguments
+                    offs = self.macro_arg_refs(c.location.offset, d.spelling)
+                if not offs or not all(sec.bstart <= o < sec.bend for o in offs):
                     raise Refused(f"a macro inside uses {d.spelling}, a local of {sec.func.spelling}()")
                 sec.captured.setdefault(decl_key(d), d)
                 if c.extent.start.offset not in self.pure_writes:
                     sec.reads.add(decl_key(d))
-                sec.refs.append((c.extent.start.offset, c.extent.end.offset, decl_key(d)))
+                for o in offs:
+                    ref = (o, o + len(d.spelling.encode()), decl_key(d))
+                    if ref not in sec.refs:  # a macro may expand its argument twice
+                        sec.refs.append(ref)
             return
         if k in (K.CASE_STMT, K.DEFAULT_STMT) and switches == 0:
             raise Refused(f"a case label of a switch outside is inside (line {c.extent.start.line})")
@@ -321,6 +395,8 @@ class FileTransform:
             op = "=" if k == K.COMPOUND_ASSIGNMENT_OPERATOR else self.op_token(c, ch[0].extent.end.offset)
             if op == "=":
                 r = self.root_var(ch[0])
+                if r is not None:
+                    sec.any_writes.add(decl_key(r))
                 if r is not None and is_local(r, sec.func):
                     sec.writes.add(decl_key(r))
                     if k == K.BINARY_OPERATOR and strip(ch[0]).kind == K.DECL_REF_EXPR:
@@ -330,6 +406,8 @@ class FileTransform:
             toks = [t.spelling for t in c.get_tokens()]
             if ch and toks and (toks[0] in ("++", "--", "&") or toks[-1] in ("++", "--")):
                 r = self.root_var(ch[0])
+                if r is not None and toks[0] != "&":
+                    sec.any_writes.add(decl_key(r))
                 if r is not None and is_local(r, sec.func):
                     (sec.addr if toks[0] == "&" else sec.writes).add(decl_key(r))
         if k == K.CALL_EXPR:
@@ -338,6 +416,8 @@ class FileTransform:
                 raise Refused(f"calls {name}")
             if name in ALLOCA:
                 raise Refused(f"calls {name}")
+            if name in VASTART:
+                raise Refused("va_start inside: the variable arguments are the enclosing function's")
             if name in CONDWAIT and len(args) >= 2:
                 try:
                     if self.canon(args[1])[0] == sec.key:
