@@ -260,6 +260,7 @@ class FileTransform:
         sec.inner_names = {x.spelling for s in body for x in s.walk_preorder() if x.kind == K.VAR_DECL}
         for s in body:
             self.walk(sec, s, 0, 0)
+        self.raw_names(sec)
         for v in key_vars(sec.key):
             if v in sec.any_writes:
                 raise Refused(f"{v[0]}, named in the mutex expression, is assigned inside")
@@ -296,6 +297,42 @@ class FileTransform:
                 ident(self.src[o + len(n):o + len(n) + 1]):
             return d, None
         return d, o
+
+    def raw_names(self, sec):
+        """Names the compiler did not see with these flags (an argument that
+        a macro drops, like assert's under NDEBUG; an inactive #if branch)
+        are still in the text: an identifier spelled like a captured local
+        is rewritten too, so the output builds in every configuration; one
+        spelled like another local of the function is refused."""
+        names = {d.spelling: k for k, d in sec.captured.items()}
+        others = {x.spelling for x in sec.func.walk_preorder()
+                  if x.kind in (K.VAR_DECL, K.PARM_DECL) and not (sec.bstart <= x.extent.start.offset < sec.bend)}
+        ext = ci.SourceRange.from_locations(
+            ci.SourceLocation.from_offset(self.tu, sec.lock_stmt.extent.start.file, sec.bstart),
+            ci.SourceLocation.from_offset(self.tu, sec.lock_stmt.extent.start.file, sec.bend))
+        prev = None
+        have = {r[0] for r in sec.refs}
+        for t in self.tu.get_tokens(extent=ext):
+            o = t.extent.start.offset
+            if t.kind == ci.TokenKind.IDENTIFIER and sec.bstart <= o < sec.bend and prev not in (".", "->") \
+                    and t.spelling not in sec.inner_names and o not in have:
+                if t.spelling in names:
+                    if any(e["start"] <= o < e["end"] for e in sec.exits):
+                        pass  # code after an inner unlock stays at the call site
+                    else:
+                        sec.refs.append((o, o + len(t.spelling.encode()), names[t.spelling]))
+                elif t.spelling in others and not self.seen_as_other(sec, t.spelling):
+                    raise Refused(f"{t.spelling}, a local of {sec.func.spelling}(), appears inside in code "
+                                  f"not compiled with these flags (line {t.location.line})")
+            prev = t.spelling
+
+    def seen_as_other(self, sec, name):
+        """True when `name` is used inside as something the compiler saw
+        (a global, a function, a member) rather than as a local."""
+        for x in sec.compound.walk_preorder():
+            if x.kind == K.DECL_REF_EXPR and x.spelling == name and sec.bstart <= x.extent.start.offset < sec.bend:
+                return not is_local(x.referenced, sec.func)
+        return False
 
     def macro_arg_refs(self, at, name):
         """Offsets of the identifier `name` in the arguments of the
