@@ -186,9 +186,31 @@ class FileTransform:
             return ("?", stmt.extent.start.offset), None
 
     # ---- discovery ------------------------------------------------------------------
+    def waiting_functions(self):
+        """Functions defined in this file that may wait on a condition
+        variable: those that call pthread_cond_*wait, and, transitively,
+        those that call them (calls through pointers or into other files are
+        not followed: docs/transform.md)."""
+        calls, waits = {}, set()
+        for f in self.tu.cursor.get_children():
+            if f.kind == K.FUNCTION_DECL and f.is_definition():
+                names = {c.spelling for c in f.walk_preorder() if c.kind == K.CALL_EXPR}
+                calls[f.spelling] = names
+                if names & CONDWAIT:
+                    waits.add(f.spelling)
+        changed = True
+        while changed:
+            changed = False
+            for f, names in calls.items():
+                if f not in waits and names & waits:
+                    waits.add(f)
+                    changed = True
+        return waits
+
     def run(self):
         if self.errors:
             return
+        self.waiters = self.waiting_functions()
         for f in self.tu.cursor.get_children():
             if f.kind == K.FUNCTION_DECL and f.is_definition() and self.in_file(f):
                 body = [c for c in children(f) if c.kind == K.COMPOUND_STMT]
@@ -455,6 +477,8 @@ class FileTransform:
                 raise Refused(f"calls {name}")
             if name in VASTART:
                 raise Refused("va_start inside: the variable arguments are the enclosing function's")
+            if name in self.waiters:
+                sec.waits = True  # conservatively: it may wait with this section's mutex
             if name in CONDWAIT and len(args) >= 2:
                 try:
                     if self.canon(args[1])[0] == sec.key:
