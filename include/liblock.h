@@ -11,6 +11,7 @@
 #ifndef LIBLOCK_H
 #define LIBLOCK_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -38,7 +39,9 @@ enum {
     LIBLOCK_PROP_DELEGATES = 1u << 1,  /* execute() may run cs on another thread */
     LIBLOCK_PROP_COND = 1u << 2,       /* condition variables supported          */
     LIBLOCK_PROP_STARVATION_FREE = 1u << 3,
-    LIBLOCK_PROP_DETECTS_UNLOCK = 1u << 4 /* unlock by a non-holder -> EPERM     */
+    LIBLOCK_PROP_DETECTS_UNLOCK = 1u << 4, /* unlock by a non-holder -> EPERM    */
+    LIBLOCK_PROP_COND_IN_EXECUTE = 1u << 5 /* a cs run by execute() on another thread
+                                              may wait on a condition with the lock  */
 };
 
 /* The lock object: a complete type so it can be static or a struct member.
@@ -100,6 +103,20 @@ int liblock_unlock(liblock_t *lock);    /* EPERM if the caller does not hold it 
 /* Runs cs(arg) under the lock, possibly on another core; returns cs's value.
  * If cs cannot be run at all, returns NULL with errno set and does not run it. */
 void *liblock_execute(liblock_t *lock, void *(*cs)(void *arg), void *arg);
+
+/* Runs cs(ctx) under a pthread mutex; returns cs's value (what `liblock
+ * transform` emits, docs/transform.md).  Linked normally: glibc's
+ * pthread_mutex_lock, cs, pthread_mutex_unlock; if the lock fails, returns
+ * NULL with errno set and does not run cs.  Under the interposer (`liblock
+ * run`): liblock_execute on the algorithm chosen for m, so cs is shipped to
+ * the RCL server on `rcl` and combined on the combining locks; mutually
+ * exclusive with pthread_mutex_lock/unlock of the same mutex.
+ * liblock_execute_mutex_cond is the same for a cs that may call
+ * pthread_cond_wait/timedwait with m: it is delegated only to algorithms
+ * whose delegated sections may wait (LIBLOCK_PROP_COND_IN_EXECUTE: rcl), and
+ * runs on the calling thread (lock, call, unlock) on the others. */
+void *liblock_execute_mutex(pthread_mutex_t *m, void *(*cs)(void *ctx), void *ctx);
+void *liblock_execute_mutex_cond(pthread_mutex_t *m, void *(*cs)(void *ctx), void *ctx);
 
 /* Name of the algorithm and effective waiting policy of an initialised lock. */
 const char *liblock_algorithm(const liblock_t *lock);

@@ -26,4 +26,27 @@ cc "$prefix/tiny.c" -o "$prefix/tiny" $(pkg-config --cflags --libs liblock)
 out=$("$prefix/tiny")
 [ "$out" = 55 ] || { echo "test_install: tiny program printed '$out'"; exit 1; }
 "$prefix/bin/liblock" list | grep -q '^mcs ' || { echo "test_install: installed 'liblock list' does not list mcs"; exit 1; }
-echo "test_install: ok (pkg-config build against $prefix, installed liblock list)"
+# the installed `liblock transform`: a transformed file builds with pkg-config
+# and runs its critical section under the installed interposer on rcl
+cat > "$prefix/cs.c" <<'C'
+#include <pthread.h>
+#include <stdio.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+int main(void)
+{
+    long n = 0;
+    for (int i = 0; i < 100; i++) {
+        pthread_mutex_lock(&m);
+        n += i;
+        pthread_mutex_unlock(&m);
+    }
+    printf("%ld\n", n);
+    return 0;
+}
+C
+"$prefix/bin/liblock" transform --in-place "$prefix/cs.c" 2>/dev/null
+grep -q liblock_execute_mutex "$prefix/cs.c" || { echo "test_install: installed 'liblock transform' did not transform"; exit 1; }
+cc "$prefix/cs.c" -o "$prefix/cs" $(pkg-config --cflags --libs liblock)
+out=$("$prefix/bin/liblock" run --lock rcl --wait yield -- "$prefix/cs")
+[ "$out" = 4950 ] || { echo "test_install: transformed program printed '$out' under rcl"; exit 1; }
+echo "test_install: ok (pkg-config build against $prefix, installed liblock list and transform)"

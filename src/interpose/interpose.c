@@ -1090,6 +1090,72 @@ LL_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
     return w_trylock(w);
 }
 
+/* ---- liblock_execute_mutex (include/liblock.h; what `liblock transform` emits) ----
+ * Overrides the weak glibc version in src/core/execute_mutex.c (see there).
+ * A NORMAL mutex on a delegating algorithm runs cs through liblock_execute:
+ * on the RCL server for rcl, combined for the combining locks.  The
+ * trampoline runs inside the critical section on whichever thread executes
+ * it and keeps w->owner/count as a lock()/unlock() pair would (I2, I3: only
+ * the executing holder writes them), so a pthread_cond_wait with m inside cs
+ * and a later pthread_mutex_destroy see the mutex as they expect.  Every
+ * other case (glibc's mutex, RECURSIVE/ERRORCHECK types whose owner is the
+ * caller, non-delegating algorithms, a cs that may wait on an algorithm
+ * whose delegated sections cannot: `_cond` without LIBLOCK_PROP_COND_IN_EXECUTE)
+ * is lock, call, unlock on the calling thread through the wrappers above,
+ * so it excludes pthread_mutex_lock/unlock of m exactly as they exclude
+ * each other. */
+struct ip_exec {
+    struct ip_mutex *w;
+    void *(*cs)(void *);
+    void *ctx;
+};
+
+static void *ip_exec_tramp(void *a)
+{
+    struct ip_exec *x = a;
+    atomic_store_explicit(&x->w->owner, self_tag(), memory_order_relaxed);
+    x->w->count = 1;
+    void *r = x->cs(x->ctx);
+    atomic_store_explicit(&x->w->owner, 0, memory_order_relaxed);
+    return r;
+}
+
+static void *ip_execute_mutex(pthread_mutex_t *m, void *(*cs)(void *), void *ctx, int waits)
+{
+    if (!m || !cs) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct ip_mutex *w = mutex_fast(m);
+    if (!w && atomic_load_explicit(&resolved, memory_order_acquire))
+        w = mutex_resolve(m);
+    if (w && w->api && w->type == PTHREAD_MUTEX_NORMAL &&
+        (!waits || (LL_OPS(&w->lock)->props & LIBLOCK_PROP_COND_IN_EXECUTE))) {
+        struct ip_exec x = {w, cs, ctx};
+        return liblock_execute(&w->lock, ip_exec_tramp, &x); /* NULL + errno if it cannot run */
+    }
+    int r = pthread_mutex_lock(m);
+    if (r) {
+        errno = r;
+        return NULL;
+    }
+    void *ret = cs(ctx);
+    int saved = errno;
+    pthread_mutex_unlock(m);
+    errno = saved;
+    return ret;
+}
+
+LL_EXPORT void *liblock_execute_mutex(pthread_mutex_t *m, void *(*cs)(void *), void *ctx)
+{
+    return ip_execute_mutex(m, cs, ctx, 0);
+}
+
+LL_EXPORT void *liblock_execute_mutex_cond(pthread_mutex_t *m, void *(*cs)(void *), void *ctx)
+{
+    return ip_execute_mutex(m, cs, ctx, 1);
+}
+
 static int ts_valid(const struct timespec *t) { return t && t->tv_nsec >= 0 && t->tv_nsec < 1000000000L; }
 
 static int ts_passed(clockid_t clk, const struct timespec *t, uint64_t *left_ns)
