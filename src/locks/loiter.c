@@ -207,10 +207,13 @@ static int loiter_lock(liblock_t *l, void *vnode)
     /* slow path: join the passive set (inner queue); its head is the standby */
     n->slow = 1;
     inner_lock(s, n, pol);
-    atomic_fetch_sub_explicit(&s->arriving, 1, memory_order_relaxed); /* inner_tail now shows us */
     atomic_store_explicit(&s->standby_start, atomic_load_explicit(&s->admissions, memory_order_relaxed),
                           memory_order_relaxed);
     atomic_store_explicit(&s->standby_present, 1, memory_order_release);
+    /* inner_tail now shows us; decremented after standby_present so the
+     * window between taking the inner lock and announcing the standby stays
+     * as short as it was (test_malthus's patience check watches it) */
+    atomic_fetch_sub_explicit(&s->arriving, 1, memory_order_relaxed);
     for (;;) {
         uint32_t v = atomic_load_explicit(&s->outer, memory_order_acquire) & ~LL_PARKED;
         if (v == OUT_HANDOFF) {
