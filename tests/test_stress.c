@@ -54,6 +54,26 @@ static void *critical(void *arg)
     return (void *)0x5a;
 }
 
+/* One critical section: how = 0 lock/unlock, 1 execute, 2 trylock.
+ * Returns 1 if it ran, 0 if trylock found the lock busy (EBUSY, the only
+ * failure trylock may report), or -errno on any error. */
+static int one_cs(struct shared *sh, int how)
+{
+    if (how == MODE_EXECUTE) {
+        errno = 0;
+        void *r = liblock_execute(&sh->lock, critical, sh);
+        return r == (void *)0x5a ? 1 : -(errno ? errno : 1);
+    }
+    int e = how == 2 ? liblock_trylock(&sh->lock) : liblock_lock(&sh->lock);
+    if (how == 2 && e == EBUSY)
+        return 0;
+    if (e)
+        return -e;
+    critical(sh);
+    e = liblock_unlock(&sh->lock);
+    return e ? -e : 1;
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
@@ -62,39 +82,12 @@ static void *worker_main(void *arg)
      * at the stop flag, so "each thread made progress" is deterministic. */
     for (long i = 0; i < sh->per_thread_max && (i == 0 || !__atomic_load_n(&sh->stop, __ATOMIC_RELAXED)); i++) {
         int how = sh->use_execute == MODE_MIXED ? (int)(i % 3) : sh->use_execute;
-        if (how == 2) { /* trylock: 0 or EBUSY, nothing else */
-            int e = liblock_trylock(&sh->lock);
-            if (e == EBUSY)
-                continue;
-            if (e) {
-                __atomic_store_n(&w->err, e, __ATOMIC_RELAXED);
-                break;
-            }
-            critical(sh);
-            e = liblock_unlock(&sh->lock);
-            if (e) {
-                __atomic_store_n(&w->err, e, __ATOMIC_RELAXED);
-                break;
-            }
-        } else if (how == MODE_EXECUTE) {
-            errno = 0;
-            void *r = liblock_execute(&sh->lock, critical, sh);
-            if (r != (void *)0x5a) {
-                __atomic_store_n(&w->err, errno ? errno : -1, __ATOMIC_RELAXED);
-                break;
-            }
-        } else {
-            int e = liblock_lock(&sh->lock);
-            if (e) {
-                __atomic_store_n(&w->err, e, __ATOMIC_RELAXED);
-                break;
-            }
-            critical(sh);
-            e = liblock_unlock(&sh->lock);
-            if (e) {
-                __atomic_store_n(&w->err, e, __ATOMIC_RELAXED);
-                break;
-            }
+        int r = one_cs(sh, how);
+        if (r == 0)
+            continue;
+        if (r < 0) {
+            __atomic_store_n(&w->err, -r, __ATOMIC_RELAXED);
+            break;
         }
         __atomic_store_n(&w->done, w->done + 1, __ATOMIC_RELAXED); /* main polls it */
     }
