@@ -203,6 +203,31 @@ static inline int ll_may_run_foreign(const ll_thread_t *self)
     return self != NULL && self->nheld == 0 && self->running_cs == 0;
 }
 
+/* Bracket the code that runs delegated critical sections of lock l on the
+ * calling thread (its own or other threads'): the algorithm's thread-local
+ * "lock being combined" pointer (*tls_lock) is set to l, so that a nested
+ * lock/execute of l from inside returns EDEADLK, and running_cs counts the
+ * thread as inside a delegated section (ll_may_run_foreign).  Both are the
+ * calling thread's own state: no atomics, no ordering.  Scopes nest. */
+struct ll_cs_scope {
+    const liblock_t *saved;
+    ll_thread_t *self;
+};
+static inline struct ll_cs_scope ll_cs_enter(const liblock_t **tls_lock, const liblock_t *l)
+{
+    struct ll_cs_scope sc = {*tls_lock, ll_self_tls};
+    *tls_lock = l;
+    if (sc.self)
+        sc.self->running_cs++;
+    return sc;
+}
+static inline void ll_cs_leave(const liblock_t **tls_lock, struct ll_cs_scope sc)
+{
+    if (sc.self)
+        sc.self->running_cs--;
+    *tls_lock = sc.saved;
+}
+
 /* The hold stack is on every lock/unlock path, so its common case is inline:
  * find scans from the top (the lock released is usually the last taken),
  * push pops the per-thread free list, pop of the top entry is a decrement. */

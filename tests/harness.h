@@ -122,7 +122,10 @@ static inline int th_selected(int argc, char **argv, const char *name)
 /* Wait for child `pid` at most `seconds`, killing it (SIGKILL) if it runs
  * longer: a hang before the child arms its own watchdog still ends.  Returns
  * the exit status, 128 + signal if it died of a signal, or -1 if it had to
- * be killed (a line naming `what` is printed). */
+ * be killed (a line naming `what` is printed).  After the SIGKILL it waits
+ * at most 10 s more for the child to go: a killed process whose threads
+ * cannot get a CPU (a SCHED_FIFO thread of another process spinning on its
+ * CPU) is not reaped until they run, and the caller must not hang on that. */
 static inline int th_wait_child(pid_t pid, unsigned seconds, const char *what)
 {
     int st = 0;
@@ -130,8 +133,9 @@ static inline int th_wait_child(pid_t pid, unsigned seconds, const char *what)
     while (waitpid(pid, &st, WNOHANG) != pid) {
         if (th_now_ns() > deadline) {
             kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
             fprintf(stderr, "FAIL %s: killed after %u s\n", what, seconds);
+            for (int i = 0; i < 500 && waitpid(pid, &st, WNOHANG) != pid; i++)
+                usleep(20000);
             return -1;
         }
         usleep(20000);

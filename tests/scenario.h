@@ -17,7 +17,7 @@
  * Bound per pair: the test's default, or LIBLOCK_TEST_TIMEOUT seconds.
  * The parent arms no watchdog of its own (tests/run.sh bounds the whole
  * program); each child arms one at the pair's bound, and the parent kills
- * a child that outlives it by 5 s (sc_wait_child, th_wait_child's rules).
+ * a child that outlives it by 5 s (th_wait_child).
  */
 #ifndef LIBLOCK_TEST_SCENARIO_H
 #define LIBLOCK_TEST_SCENARIO_H
@@ -97,29 +97,6 @@ static inline unsigned sc_props(const char *algo)
     return liblock_algorithm_info(algo, &in) == 0 ? in.properties : 0;
 }
 
-/* th_wait_child, except that after the SIGKILL it waits at most 10 s for
- * the child to go: a killed process whose threads cannot get a CPU (a
- * SCHED_FIFO thread of another process spinning on its CPU) is not reaped
- * until they run, and the matrix must not wait for that. */
-static inline int sc_wait_child(pid_t pid, unsigned seconds, const char *what)
-{
-    int st = 0;
-    uint64_t deadline = th_now_ns() + (uint64_t)seconds * 1000000000ull;
-    while (waitpid(pid, &st, WNOHANG) != pid) {
-        if (th_now_ns() > deadline) {
-            kill(pid, SIGKILL);
-            fprintf(stderr, "FAIL %s: killed after %u s\n", what, seconds);
-            for (int i = 0; i < 500 && waitpid(pid, &st, WNOHANG) != pid; i++)
-                usleep(20000);
-            return -1;
-        }
-        usleep(20000);
-    }
-    if (WIFSIGNALED(st))
-        return 128 + WTERMSIG(st);
-    return WEXITSTATUS(st);
-}
-
 /* Set by a body whose own child process had to be killed at its bound:
  * the pair is then reported as HANG rather than FAIL. */
 static int sc_nested_hang;
@@ -127,7 +104,7 @@ static int sc_nested_hang;
 /* th_wait_child for a body's own child process, noting a hang. */
 static inline int sc_wait_nested(pid_t pid, unsigned seconds, const char *what)
 {
-    int rc = sc_wait_child(pid, seconds, what);
+    int rc = th_wait_child(pid, seconds, what);
     if (rc == -1)
         sc_nested_hang = 1;
     return rc;
@@ -184,7 +161,7 @@ static inline int sc_run(const char *algo, const char *scen, unsigned bound, voi
     }
     char what[200];
     snprintf(what, sizeof what, "%s x %s", algo, scen);
-    int rc = sc_wait_child(pid, bound + 5, what);
+    int rc = th_wait_child(pid, bound + 5, what);
     double secs = (double)(th_now_ns() - t0) / 1e9;
     int res = rc == 0 ? SC_OK : rc == 1 ? SC_FAIL : (rc == 3 || rc == -1) ? SC_HANG : rc >= 128 ? SC_SIG : SC_FAIL;
     if (ai >= 0 && si >= 0) {

@@ -270,11 +270,7 @@ static uint32_t wait_node(liblock_t *l, struct ccs_lock *s, struct ccs_node *n, 
  * node taken over with yield (change 5): run it and release its owner. */
 static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, int mode, int foreign_ok)
 {
-    const liblock_t *saved = ccs_tls.combining;
-    ccs_tls.combining = l;
-    ll_thread_t *self = ll_self_tls;
-    if (self)
-        self->running_cs++;
+    struct ll_cs_scope scope = ll_cs_enter(&ccs_tls.combining, l);
     int policy = l->_wait;
     unsigned max = foreign_ok ? s->max_cs : 1, count = 0;
     struct ccs_node *tmp = start, *next;
@@ -296,9 +292,7 @@ static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, in
             ll_wake_deferred(&dw, &tmp->state, CCS_DONE, policy);
         tmp = next;
     }
-    ccs_tls.combining = saved;
-    if (self)
-        self->running_cs--;
+    ll_cs_leave(&ccs_tls.combining, scope);
     /* statistics (racy max is fine: only combiners write, one at a time) */
     if (count > atomic_load_explicit(&s->max_pass, memory_order_relaxed))
         atomic_store_explicit(&s->max_pass, count, memory_order_relaxed);

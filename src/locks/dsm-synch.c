@@ -206,11 +206,7 @@ static uint32_t wait_node(liblock_t *l, struct dsm_lock *s, struct dsm_node *n, 
  * node taken over with yield: run it and release its owner. */
 static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, int mode, int foreign_ok)
 {
-    const liblock_t *saved = dsm_combining;
-    dsm_combining = l;
-    ll_thread_t *self = ll_self_tls;
-    if (self)
-        self->running_cs++;
+    struct ll_cs_scope scope = ll_cs_enter(&dsm_combining, l);
     int policy = l->_wait;
     int step = policy == LIBLOCK_WAIT_YIELD ? LIBLOCK_WAIT_YIELD : LIBLOCK_WAIT_SPIN;
     unsigned max = foreign_ok ? s->max_cs : 1, count = 0;
@@ -235,9 +231,7 @@ static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, in
         if (tmp != start || mode == COMB_FOREIGN)
             ll_wake_deferred(&dw, &tmp->state, DSM_DONE, policy);
     }
-    dsm_combining = saved;
-    if (self)
-        self->running_cs--;
+    ll_cs_leave(&dsm_combining, scope);
     if (count > atomic_load_explicit(&s->max_pass, memory_order_relaxed))
         atomic_store_explicit(&s->max_pass, count, memory_order_relaxed);
     atomic_store_explicit(&s->passes, atomic_load_explicit(&s->passes, memory_order_relaxed) + 1,

@@ -116,7 +116,8 @@ enum { FCW_WAITING = 1, FCW_DONE = 2, FCW_RETRY = 3 };
 struct fc_lock {
     LL_ALIGNED _Atomic(struct fc_rec *) head;
     LL_ALIGNED _Atomic uint32_t lock_word;
-    _Atomic unsigned lock_waiters; /* lock() callers waiting (destroy's EBUSY test) */
+    _Atomic unsigned lock_waiters; /* lock() callers waiting, for destroy's EBUSY only: relaxed, since
+                                      destroy racing with a lock() in progress is undefined anyway */
     _Atomic unsigned sleepers;     /* spin-then-park requesters parked or about to park */
     int park;                      /* policy is spin-then-park: completions wake owners */
     uint64_t yield_cycles;         /* spin-then-park: FC_YIELD_NS, in cycles */
@@ -185,35 +186,50 @@ static inline void defer_wake(struct ll_deferred_wakes *dw, _Atomic uint32_t *w)
         ll_futex_wake(w, 1);
 }
 
-static inline _Atomic uint32_t *tell_owner(struct fc_rec *r, uint32_t why)
+/* CAS r's wake word from WAITING (parked or not) to why.  0 if the word
+ * was not WAITING; else 1, *parked saying whether the owner sleeps. */
+static inline int signal_owner(struct fc_rec *r, uint32_t why, int *parked)
 {
     uint32_t w = FCW_WAITING | LL_PARKED;
     for (;;) {
-        if (atomic_compare_exchange_strong_explicit(&r->wake, &w, why, memory_order_acq_rel, memory_order_relaxed))
-            return (w & LL_PARKED) ? &r->wake : NULL;
+        if (atomic_compare_exchange_strong_explicit(&r->wake, &w, why, memory_order_acq_rel, memory_order_relaxed)) {
+            *parked = (w & LL_PARKED) != 0;
+            return 1;
+        }
         if ((w & ~LL_PARKED) != FCW_WAITING)
-            return NULL;
+            return 0;
     }
+}
+
+static inline _Atomic uint32_t *tell_owner(struct fc_rec *r, uint32_t why)
+{
+    int parked;
+    return signal_owner(r, why, &parked) && parked ? &r->wake : NULL;
 }
 
 /* The lock became free while requesters sleep: wake one whose request is
  * still pending, so that it takes the lock and combines for the others.
  * Its wake word goes from WAITING (parked or not yet) to RETRY, so one that
- * is just about to park sees the change instead of sleeping. */
+ * is just about to park sees the change instead of sleeping.
+ * Why the scan finds it: the requester stores `sleeping` (relaxed) before
+ * its seq_cst increment of `sleepers`; our seq_cst load of `sleepers` that
+ * saw the increment read it from that RMW, so the store of `sleeping`
+ * happens before our load of it.  The walk runs without the combiner lock:
+ * records are never freed while the lock exists (thread_records.h), but a
+ * concurrent combiner may unlink one and its owner push it again, so the
+ * walk can skip a record.  That only happens while another requester is
+ * running (the one that pushed), and it will take the lock and release it,
+ * scanning again, so a sleeper is not forgotten. */
 static void wake_one_requester(struct fc_lock *s)
 {
     for (struct fc_rec *r = atomic_load_explicit(&s->head, memory_order_acquire); r;
          r = atomic_load_explicit(&r->next, memory_order_acquire)) {
-        if (!atomic_load_explicit(&r->sleeping, memory_order_acquire) ||
+        if (!atomic_load_explicit(&r->sleeping, memory_order_relaxed) ||
             !atomic_load_explicit(&r->req, memory_order_acquire))
             continue;
-        uint32_t w = FCW_WAITING | LL_PARKED;
-        if (atomic_compare_exchange_strong_explicit(&r->wake, &w, FCW_RETRY, memory_order_acq_rel,
-                                                    memory_order_relaxed) ||
-            (w == FCW_WAITING &&
-             atomic_compare_exchange_strong_explicit(&r->wake, &w, FCW_RETRY, memory_order_acq_rel,
-                                                     memory_order_relaxed))) {
-            if (w & LL_PARKED)
+        int parked;
+        if (signal_owner(r, FCW_RETRY, &parked)) {
+            if (parked)
                 ll_futex_wake(&r->wake, 1);
             return;
         }
@@ -326,11 +342,7 @@ static void push(struct fc_lock *s, struct fc_rec *r)
  * (spin-then-park) are collected in dw, for after the release. */
 static void combine(liblock_t *l, struct fc_lock *s, unsigned own, struct ll_deferred_wakes *dw)
 {
-    const liblock_t *saved = fc_combining;
-    fc_combining = l;
-    ll_thread_t *self = ll_self_tls;
-    if (self)
-        self->running_cs++;
+    struct ll_cs_scope scope = ll_cs_enter(&fc_combining, l);
     unsigned local = ++s->count, served = own;
     for (struct fc_rec *cur = atomic_load_explicit(&s->head, memory_order_acquire); cur;
          cur = atomic_load_explicit(&cur->next, memory_order_acquire)) {
@@ -360,9 +372,7 @@ static void combine(liblock_t *l, struct fc_lock *s, unsigned own, struct ll_def
             cur = atomic_load_explicit(&prev->next, memory_order_acquire);
         }
     }
-    fc_combining = saved;
-    if (self)
-        self->running_cs--;
+    ll_cs_leave(&fc_combining, scope);
     if (served > atomic_load_explicit(&s->max_pass, memory_order_relaxed))
         atomic_store_explicit(&s->max_pass, served, memory_order_relaxed);
     atomic_store_explicit(&s->passes, atomic_load_explicit(&s->passes, memory_order_relaxed) + 1,
@@ -422,15 +432,9 @@ static void *fc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         /* We may not run others' requests here (docs/api.md, "Delegated
          * critical sections"): run ours alone and leave the rest to the next
          * combiner.  Our record stays linked (or inactive) with req nil. */
-        const liblock_t *saved = fc_combining;
-        ll_thread_t *self = ll_self_tls;
-        fc_combining = l;
-        if (self)
-            self->running_cs++;
+        struct ll_cs_scope scope = ll_cs_enter(&fc_combining, l);
         r->ret = cs(arg);
-        if (self)
-            self->running_cs--;
-        fc_combining = saved;
+        ll_cs_leave(&fc_combining, scope);
         atomic_store_explicit(&r->req, NULL, memory_order_relaxed);
     }
     release(s);

@@ -190,48 +190,46 @@ static inline int asleep(struct oy_lock *s, struct oy_req *n, int policy)
  * as running one (ll_may_run_foreign). */
 static void *oy_run(liblock_t *l, void *(*cs)(void *), void *arg)
 {
-    const liblock_t *saved = oy_combining;
-    ll_thread_t *self = ll_self_tls;
-    oy_combining = l;
-    if (self)
-        self->running_cs++;
+    struct ll_cs_scope scope = ll_cs_enter(&oy_combining, l);
     void *r = cs(arg);
-    if (self)
-        self->running_cs--;
-    oy_combining = saved;
+    ll_cs_leave(&oy_combining, scope);
     return r;
+}
+
+/* Unlink and return the first waiter of the list at *pp that is awake, or
+ * NULL; *pp is left pointing at the list's terminating NULL link. */
+static struct oy_req *unlink_awake(struct oy_lock *s, struct oy_req ***pp, int policy)
+{
+    for (; **pp; *pp = &(**pp)->next) {
+        struct oy_req *m = **pp;
+        if (!asleep(s, m, policy)) {
+            **pp = m->next;
+            return m;
+        }
+    }
+    return NULL;
 }
 
 /* n (first in line) is parked: find the first waiter after it in *pending
  * that is awake and unlink it, unless n has been passed over OY_MAX_SKIPS
- * times already or none is awake; then return n itself. */
+ * times already or none is awake; then return n itself.  If the whole
+ * batch sleeps, the requests pushed since it was detached (the latest
+ * arrivals, usually still spinning) are detached too and appended in
+ * arrival order.  We hold the lock, so the word is LOCKED or a stack, and
+ * the batch is private to us. */
 static struct oy_req *pick_awake(struct oy_lock *s, struct oy_req *n, struct oy_req **pending, int policy)
 {
     if (n->skips >= OY_MAX_SKIPS)
         return n;
-    struct oy_req **pp;
-    for (pp = pending; *pp; pp = &(*pp)->next) {
-        struct oy_req *m = *pp;
-        if (!asleep(s, m, policy)) {
-            *pp = m->next;
-            return m;
-        }
-    }
-    /* Everybody in the batch sleeps: take the requests pushed since it was
-     * detached (the latest arrivals, usually still spinning) and append them
-     * in arrival order.  We hold the lock, so the word is LOCKED or a stack. */
+    struct oy_req **pp = pending, *m = unlink_awake(s, &pp, policy);
+    if (m)
+        return m;
     uintptr_t top = atomic_exchange_explicit(&s->word, OY_LOCKED, memory_order_acquire);
     if (top == OY_LOCKED)
         return n;
     *pp = reverse((struct oy_req *)top);
-    for (; *pp; pp = &(*pp)->next) {
-        struct oy_req *m = *pp;
-        if (!asleep(s, m, policy)) {
-            *pp = m->next;
-            return m;
-        }
-    }
-    return n;
+    m = unlink_awake(s, &pp, policy);
+    return m ? m : n;
 }
 
 /* change 7: after the lock changed hands or became free, wake one lock()
