@@ -119,6 +119,9 @@ static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER, m2 = PTHREAD_MUTEX_INITIAL
 static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
 static long counter, counter2, tries_ok, queue, produced, consumed;
 static volatile int inside;
+/* every worker takes the lock once, then waits here: all T threads have
+ * asked for a client id at once, so the slots are really exhausted */
+static pthread_barrier_t bar;
 static void bad(const char *w, int r) { fprintf(stderr, "%s returned %d\n", w, r); exit(2); }
 static void *worker(void *a)
 {
@@ -130,6 +133,8 @@ static void *worker(void *a)
         counter++;
         inside--;
         if ((r = pthread_mutex_unlock(&m))) bad("unlock", r);
+        if (i == 0)
+            pthread_barrier_wait(&bar);
         if (i % 8 == 0) {
             r = pthread_mutex_trylock(&m2);
             if (r == 0) {
@@ -165,6 +170,7 @@ int main(int argc, char **argv)
     if (argc > 1)
         N = atoi(argv[1]);
     pthread_t t[T];
+    pthread_barrier_init(&bar, NULL, T);
     for (long i = 0; i < T; i++)
         pthread_create(&t[i], NULL, worker, (void *)i);
     for (int i = 0; i < T; i++)
