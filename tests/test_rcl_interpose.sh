@@ -364,18 +364,10 @@ done
 # ---- fork ----------------------------------------------------------------------------
 # (not `spin`: 5 spinning threads on the one client CPU is the oversubscription
 # convoy of docs/interpose.md "waiting policy", whatever fork does)
-# KNOWN BUG (issue 11, open; docs/rcl.md "fork"): a child forked while the
-# parent's threads keep using an rcl lock sometimes hangs at its first use
-# (tests/test_mixed.c, fork, hangs every time).  Skipped by default;
-# LIBLOCK_TEST_RCL_FORK=1 runs it.
-if [ -n "${LIBLOCK_TEST_RCL_FORK:-}" ]; then
-  for w in spin-then-park yield; do
-    out=$(LD_PRELOAD="$lib" LIBLOCK_LOCK=rcl LIBLOCK_WAIT=$w timeout 60 "$tmp/forkp" 2>"$tmp/err"); rc=$?
-    [ $rc -eq 0 ] && [ "$out" = ok ] || fail "fork ($w): rc=$rc out='$out' err=$(cat "$tmp/err")"
-  done
-else
-  echo "SKIP fork: known bug (LIBLOCK_TEST_RCL_FORK=1 runs it)"
-fi
+for w in spin-then-park yield; do
+  out=$(LD_PRELOAD="$lib" LIBLOCK_LOCK=rcl LIBLOCK_WAIT=$w timeout 60 "$tmp/forkp" 2>"$tmp/err"); rc=$?
+  [ $rc -eq 0 ] && [ "$out" = ok ] || fail "fork ($w): rc=$rc out='$out' err=$(cat "$tmp/err")"
+done
 
 [ $fails -eq 0 ] && echo "test_rcl_interpose: ok" || echo "test_rcl_interpose: $fails FAILED"
 exit $((fails > 0))

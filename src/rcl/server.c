@@ -22,10 +22,15 @@
  *                      FIFO queue so that the threads that did not run
  *                      (the free one, a CS that became runnable behind a
  *                      spinner) run before the spinner.
- *   backup thread      SCHED_FIFO, priority P-1 (lowest).  FIFO never runs it
- *                      while a servicing thread can run, so it runs exactly
- *                      when every servicing thread is blocked in the kernel;
- *                      it then pokes the manager (section 4.1.2.2), which
+ *   backup thread      SCHED_OTHER (CFS; the thesis has FIFO P-1, see
+ *                      below).  The scheduler never runs a CFS thread on a
+ *                      CPU where a FIFO thread can run, so it runs when
+ *                      every servicing thread is blocked in the kernel (or
+ *                      in the kernel's RT-throttling window, 5 % of each
+ *                      second by default, when it finds a free thread and
+ *                      does nothing, or none and asks for one as a missed
+ *                      manager tick would); it then pokes the manager
+ *                      (section 4.1.2.2), which
  *                      preempts it at once and provides a free servicing
  *                      thread (waking a parked one or creating one).  The
  *                      backup itself takes no lock and allocates nothing:
@@ -34,6 +39,14 @@
  *                      thread-stack lock) could stall the manager behind a
  *                      CS that spins forever.  All pool changes are made by
  *                      the manager, which nothing on the CPU preempts.
+ *                      Why not FIFO P-1: a FIFO thread of priority P-1
+ *                      never runs while ANOTHER process's servicing thread
+ *                      (FIFO P) is busy on the same CPU, not even to die:
+ *                      a forked child that used RCL and exited stayed a
+ *                      zombie for as long as its parent's server was busy
+ *                      (its backup could not run to exit; seen as a hang
+ *                      of the parent's waitpid).  A CFS thread gets the
+ *                      throttling window, so it always runs eventually.
  * A free servicing thread that sees another free one leaves the pool: it
  * pushes itself on the `prepared` stack and sleeps on a futex (its `wake`
  * word) until the manager or backup hands it work again.  So the pool
@@ -474,7 +487,10 @@ static void *sthread_main(void *arg)
     return NULL;
 }
 
-/* Thread attributes: bound to the server CPU; FIFO at `prio` unless degraded. */
+/* Thread attributes: bound to the server CPU; FIFO at `prio` unless
+ * degraded or prio is RCL_PRIO_CFS (the backup thread: "Threads of a
+ * server" above). */
+#define RCL_PRIO_CFS (-1)
 static int make_attr(struct rcl_server *s, pthread_attr_t *a, int prio)
 {
     pthread_attr_init(a);
@@ -482,7 +498,7 @@ static int make_attr(struct rcl_server *s, pthread_attr_t *a, int prio)
     CPU_ZERO(&set);
     CPU_SET(s->cpu, &set);
     pthread_attr_setaffinity_np(a, sizeof set, &set);
-    if (!s->degraded) {
+    if (!s->degraded && prio != RCL_PRIO_CFS) {
         struct sched_param sp = {.sched_priority = prio};
         pthread_attr_setinheritsched(a, PTHREAD_EXPLICIT_SCHED);
         pthread_attr_setschedpolicy(a, SCHED_FIFO);
@@ -667,7 +683,8 @@ static void *backup_main(void *arg)
             if (atomic_load_explicit(&s->st.passes, memory_order_relaxed) != p0)
                 continue;
         }
-        /* Under FIFO we run only when every servicing thread is blocked. If
+        /* We run only when every servicing thread is blocked (or in the
+         * RT-throttling window: then n_free is usually nonzero). If
          * none is free, ask the manager for one (thesis section 4.1.2.2: the
          * backup only pokes the manager).  The backup itself takes no lock
          * and calls no allocator: at the bottom priority it can be preempted
@@ -770,7 +787,7 @@ static int start_threads(struct rcl_server *s)
         return err;
     if (create_aux(s, &s->manager, manager_main, s->prio_mgr) == 0)
         s->have_manager = 1;
-    if (create_aux(s, &s->backup, backup_main, s->prio_backup) == 0)
+    if (create_aux(s, &s->backup, backup_main, RCL_PRIO_CFS) == 0)
         s->have_backup = 1;
     if (!s->have_manager || !s->have_backup)
         ll_warn_once("rcl_aux", "liblock: rcl: could not create the management/backup thread of the server on "
