@@ -156,6 +156,27 @@ def _apps(d, meta, rows, keep):
     print(f"Each cell: median over the rounds of wall time ÷ glibc's in the same round ({meta.get('runs', '?')} runs "
           f"in all); bold: above 2×; >{bound:g}×: killed at the bound (or skipped once the median was decided).")
     print()
+    bp = os.path.join(d, "bound.csv")
+    if os.path.isfile(bp):
+        with open(bp, newline="") as f:
+            brows = [r for r in csv.DictReader(f) if not keep or r["algorithm"] in keep]
+        cs = _f(meta.get("count_scale"))
+        print(f"Hand-off bound of the FIFO locks (counted runs at {cs:g} × the work; N acquisitions, T wall time, "
+              f"W wake-up probe; bound = N × W ÷ glibc's time; explained: T/N ≤ 2 W):" if cs else
+              "Hand-off bound of the FIFO locks:")
+        print()
+        print("| program | threads | algorithm | N | T (s) | × glibc | bound | T/N | T/N ÷ W | verdict |")
+        print("|---|--:|---|--:|--:|--:|--:|--:|--:|---|")
+        for r in brows:
+            if r["status"] != "ok" or not r.get("acquisitions"):
+                print(f"| {r['app']} | {r['threads']} | {r['algorithm']} | – | – | – | – | – | – | no count ({r['status']}) |")
+                continue
+            pa, ow = _f(r.get("per_acq_ns")), _f(r.get("per_acq_over_wake"))
+            v = {"1": "explained", "0": "**not explained**"}.get(r.get("explained", ""), "–")
+            print(f"| {r['app']} | {r['threads']} | {r['algorithm']} | {r['acquisitions']} | {r['seconds']} | "
+                  f"{_x(r.get('ratio_vs_glibc'))} | {_x(r.get('bound_ratio'))} | "
+                  f"{f'{pa / 1e3:.1f} µs' if pa else '–'} | {f'{ow:.2f}' if ow is not None else '–'} | {v} |")
+        print()
 
 
 def run(args, env):
