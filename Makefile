@@ -53,9 +53,11 @@ LIB_SO := $(BUILD)/lib/liblock.so
 LIB_A  := $(BUILD)/lib/liblock.a
 INTERPOSE_SO := $(if $(INTERPOSE_SRCS),$(BUILD)/lib/liblock-interpose.so)
 PROFILE_SO := $(if $(PROFILE_SRCS),$(BUILD)/lib/liblock-profile.so)
+# Acquisition counter preloaded by `liblock bench apps` (bench/lockcount/).
+LOCKCOUNT_SO := $(BUILD)/lib/liblock-lockcount.so
 
 .PHONY: all deps test demo install clean sanitizer-test sanitizer-build FORCE
-all: $(LIB_SO) $(LIB_A) $(INTERPOSE_SO) $(PROFILE_SO) $(TEST_BINS) $(TEST_CXX_BINS) $(BENCH_BINS) $(APP_BINS) $(TOOL_BINS)
+all: $(LIB_SO) $(LIB_A) $(INTERPOSE_SO) $(PROFILE_SO) $(LOCKCOUNT_SO) $(TEST_BINS) $(TEST_CXX_BINS) $(BENCH_BINS) $(APP_BINS) $(TOOL_BINS)
 
 # The registry is generated from the file names in src/locks/: NAME.c must
 # define `const struct ll_ops ll_ops_NAME` (dashes become underscores).
@@ -117,6 +119,10 @@ $(BUILD)/tests/%: tests/%.cc $(LIB_A)
 $(BUILD)/bin/%: bench/%.c $(LIB_A) $(wildcard bench/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -fvisibility=default -Ibench $< -o $@ $(LIB_A) $(LIBS)
+
+$(LOCKCOUNT_SO): bench/lockcount/lockcount.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -g $(OPT) -Wall -shared -fPIC $< -o $@ -ldl -pthread
 
 $(BUILD)/bin/apps/%: bench/apps/%.cc
 	@mkdir -p $(dir $@)

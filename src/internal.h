@@ -329,6 +329,21 @@ struct ll_ops {
      * wait and take it back.  NULL means the API's unlock/lock. */
     int (*cond_release)(liblock_t *l);
     int (*cond_reacquire)(liblock_t *l);
+    /* Optional condition-variable requeue (src/core/cond.c): a signal puts
+     * the waiter's queue node on the lock's queue instead of waking it, so a
+     * waiter sleeps until the lock is handed to it (one wake-up, not two).
+     *  requeue_prepare(l, node): the waiter, before it is queued on the
+     *    condition: make node "waiting, not queued"; 0, or ENOTSUP when the
+     *    lock's policy does not park (the condition then wakes as usual).
+     *  requeue(l, node): a signaller, on behalf of the sleeping waiter:
+     *    enqueue node as the waiter's lock() would, without waiting.
+     *  requeue_wait(l, node, deadline_ns): the waiter: wait until the lock
+     *    is granted to node (0); with a CLOCK_MONOTONIC deadline (0 = none),
+     *    may return ETIMEDOUT while node has not been requeued yet.
+     * All three or none.  Not used with cond_release/cond_reacquire. */
+    int (*requeue_prepare)(liblock_t *l, void *node);
+    void (*requeue)(liblock_t *l, void *node);
+    int (*requeue_wait)(liblock_t *l, void *node, uint64_t deadline_ns);
     /* Optional: per-thread set-up (liblock_thread_register). */
     int (*thread_register)(liblock_t *l);
 };

@@ -21,6 +21,41 @@
  * cond_release/cond_reacquire hooks; algorithms that cannot support waiting
  * at all leave LIBLOCK_PROP_COND unset and get ENOTSUP.
  *
+ * Requeue (algorithms with the requeue hooks of struct ll_ops: mcs under
+ * spin-then-park).  With a FIFO lock, a waiter woken by a signal must run
+ * only to queue for the lock behind the threads already waiting, and usually
+ * sleep again until its turn: two wake-ups per wait, the first of which
+ * buys nothing.  As glibc's old FUTEX_CMP_REQUEUE moved condition waiters to
+ * the mutex's futex, a signal here puts the waiter's queue node on the
+ * lock's queue (ops->requeue, run by the signaller, which never waits), and
+ * the waiter sleeps on that node until the lock is handed to it.  wait:
+ *   1. take the inner mutex; release L (the API's unlock);
+ *   2. push a hold for L (the node the API's unlock will later use) and
+ *      requeue_prepare it; queue a record {lock, node} on the condition's
+ *      list (FIFO); waiters++; drop the inner mutex;
+ *   3. requeue_wait: sleep until L is granted to the node -- then the
+ *      thread holds L exactly as after ll_api_lock (the hold is on its
+ *      stack);
+ *   4. timed out before a signal took the record (checked under the inner
+ *      mutex): unlink it, pop the hold, take L again the ordinary way and
+ *      return ETIMEDOUT; a record already taken means the signal was
+ *      consumed: wait for the grant (no deadline) and return 0.
+ * signal: under the inner mutex take the list's head (marking it taken);
+ * after dropping the mutex, requeue its node; with an empty list,
+ * pthread_cond_signal as before.  broadcast: take the whole list, then
+ * requeue each record in order (reading the next link first: a requeued
+ * waiter may be granted and return at once), and pthread_cond_broadcast.
+ * No lost wake-up: the record is queued under the inner mutex that the
+ * waiter holds since before it released L (as in the ordinary protocol), so
+ * a signaller that changed the predicate under L finds it; a record taken
+ * by a signal is always requeued, and a requeued node is granted in FIFO
+ * order like any waiter's.  Records live on the waiter's stack; a waiter
+ * cannot leave before its node is granted, which needs the signaller's
+ * requeue first, and the signaller reads the record's fields before it
+ * drops the inner mutex.  A lock whose policy does not park (requeue_prepare
+ * says ENOTSUP) waits the ordinary way on the same condition.  Waits under
+ * cond_release/cond_reacquire hooks (RCL) never use requeue.
+ *
  * Mostly-LIFO condition variables (seed 001 section 6.10): a condattr on
  * which liblock_condattr_setfifo was called selects the explicit-queue kind
  * (_kind = LL_COND_KIND_LIFO), implemented in cond_lifo.c; the functions
@@ -28,13 +63,24 @@
  */
 #include "../internal.h"
 #include "cond_lifo.h"
+#include "fairness.h"
 
 #include <string.h>
+#include <time.h>
+
+/* A requeue waiter (on its thread's stack); fields guarded by the inner mutex. */
+struct rq_waiter {
+    struct rq_waiter *next;
+    liblock_t *lock;
+    void *node;
+    int queued; /* 1 while on the list: no signal has taken it */
+};
 
 struct posix_cond {
     pthread_cond_t c;
     pthread_mutex_t m;
     unsigned waiters; /* guarded by m; destroy refuses while non-zero */
+    struct rq_waiter *rq_head, *rq_tail; /* requeue waiters, FIFO; guarded by m */
 };
 _Static_assert(sizeof(struct posix_cond) <= sizeof(((liblock_cond_t *)0)->_storage), "cond storage too small");
 
@@ -67,6 +113,7 @@ LL_EXPORT int liblock_cond_init(liblock_cond_t *cond, const void *attrp)
         return ll_cond_lifo_init(cond, attr->_fifo_probability);
     struct posix_cond *pc = (struct posix_cond *)cond->_storage;
     pc->waiters = 0;
+    pc->rq_head = pc->rq_tail = NULL;
     int r = pthread_mutex_init(&pc->m, NULL);
     if (r)
         return r;
@@ -102,6 +149,83 @@ static int reacquire_outer(liblock_t *l)
 int ll_cond_release_outer(liblock_t *l) { return release_outer(l); }
 int ll_cond_reacquire_outer(liblock_t *l) { return reacquire_outer(l); }
 
+/* CLOCK_REALTIME abstime -> CLOCK_MONOTONIC ns (at least 1: 0 means none). */
+static uint64_t mono_deadline(const struct timespec *abstime)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t left = (int64_t)(abstime->tv_sec - now.tv_sec) * 1000000000 + (abstime->tv_nsec - now.tv_nsec);
+    uint64_t mono = ll_now_ns();
+    return left <= 0 ? mono : mono + (uint64_t)left;
+}
+
+/* Steps 2-4 of the requeue wait (header); called with the inner mutex held
+ * and L released.  Returns ENOTSUP (inner mutex still held, nothing changed:
+ * wait the ordinary way), or the wait's result (inner mutex released, L
+ * held again). */
+static int requeue_wait(struct posix_cond *pc, liblock_t *l, const struct timespec *abstime)
+{
+    const struct ll_ops *o = LL_OPS(l);
+    ll_thread_t *self = ll_self_tls; /* set: the caller held L through the API */
+    ll_hold_t *h = ll_hold_push(self, l);
+    if (!h)
+        return ENOTSUP;
+    if (o->requeue_prepare(l, h->node)) {
+        ll_hold_pop(self, h);
+        return ENOTSUP;
+    }
+    struct rq_waiter w = {NULL, l, h->node, 1};
+    if (pc->rq_tail)
+        pc->rq_tail->next = &w;
+    else
+        pc->rq_head = &w;
+    pc->rq_tail = &w;
+    pc->waiters++;
+    pthread_mutex_unlock(&pc->m);
+    if (o->requeue_wait(l, h->node, abstime ? mono_deadline(abstime) : 0) == ETIMEDOUT) {
+        pthread_mutex_lock(&pc->m);
+        if (w.queued) {
+            /* no signal took us: unlink (singly linked: find the predecessor) */
+            struct rq_waiter **pp = &pc->rq_head, *prev = NULL;
+            while (*pp != &w) {
+                prev = *pp;
+                pp = &(*pp)->next;
+            }
+            *pp = w.next;
+            if (pc->rq_tail == &w)
+                pc->rq_tail = prev;
+            pc->waiters--;
+            pthread_mutex_unlock(&pc->m);
+            ll_hold_pop(self, h);
+            int r = reacquire_outer(l);
+            return r ? r : ETIMEDOUT;
+        }
+        pthread_mutex_unlock(&pc->m);
+        /* a signal took us and requeues (or has requeued) our node: it was
+         * consumed, so wait for the lock and report success */
+        (void)o->requeue_wait(l, h->node, 0);
+    }
+    pthread_mutex_lock(&pc->m);
+    pc->waiters--;
+    pthread_mutex_unlock(&pc->m);
+    if (LL_UNLIKELY(l->_stats != NULL))
+        ll_fairness_note(l, self);
+    return 0;
+}
+
+/* Under the inner mutex: take the list's head (or NULL). */
+static struct rq_waiter *rq_take(struct posix_cond *pc)
+{
+    struct rq_waiter *w = pc->rq_head;
+    if (w) {
+        pc->rq_head = w->next;
+        if (!pc->rq_head)
+            pc->rq_tail = NULL;
+        w->queued = 0;
+    }
+    return w;
+}
+
 static int cond_wait_common(liblock_cond_t *cond, liblock_t *l, const struct timespec *abstime)
 {
     if (!cond || cond->_magic != LL_COND_MAGIC || !l || l->_magic != LL_LOCK_MAGIC)
@@ -124,6 +248,11 @@ static int cond_wait_common(liblock_cond_t *cond, liblock_t *l, const struct tim
     if (r) {
         pthread_mutex_unlock(&pc->m);
         return r;
+    }
+    if (o->requeue_prepare && !o->cond_release) {
+        int rq = requeue_wait(pc, l, abstime);
+        if (rq != ENOTSUP)
+            return rq; /* the inner mutex is no longer held */
     }
     pc->waiters++;
     int w = abstime ? pthread_cond_timedwait(&pc->c, &pc->m, abstime) : pthread_cond_wait(&pc->c, &pc->m);
@@ -152,6 +281,14 @@ LL_EXPORT int liblock_cond_signal(liblock_cond_t *cond)
         return ll_cond_lifo_signal(cond);
     struct posix_cond *pc = cond->_impl;
     pthread_mutex_lock(&pc->m);
+    struct rq_waiter *w = rq_take(pc);
+    if (w) {
+        liblock_t *l = w->lock; /* w stays alive until its node is requeued (header) */
+        void *node = w->node;
+        pthread_mutex_unlock(&pc->m);
+        LL_OPS(l)->requeue(l, node);
+        return 0;
+    }
     pthread_cond_signal(&pc->c);
     pthread_mutex_unlock(&pc->m);
     return 0;
@@ -165,8 +302,20 @@ LL_EXPORT int liblock_cond_broadcast(liblock_cond_t *cond)
         return ll_cond_lifo_broadcast(cond);
     struct posix_cond *pc = cond->_impl;
     pthread_mutex_lock(&pc->m);
+    struct rq_waiter *all = pc->rq_head;
+    for (struct rq_waiter *w = all; w; w = w->next)
+        w->queued = 0;
+    pc->rq_head = pc->rq_tail = NULL;
     pthread_cond_broadcast(&pc->c);
     pthread_mutex_unlock(&pc->m);
+    /* Requeue in order, reading each record before requeueing it: its
+     * waiter may be granted and return at once.  A record not yet requeued
+     * stays alive: its waiter, even timed out, sees it taken and waits for
+     * the grant, which needs our requeue first. */
+    for (struct rq_waiter *w = all, *next; w; w = next) {
+        next = w->next;
+        LL_OPS(w->lock)->requeue(w->lock, w->node);
+    }
     return 0;
 }
 

@@ -261,17 +261,21 @@ static inline bool cr_install_after(_Atomic(struct cr_node *) *tail, struct cr_n
 
 /* Reprovisioning (mcscr/mcscrn (R)): the chain holds only the owner's node
  * n; put list node h after it and hand it the lock -- pending if `pending`
- * (mcscr), else outright -- counting it in *count first (after the grant
- * the lock, and so the owner-only counter, is no longer ours).  If an
+ * (mcscr), else outright -- counting it in *count, and a pending grant also
+ * in *pend_count if not NULL, first (after the grant the lock, and so the
+ * owner-only counters, is no longer ours).  If an
  * arrival raced into the chain (cr_install_after failed), h goes back on the
  * head of list L, where it was, and the arrival gets the lock: the lock is
  * not left free either way. */
 static inline void cr_reprovision(_Atomic(struct cr_node *) *tail, struct cr_node *n, struct cr_node *h,
-                                  struct cr_list *L, uint64_t *count, bool pending, int policy)
+                                  struct cr_list *L, uint64_t *count, uint64_t *pend_count, bool pending,
+                                  int policy)
 {
     struct cr_node *succ = NULL;
     if (cr_install_after(tail, n, h, &succ)) {
         (*count)++;
+        if (pending && pend_count)
+            (*pend_count)++;
         if (pending)
             cr_grant_pending(h, policy);
         else
@@ -280,6 +284,52 @@ static inline void cr_reprovision(_Atomic(struct cr_node *) *tail, struct cr_nod
     }
     cr_push_head(L, h);
     cr_grant(cr_await_link(n, policy), policy);
+}
+
+/* Deficit grace (not in the paper).  A deficit -- the owner unlocks and the
+ * chain holds only its own node -- reprovisions a passive thread (R).  When
+ * the threads circulate with short non-critical sections on few CPUs, most
+ * deficits are an illusion: the other circulating thread is between its
+ * unlock and its next arrival (~100 cycles) and swaps the tail a moment
+ * later.  If the passive thread to be reprovisioned has parked, reprovision
+ * costs a futex_wake, and the woken thread competes for a CPU with the
+ * circulating threads (the scheduler favours a thread that slept), only to
+ * be taken over and culled again: the churn that kept mcscr at 0.45x and
+ * mcscrn at 0.04x posix at 32 threads on 2 CPUs.  So before reprovisioning a
+ * *parked* passive thread h, the owner waits up to `grace` cycles for an
+ * arrival: if the tail moves away from n, the arrival (running, warm) gets
+ * the lock by an ordinary MCS hand-off and h stays passive and asleep;
+ * otherwise the owner reprovisions h as before.  The lock is held throughout
+ * (work conservation, I1, is kept), no waiter is stranded (the arrival is
+ * granted; h stays in the passive set, from which it is reprovisioned or
+ * grafted later), and the window is bounded, so a deficit costs the owner at
+ * most `grace` more than before; a passive thread that has not parked yet
+ * (its word lacks LL_PARKED) is reprovisioned at once, since granting it
+ * costs no system call.  Orderings: the tail load is relaxed (a hint); the
+ * arrival found is then linked through cr_await_link's acquire load and
+ * granted through ll_wake, as in MCS.  Returns the arrival to grant, or NULL
+ * to reprovision h.  `grace` comes from LIBLOCK_CR_GRACE_NS (default
+ * CR_GRACE_NS_DEFAULT, 0 = off). */
+#define CR_GRACE_NS_DEFAULT 1000
+static inline uint64_t cr_grace_from_env(void)
+{
+    return ll_ns_to_cycles((uint64_t)ll_env_long("LIBLOCK_CR_GRACE_NS", CR_GRACE_NS_DEFAULT, 0, 1000000));
+}
+
+static inline struct cr_node *cr_deficit_grace(_Atomic(struct cr_node *) *tail, struct cr_node *n,
+                                               const struct cr_node *h, uint64_t grace, int policy)
+{
+    if (!grace || !(atomic_load_explicit(&h->locked, memory_order_relaxed) & LL_PARKED))
+        return NULL;
+    uint64_t t0 = ll_cycles();
+    unsigned i = 0;
+    for (;;) {
+        if (atomic_load_explicit(tail, memory_order_relaxed) != n)
+            return cr_await_link(n, policy);
+        ll_pause();
+        if ((++i & 15) == 0 && ll_cycles() - t0 > grace)
+            return NULL;
+    }
 }
 
 /* Plain MCS release by owner node n: free the lock if n is the tail, else
@@ -300,8 +350,9 @@ struct ll_cr_stats {
     uint64_t remote_culls; /* mcscrn: waiters moved to the remote list            */
     uint64_t home_changes; /* mcscrn: changes of the home NUMA node               */
     uint64_t handoffs;     /* loiter: direct hand-offs to an impatient standby    */
-    uint64_t pendings;     /* mcscr, lifocr: grants made pending (takeable)        */
-    uint64_t steals;       /* mcscr, lifocr: pending grants taken over by an arrival */
+    uint64_t pendings;     /* mcscr, mcscrn, lifocr: grants made pending (takeable) */
+    uint64_t steals;       /* mcscr, mcscrn, lifocr: pending grants taken over     */
+    uint64_t graces;       /* mcscr, mcscrn: deficits an arrival filled within the grace window */
     unsigned passive;      /* current passive-set size                           */
     unsigned remote;       /* mcscrn: current remote-list size                    */
     int home;              /* mcscrn: current home node                            */

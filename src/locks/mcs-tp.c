@@ -127,6 +127,11 @@
  *   LIBLOCK_MCSTP_MAX_PARK_NS        1,000,000 (1 ms)   a parked waiter older
  *                                                       than this is woken to
  *                                                       try again
+ *   LIBLOCK_MCSTP_GRACE_NS               1,000 (1 us)   a release that would
+ *                                                       free the lock and wake
+ *                                                       a parked waiter first
+ *                                                       waits this long for an
+ *                                                       arrival (try_free)
  *   and the library's spin budget (a measured futex round trip, or
  *   LIBLOCK_SPIN_NS): spin phase before parking.
  * Policies: spin-then-park (default: the one for more threads than cores),
@@ -164,6 +169,7 @@ struct tp_lock {
     /* second line: written once per acquisition, read by waiters */
     LL_ALIGNED _Atomic uint64_t cs_start;               /* cycles */
     uint64_t max_cs, update_delay, patience, max_park;  /* cycles, read-only after init */
+    uint64_t grace;                                     /* free grace, cycles (try_free) */
     int fix;
     /* parked list, oldest first: the lock holder's (see the header) */
     struct tp_node *park_head, *park_tail;
@@ -181,6 +187,7 @@ static int tp_init(liblock_t *l, const liblock_attr_t *attr)
     s->update_delay = ll_ns_to_cycles((uint64_t)ll_env_long("LIBLOCK_MCSTP_UPDATE_DELAY_NS", 10000L, 1, 1L << 40));
     s->patience = ll_ns_to_cycles((uint64_t)ll_env_long("LIBLOCK_MCSTP_PATIENCE_NS", 50000L, 1, 1L << 40));
     s->max_park = ll_ns_to_cycles((uint64_t)ll_env_long("LIBLOCK_MCSTP_MAX_PARK_NS", 1000000L, 1, 1L << 40));
+    s->grace = ll_ns_to_cycles((uint64_t)ll_env_long("LIBLOCK_MCSTP_GRACE_NS", 1000L, 0, 1000000L));
     s->fix = ll_env_long("LIBLOCK_MCSTP_UNSAFE_DISABLE_FIX", 0, 0, 1) ? 0 : 1;
     if (!s->fix)
         ll_warn_once("mcstp-nofix", "liblock: mcs-tp: LIBLOCK_MCSTP_UNSAFE_DISABLE_FIX=1: the last_lock fix is off "
@@ -362,9 +369,30 @@ static void pass_over(struct tp_lock *s, struct tp_node *m)
 /* cur has no successor: try to free the lock (CAS tail cur -> nil).  The
  * parked list must be left as the next holder will find it before that
  * CAS, so the oldest parked node (if any) is taken off first and, once the
- * lock is free, woken to try again (it is put back if the CAS fails). */
+ * lock is free, woken to try again (it is put back if the CAS fails).
+ * Free grace (our addition): a free with parked waiters costs a wake-up,
+ * and with short non-critical sections on few CPUs the queue is usually
+ * empty only for the moment a running thread spends between its unlock and
+ * its next lock().  So with the parked list not empty the releaser first
+ * waits up to `grace` (LIBLOCK_MCSTP_GRACE_NS, default 1 us; 0 = off) for
+ * an arrival to swap the tail; if one does, there is no free (return 0: the
+ * caller waits for the link and hands over as usual) and no parked waiter
+ * is woken.  The lock stays held meanwhile, so nothing changes for the
+ * invariants above; the tail load is a relaxed hint, the hand-over path
+ * reads the link with acquire as before. */
 static int try_free(struct tp_lock *s, struct tp_node *cur, struct ll_deferred_wakes *dw)
 {
+    if (s->park_head && s->grace) {
+        uint64_t t0 = ll_cycles();
+        unsigned i = 0;
+        while (atomic_load_explicit(&s->tail, memory_order_relaxed) == cur) {
+            ll_pause();
+            if ((++i & 15) == 0 && ll_cycles() - t0 > s->grace)
+                break;
+        }
+        if (atomic_load_explicit(&s->tail, memory_order_relaxed) != cur)
+            return 0;
+    }
     struct tp_node *w = park_pop(s);
     struct tp_node *expect = cur;
     if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,

@@ -64,6 +64,28 @@
  * (the holder's next two), and a hand-off to a waiter that is not running
  * costs at most one wake-up, usually overlapped with the critical sections
  * ahead of it.
+ *
+ * Condition-variable requeue (src/core/cond.c; under spin-then-park only).
+ * A thread waiting on a condition prepares its next node for this lock as
+ * "far" (word 1, next nil) and sleeps on that word, as a far waiter does.
+ * A signal enqueues the node on the waiter's behalf (mcs_requeue): the same
+ * tail swap, rank and link as mcs_lock, done by the signaller, which never
+ * waits.  A far rank is left as it is -- the sleeper is not woken, it will be
+ * woken by a promotion like any far waiter; a first or second rank is
+ * installed by promote() (a CAS that wakes the sleeper), and an empty queue
+ * grants the node at once (ll_wake: swap 0, wake).  Everything the
+ * signaller writes to the node (the rank) is written before its link store
+ * makes the node reachable to the holder, because after the link the node
+ * can be granted, and its thread return and reuse it; the final ll_wake of
+ * the empty-queue case may call futex_wake on a reused word, a spurious
+ * wake-up every waiter of this library absorbs.  The waiter (mcs_requeue_wait)
+ * then runs mcs_lock's waiting loop.  The node was initialised by its own
+ * thread and published to the signaller through the condition's mutex
+ * (release/acquire), so the signaller's swap publishes an initialised node
+ * exactly as an arrival's swap does; orderings are otherwise mcs_lock's.
+ * FIFO order is that of the requeues: a signalled waiter queues behind the
+ * threads already waiting for the lock, as if it had called lock() at the
+ * signal, without having to be scheduled first.
  */
 #include "../internal.h"
 
@@ -119,6 +141,30 @@ static inline void promote_next(struct mcs_node *n, uint32_t to)
         promote(succ, to);
 }
 
+/* The rank of a node that links behind pred (read before linking: pred
+ * cannot finish its unlock before the link, so its node is alive). */
+static inline uint32_t rank_behind(struct mcs_node *pred)
+{
+    uint32_t pv = atomic_load_explicit(&pred->locked, memory_order_relaxed) & ~LL_PARKED;
+    return pv == R_GRANTED ? R_FIRST : pv == R_FIRST ? R_SECOND : R_FAR;
+}
+
+/* The waiting loop of a linked node whose last rank read is v (parking
+ * policy): wait for the hand-off, telling the successor it is second once
+ * we are first; on the hand-off make the successor first. */
+static void wait_granted(struct mcs_node *n, uint32_t v, int policy)
+{
+    int told = 0;
+    while (v != R_GRANTED) {
+        if (v == R_FIRST && !told) {
+            promote_next(n, R_SECOND);
+            told = 1;
+        }
+        v = ll_wait_while(&n->locked, v, v == R_FAR ? LIBLOCK_WAIT_PARK : policy);
+    }
+    promote_next(n, R_FIRST);
+}
+
 static int mcs_lock(liblock_t *l, void *vnode)
 {
     struct mcs_lock *s = LL_STATE(l, struct mcs_lock);
@@ -139,20 +185,51 @@ static int mcs_lock(liblock_t *l, void *vnode)
         promote_next(n, R_FIRST); /* an arrival may have linked already (and parked) */
         return 0;
     }
-    uint32_t pv = atomic_load_explicit(&pred->locked, memory_order_relaxed) & ~LL_PARKED;
-    uint32_t v = pv == R_GRANTED ? R_FIRST : pv == R_FIRST ? R_SECOND : R_FAR;
+    uint32_t v = rank_behind(pred);
     if (v != R_FAR)
         atomic_store_explicit(&n->locked, v, memory_order_relaxed);
     atomic_store_explicit(&pred->next, n, memory_order_release);
-    int told = 0;
-    while (v != R_GRANTED) {
-        if (v == R_FIRST && !told) {
-            promote_next(n, R_SECOND);
-            told = 1;
-        }
-        v = ll_wait_while(&n->locked, v, v == R_FAR ? LIBLOCK_WAIT_PARK : policy);
+    wait_granted(n, v, policy);
+    return 0;
+}
+
+/* ---- condition-variable requeue (header) ---- */
+static int mcs_requeue_prepare(liblock_t *l, void *vnode)
+{
+    if (!parks(l->_wait))
+        return ENOTSUP;
+    struct mcs_node *n = vnode;
+    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+    atomic_store_explicit(&n->locked, R_FAR, memory_order_relaxed);
+    return 0;
+}
+
+static void mcs_requeue(liblock_t *l, void *vnode)
+{
+    struct mcs_lock *s = LL_STATE(l, struct mcs_lock);
+    struct mcs_node *n = vnode;
+    struct mcs_node *pred = atomic_exchange_explicit(&s->tail, n, memory_order_acq_rel);
+    if (!pred) {
+        ll_wake(&n->locked, R_GRANTED, LIBLOCK_WAIT_SPIN_THEN_PARK); /* its thread promotes its successor */
+        return;
     }
-    promote_next(n, R_FIRST);
+    uint32_t v = rank_behind(pred);
+    if (v != R_FAR)
+        promote(n, v); /* before the link: afterwards the node may be granted and reused */
+    atomic_store_explicit(&pred->next, n, memory_order_release);
+}
+
+static int mcs_requeue_wait(liblock_t *l, void *vnode, uint64_t deadline_ns)
+{
+    struct mcs_node *n = vnode;
+    uint32_t v;
+    if (deadline_ns) {
+        if (ll_wait_while_until(&n->locked, R_FAR, LIBLOCK_WAIT_PARK, deadline_ns, &v) == ETIMEDOUT)
+            return ETIMEDOUT; /* maybe not requeued yet: the condition decides */
+    } else {
+        v = ll_wait_while(&n->locked, R_FAR, LIBLOCK_WAIT_PARK);
+    }
+    wait_granted(n, v, l->_wait);
     return 0;
 }
 
@@ -212,4 +289,7 @@ const struct ll_ops ll_ops_mcs = {
     .lock = mcs_lock,
     .trylock = mcs_trylock,
     .unlock = mcs_unlock,
+    .requeue_prepare = mcs_requeue_prepare,
+    .requeue = mcs_requeue,
+    .requeue_wait = mcs_requeue_wait,
 };

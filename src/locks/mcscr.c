@@ -126,7 +126,8 @@ struct mcscr_lock {
     LL_ALIGNED struct cr_list ps;
     struct cr_trial fair;
     double p;
-    uint64_t culls, grafts, reprovisions, steals;
+    uint64_t grace; /* deficit grace window, cycles (cr.h) */
+    uint64_t culls, grafts, reprovisions, steals, graces;
 };
 
 static int mcscr_init(liblock_t *l, const liblock_attr_t *attr)
@@ -134,6 +135,7 @@ static int mcscr_init(liblock_t *l, const liblock_attr_t *attr)
     struct mcscr_lock *s = LL_STATE(l, struct mcscr_lock);
     s->p = ll_env_double("LIBLOCK_CR_FAIRNESS", 0.001, 0.0, 1.0);
     s->fair = cr_trial_make(s->p);
+    s->grace = cr_grace_from_env();
     return 0;
 }
 
@@ -196,8 +198,15 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
     }
 
     if (s->ps.head) {
-        /* (R) deficit: reprovision from the PS head. */
-        cr_reprovision(&s->tail, n, cr_pop_head(&s->ps), &s->ps, &s->reprovisions, true, pol);
+        /* (R) deficit: reprovision from the PS head -- unless it has parked
+         * and a running arrival comes within the grace window (cr.h). */
+        struct cr_node *a = cr_deficit_grace(&s->tail, n, s->ps.head, s->grace, pol);
+        if (a) {
+            s->graces++;
+            cr_grant(a, pol);
+            return 0;
+        }
+        cr_reprovision(&s->tail, n, cr_pop_head(&s->ps), &s->ps, &s->reprovisions, NULL, true, pol);
         return 0;
     }
 
@@ -224,6 +233,7 @@ int ll_mcscr_stats(const liblock_t *l, struct ll_cr_stats *out)
     out->reprovisions = s->reprovisions;
     out->pendings = s->reprovisions; /* every reprovisioning grant is pending */
     out->steals = s->steals;
+    out->graces = s->graces;
     out->passive = s->ps.count;
     out->fairness = s->p;
     out->tail = atomic_load_explicit(&((struct mcscr_lock *)l->_state)->tail, memory_order_acquire);

@@ -46,15 +46,33 @@
  * order.  This walk is the only non-constant step; it happens once per 1/P
  * unlocks on average, or on a deficit with an empty passive set.
  *
- * Reprovisioning grants are outright, as in the paper -- not mcscr's pending
- * grants.  A pending grant lets the next arrival take the lock over, and on
- * this 2-CPU machine that arrival is whichever thread runs, of either node:
- * tried here (with take-overs limited to the home node's arrivals, by
- * keying the pending value with the node), it
- * removed the wake-up stalls that let waiters of one node queue up to be
- * culled, and the share of successions within a node in
- * tests/test_mcscrn_numa.c fell from ~0.9 to 0.07-0.8.  mcscrn's purpose is
- * that locality, so it keeps the paper's hand-over.
+ * Reprovisioning grants: pending (mcscr's, cr.h) while the remote list is
+ * empty, outright (the paper's) while it holds a waiter.
+ *  - With one node, or every waiter on the home node, there is no locality
+ *    to keep, and an outright grant makes the lock wait, held but idle, for
+ *    a parked passive thread's wake-up (~17 us here) while running threads
+ *    queue behind it: on this 2-CPU machine mcscrn ran at 0.04-0.09x posix
+ *    with short critical sections at 8 and 32 threads for that reason alone
+ *    (BENCHMARKS.md, oversubscription).  A pending grant lets the first
+ *    arrival take the lock over instead, exactly as in mcscr, so on one node
+ *    mcscrn is mcscr (the claim below is now true of the code, not only of
+ *    the algorithm).
+ *  - While waiters of another node exist (the remote list is not empty), a
+ *    pending grant would let whichever thread runs next -- of either node --
+ *    take the lock over: tried here (even with take-overs keyed to the home
+ *    node), it removed the wake-up stalls that let waiters of one node queue
+ *    up to be culled, and the share of successions within a node in
+ *    tests/test_mcscrn_numa.c fell from ~0.9 to 0.07-0.8.  So then the
+ *    grant is outright, as in the paper: mcscrn's purpose is that locality.
+ *    The remote list is emptied only by a home switch that finds no other
+ *    node's waiter, so with two nodes contending the grants stay outright.
+ *  - An arrival may take over a pending grant whatever its node (it cannot
+ *    read the owner-only home); the owner it becomes runs the same unlock,
+ *    and its node's waiters are culled to the remote list as usual.
+ *  - Take-overs are bounded as in mcscr (cr.h, fairness): a lock() call
+ *    taken over CR_MAX_TAKEOVERS times is culled neither to the passive set
+ *    nor to the remote list; it is granted when it is the owner's successor.
+ * Fairness grafts (F) grant outright, as in mcscr.
  *
  * With one node (or every thread on the home node) MCSCRN is MCSCR.
  * P = 1: every unlock is fair; no list is ever filled: plain MCS (FIFO).
@@ -78,7 +96,8 @@ struct mcscrn_lock {
     int home; /* -1 until the first contended unlock */
     struct cr_trial fair;
     double p;
-    uint64_t culls, remote_culls, grafts, reprovisions, home_changes;
+    uint64_t grace; /* deficit grace window, cycles (cr.h) */
+    uint64_t culls, remote_culls, grafts, reprovisions, home_changes, pendings, steals, graces;
 };
 
 static int mcscrn_init(liblock_t *l, const liblock_attr_t *attr)
@@ -86,6 +105,7 @@ static int mcscrn_init(liblock_t *l, const liblock_attr_t *attr)
     struct mcscrn_lock *s = LL_STATE(l, struct mcscrn_lock);
     s->p = ll_env_double("LIBLOCK_CR_FAIRNESS", 0.001, 0.0, 1.0);
     s->fair = cr_trial_make(s->p);
+    s->grace = cr_grace_from_env();
     s->home = -1;
     return 0;
 }
@@ -98,9 +118,17 @@ static inline int my_node(void)
 
 static int mcscrn_lock(liblock_t *l, void *vnode)
 {
+    struct mcscrn_lock *s = LL_STATE(l, struct mcscrn_lock);
     struct cr_node *n = vnode;
+    uint32_t r;
+    n->takeovers = 0;
     n->numa = my_node();
-    cr_arrive(&LL_STATE(l, struct mcscrn_lock)->tail, n, l->_wait, false); /* never pending: 0 */
+    while ((r = cr_arrive(&s->tail, n, l->_wait, true)) == CR_RETRY) {
+        n->takeovers++; /* our pending grant was taken over: arrive again */
+        n->numa = my_node();
+    }
+    if (r == CR_STOLE)
+        s->steals++; /* we own the lock: owner-only counter */
     return 0;
 }
 
@@ -176,7 +204,7 @@ static int mcscrn_unlock(liblock_t *l, void *vnode)
     }
 
     if (succ) {
-        if (ss) {
+        if (ss && succ->takeovers < CR_MAX_TAKEOVERS) {
             if (succ->numa != s->home) {
                 cr_push_head(&s->remote, succ);
                 s->remote_culls++;
@@ -185,7 +213,7 @@ static int mcscrn_unlock(liblock_t *l, void *vnode)
             }
             if (ss->numa != s->home) {
                 struct cr_node *sss = nxt(ss);
-                if (sss) {
+                if (sss && ss->takeovers < CR_MAX_TAKEOVERS) {
                     atomic_store_explicit(&succ->next, sss, memory_order_relaxed);
                     cr_push_head(&s->remote, ss);
                     s->remote_culls++;
@@ -198,7 +226,7 @@ static int mcscrn_unlock(liblock_t *l, void *vnode)
             cr_grant(ss, pol);
             return 0;
         }
-        if (succ->numa != s->home && s->ps.head) {
+        if (!ss && succ->numa != s->home && s->ps.head && succ->takeovers < CR_MAX_TAKEOVERS) {
             /* succ is a remote tail and a home waiter is passive: take
              * succ off the chain by moving the tail back to our node
              * (n.next := nil first: nobody else writes it until an arrival
@@ -223,14 +251,26 @@ static int mcscrn_unlock(liblock_t *l, void *vnode)
 
 deficit:
     if (s->ps.head || s->remote.head) {
-        /* (R) deficit: reprovision, preferring the home node */
+        /* (R) deficit: reprovision, preferring the home node -- unless the
+         * home candidate has parked and a running arrival comes within the
+         * grace window (cr.h; only while no remote waiter is known, as for
+         * pending grants: with two nodes contending the paper's order holds) */
+        if (s->ps.head && !s->remote.head) {
+            struct cr_node *a = cr_deficit_grace(&s->tail, n, s->ps.head, s->grace, pol);
+            if (a) {
+                s->graces++;
+                cr_grant(a, pol);
+                return 0;
+            }
+        }
         struct cr_node *h = cr_pop_head(&s->ps);
         if (!h) {
             h = cr_pop_head(&s->remote);
             switch_home(s, h->numa);
         }
-        /* if an arrival races in, h goes to the passive set: it is home now */
-        cr_reprovision(&s->tail, n, h, &s->ps, &s->reprovisions, false, pol);
+        /* pending only while no other node's waiter is known (header);
+         * if an arrival races in, h goes to the passive set: it is home now */
+        cr_reprovision(&s->tail, n, h, &s->ps, &s->reprovisions, &s->pendings, !s->remote.head, pol);
         return 0;
     }
 
@@ -257,6 +297,9 @@ int ll_mcscrn_stats(const liblock_t *l, struct ll_cr_stats *out)
     out->grafts = s->grafts;
     out->reprovisions = s->reprovisions;
     out->home_changes = s->home_changes;
+    out->pendings = s->pendings;
+    out->steals = s->steals;
+    out->graces = s->graces;
     out->passive = s->ps.count;
     out->remote = s->remote.count;
     out->home = s->home;

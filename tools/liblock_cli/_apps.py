@@ -52,6 +52,8 @@ def add_arguments(sub, common):
     sp.add_argument("--all-rounds", action="store_true",
                     help="run every round even when an algorithm's median at a point is already decided past the "
                          "bound (default: skip it, see docs/bench.md)")
+    from . import _apps_bound
+    _apps_bound.add_arguments(sp)
 
 
 def app_cmd(env, app, threads, scale):
@@ -83,9 +85,10 @@ def _kill_current(*_):
     raise SystemExit("liblock bench apps: interrupted (the runs so far are in runs.csv)")
 
 
-def run_once(cmd, envd, bound):
+def run_once(cmd, envd, bound, err_out=None):
     """(status, seconds, first output line).  status: ok, bound (killed past
-    the bound), failed (exit status or output not "ok")."""
+    the bound), failed (exit status or output not "ok").  err_out: a list the
+    program's stderr is appended to when it exits."""
     t0 = time.monotonic()
     try:
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=envd,
@@ -111,6 +114,8 @@ def run_once(cmd, envd, bound):
     finally:
         _current[:] = []
     dt = time.monotonic() - t0
+    if err_out is not None:
+        err_out.append(err)
     line = (out.strip().splitlines() or [""])[0]
     if p.returncode != 0 or not line.startswith("ok"):
         e = (err.strip().splitlines() or [""])[-1]
@@ -156,6 +161,8 @@ def run(args, env):
     d = R.out_dir(env, "apps", args.out)
     points = [(a, t) for a in apps for t in tlist]
     total = args.reps * len(points) * (len(algos) + 1)
+    if args.count_scale > 0:  # the counted runs of the hand-off bound (_apps_bound.py)
+        total += len(points) * (1 + sum(1 for a in algos if "fifo" in reg[a]["properties"]))
     print(f"liblock bench apps: {len(apps)} programs x threads {','.join(map(str, tlist))} x ({len(algos)} algorithms"
           f" + glibc) x {args.reps} rounds = up to {total} runs, each bounded at {args.bound:g}x the glibc run of its "
           f"round (>= {args.min_bound:g} s); {os.cpu_count()} CPUs; results in {d}", file=sys.stderr)
@@ -204,6 +211,10 @@ def run(args, env):
                 prog.step(f"{app} T={t} {algo} round {rep + 1}/{args.reps}"
                           + ("" if row["status"] == "ok" else f" [{row['status']}]"))
             R.write_csv(os.path.join(d, "runs.csv"), rows, FIRST)  # so far: an interrupted run keeps its data
+    from . import _apps_bound
+    brows = _apps_bound.run(args, env, run_once, app_cmd, points, algos, reg, base_env, lib, rows, prog)
+    if brows:
+        R.write_csv(os.path.join(d, "bound.csv"), brows, _apps_bound.BOUND_FIELDS)
     summary = summarise(rows, apps, tlist, ["glibc"] + algos, args)
     R.write_csv(os.path.join(d, "runs.csv"), rows, FIRST)
     R.write_csv(os.path.join(d, "summary.csv"), summary, ["app", "threads", "algorithm"])
@@ -212,7 +223,9 @@ def run(args, env):
                                        "commands": {f"{a} T={t}": " ".join(c) for (a, t), c in cmds.items()},
                                        "ncpus": os.cpu_count(), "runs": len(rows), "loadavg_start": load0, "date_utc_start": date0})
     verdicts = print_tables(rows, summary, apps, tlist, algos, reg, args)
+    _apps_bound.print_table(brows, args)
     meta["targets"] = verdicts
+    meta["count_scale"] = args.count_scale
     with open(os.path.join(d, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
     if not args.no_plot:

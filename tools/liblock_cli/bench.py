@@ -15,6 +15,7 @@ Experiments (docs/bench.md, BENCHMARKS.md):
                hand-off vs the wake-up probe, issue 12's targets
   apps         real programs (C++ bounded buffer, Python queue.Queue, sqlite3) under the interposer,
                time / glibc's
+  report DIR...  print BENCHMARKS.md's tables from oversubscription / apps results directories
 """
 import os
 import sys
@@ -99,16 +100,21 @@ def add_arguments(p):
     sp.add_argument("--context", default="0,2,5,10,20", help="context lines (default 0,2,5,10,20)")
     sp.add_argument("--delays", default="0,300,1000,3000", help="client delays swept for the peak (cycles)")
 
-    from . import _oversub, _apps
+    from . import _oversub, _apps, _report
     _oversub.add_arguments(sub, common)
     _apps.add_arguments(sub, common)
+    _report.add_arguments(sub)
 
 
 def run(args, env):
     if not args.experiment:
         print("liblock bench: name an experiment: contention, threads, headline, latency-map, store-cas, "
-              "null-rpc, multi-rpc, cost-model, oversubscription, apps (see `liblock bench -h`)", file=sys.stderr)
+              "null-rpc, multi-rpc, cost-model, oversubscription, apps, report (see `liblock bench -h`)",
+              file=sys.stderr)
         return 2
+    if args.experiment == "report":
+        from . import _report
+        return _report.run(args, env)
     if args.reps < 1:
         print(f"liblock bench: --reps must be at least 1, not {args.reps}", file=sys.stderr)
         return 2
