@@ -208,19 +208,42 @@ static void put_inst(struct buf *b, const struct lp_inst *in, const struct cs_ag
         else
             hi = mid;
     }
-    int first = 1;
-    for (size_t i = lo; i < nagg && agg[i].inst == in; i++) {
+    /* merged by file:line: one source line may hold several calls (an
+     * unrolled loop, an inlined function) */
+    size_t cnt = 0;
+    while (lo + cnt < nagg && agg[lo + cnt].inst == in)
+        cnt++;
+    struct line_agg {
+        char site[600];
+        const char *fn;
+        uint64_t acq, wait_ns, hold_ns;
+    } *la = cnt ? calloc(cnt, sizeof *la) : NULL;
+    size_t nl = 0;
+    for (size_t i = 0; la && i < cnt; i++) {
         char site[600];
         const char *fn = NULL;
-        code_site(agg[i].ra, site, sizeof site, &fn);
-        puts_(b, first ? "{\"site\":" : ",{\"site\":");
-        first = 0;
-        putstr(b, site);
-        puts_(b, ",\"function\":");
-        putstr(b, fn);
-        putf(b, ",\"acquisitions\":%llu,\"wait_ns\":%llu,\"hold_ns\":%llu}", (unsigned long long)agg[i].acq,
-             (unsigned long long)agg[i].wait_ns, (unsigned long long)agg[i].hold_ns);
+        code_site(agg[lo + i].ra, site, sizeof site, &fn);
+        size_t j = 0;
+        while (j < nl && strcmp(la[j].site, site) != 0)
+            j++;
+        if (j == nl) {
+            memcpy(la[nl].site, site, sizeof site);
+            la[nl].fn = fn;
+            nl++;
+        }
+        la[j].acq += agg[lo + i].acq;
+        la[j].wait_ns += agg[lo + i].wait_ns;
+        la[j].hold_ns += agg[lo + i].hold_ns;
     }
+    for (size_t j = 0; j < nl; j++) {
+        puts_(b, j ? ",{\"site\":" : "{\"site\":");
+        putstr(b, la[j].site);
+        puts_(b, ",\"function\":");
+        putstr(b, la[j].fn);
+        putf(b, ",\"acquisitions\":%llu,\"wait_ns\":%llu,\"hold_ns\":%llu}", (unsigned long long)la[j].acq,
+             (unsigned long long)la[j].wait_ns, (unsigned long long)la[j].hold_ns);
+    }
+    free(la);
     puts_(b, "]}");
 }
 
@@ -463,6 +486,18 @@ void lp_dump_setup(void)
         return;
     }
     strcpy(out_path, o);
+    /* The first profiled process of a run writes PATH; every other process
+     * started from it (exec after fork, e.g. a shell's commands) writes
+     * PATH.PID, as a forked child does, so none overwrites another. */
+    const char *top = getenv("LIBLOCK_PROFILE_PID");
+    char me[32];
+    snprintf(me, sizeof me, "%d", (int)getpid());
+    if (top && *top && strcmp(top, me) != 0) {
+        size_t n = strlen(out_path);
+        snprintf(out_path + n, sizeof out_path - n, ".%s", me);
+    } else {
+        setenv("LIBLOCK_PROFILE_PID", me, 1);
+    }
     have_out = 1;
     read_argv();
     on_exit(on_exit_fn, NULL);
