@@ -279,6 +279,7 @@ struct shim_cfg {
     struct shim_algo *site_algo;   /* one per rule of file (same index) */
     struct shim_config file;       /* LIBLOCK_CONFIG, parsed */
     int mixed;                     /* combining/delegating and other algorithms coexist */
+    int debug_sites;               /* LIBLOCK_DEBUG_SITES=1: print each lock's site and algorithm */
     liblock_condattr_t cattr;
     int lifo;                      /* LIBLOCK_COND=mostly-lifo granted */
     int generic_cond;              /* LIBLOCK_COND_GENERIC=1: own protocol for every algorithm */
@@ -296,6 +297,7 @@ void config_ensure(void);
 struct shim_site;
 struct shim_algo *shim_algo_for(const struct shim_site *s);
 int shim_algo_ready(struct shim_algo *a);
+void shim_debug_site(const struct shim_site *s, const struct shim_algo *a);
 
 /* ---- site.c: where a lock comes from ------------------------------------------- */
 #define SHIM_SITE_FRAMES 8
