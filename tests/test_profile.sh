@@ -109,6 +109,7 @@ early = [s for s in d['sites'] if s['instances'] and s['instances'][0]['call_sit
 check(len(early) == 1 and acq(early[0]) == [10], 'early-exiting thread %r' % [acq(s) for s in early])
 c11 = site('%s:%d' % (f, kv['l_c11']))
 cs = [c for i in c11['instances'] for c in i['call_sites']]
+check([i['type'] for i in c11['instances']] == ['c11'], 'C11 type')
 check(acq(c11) == [3] and len(cs) == 1 and cs[0]['site'] == '%s:%d' % (f, kv['l_c11_lock']), 'C11 %r %r' % (acq(c11), cs))
 for s in d['sites']:
     check(len(s['id']) == 16 and int(s['id'], 16) >= 0, 'id %r' % s['id'])

@@ -23,6 +23,7 @@
 #include <stdarg.h>
 
 static char out_path[4096];
+static char base_path[4096]; /* LIBLOCK_PROFILE_OUT as given */
 static int have_out;
 static _Atomic int final_done;
 static _Atomic int usr1_n;
@@ -103,6 +104,8 @@ static void code_site(const void *ra, char *site, size_t n, const char **fn)
 
 static const char *type_name(const struct lp_inst *in)
 {
+    if (in->c11)
+        return "c11";
     if (in->glibc && in->type == PTHREAD_MUTEX_NORMAL)
         return "normal";
     switch (in->type) {
@@ -274,7 +277,7 @@ static void put_site(struct buf *b, const struct lp_site *s, const struct cs_agg
     }
     puts_(b, "],\"instances\":[");
     int k = 0;
-    for (const struct lp_inst *in = s->insts; in; in = in->next) {
+    for (const struct lp_inst *in = atomic_load_explicit((_Atomic(struct lp_inst *) *)&s->insts, memory_order_acquire); in; in = in->next) {
         if (k++)
             puts_(b, ",");
         put_inst(b, in, agg, nagg);
@@ -334,7 +337,7 @@ static void build(struct buf *b, const char *how, int status, int sig)
     size_t nagg = 0;
     struct cs_agg *agg = collect(&nagg);
     int k = 0;
-    for (const struct lp_site *s = lp.sites; s; s = s->next) {
+    for (const struct lp_site *s = atomic_load_explicit((_Atomic(struct lp_site *) *)&lp.sites, memory_order_acquire); s; s = s->next) {
         if (k++)
             puts_(b, ",\n");
         put_site(b, s, agg ? agg : (struct cs_agg *)"", agg ? nagg : 0);
@@ -486,6 +489,7 @@ void lp_dump_setup(void)
         return;
     }
     strcpy(out_path, o);
+    strcpy(base_path, o);
     /* The first profiled process of a run writes PATH; every other process
      * started from it (exec after fork, e.g. a shell's commands) writes
      * PATH.PID, as a forked child does, so none overwrites another. */
@@ -521,10 +525,8 @@ void lp_dump_setup(void)
 /* In a forked child: a report of its own (PATH.PID), counting from the fork. */
 void lp_dump_fork_child(void)
 {
-    if (have_out) {
-        size_t n = strlen(out_path);
-        snprintf(out_path + n, sizeof out_path - n, ".%d", (int)getpid());
-    }
+    if (have_out)
+        snprintf(out_path, sizeof out_path, "%s.%d", base_path, (int)getpid());
     atomic_store(&usr1_n, 0);
     for (struct lp_site *s = lp.sites; s; s = s->next)
         for (struct lp_inst *in = s->insts; in; in = in->next) {

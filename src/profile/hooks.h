@@ -55,6 +55,7 @@ struct lp_inst {
     const void *addr;
     int type;                      /* PTHREAD_MUTEX_* */
     int glibc;                     /* runs on glibc's mutex */
+    int c11;                       /* made by mtx_init */
     struct lp_inst *next;          /* the site's list */
 };
 

@@ -32,7 +32,8 @@ static struct lp_site *site_get(const struct shim_site *s) /* lp_mutex held */
     memcpy(p->frames, s->frames, sizeof p->frames);
     p->sym = s->sym;
     p->next = lp.sites;
-    lp.sites = p;
+    /* a snapshot (SIGUSR1) may walk the lists while a lock is set up: publish complete records */
+    atomic_store_explicit((_Atomic(struct lp_site *) *)&lp.sites, p, memory_order_release);
     return p;
 }
 
@@ -48,11 +49,12 @@ void lp_mutex_new(struct ip_mutex *w, const struct shim_site *s)
     in->addr = w->addr;
     in->type = w->type;
     in->glibc = SHIM_GLIBC(w);
+    in->c11 = shim_c11_init;
     R.mutex_lock(&lp_mutex);
     in->site = site_get(s);
     if (in->site) {
         in->next = in->site->insts;
-        in->site->insts = in;
+        atomic_store_explicit((_Atomic(struct lp_inst *) *)&in->site->insts, in, memory_order_release);
         in->site->count++;
     }
     R.mutex_unlock(&lp_mutex);

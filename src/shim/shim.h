@@ -258,6 +258,7 @@ extern _Atomic int shim_resolved;
 extern __thread int ip_resolving __attribute__((tls_model("initial-exec")));
 extern __thread int ip_in_setup __attribute__((tls_model("initial-exec")));
 extern __thread char ip_tag __attribute__((tls_model("initial-exec")));
+extern __thread int shim_c11_init __attribute__((tls_model("initial-exec"))); /* inside mtx_init */
 static inline uintptr_t self_tag(void) { return (uintptr_t)&ip_tag; }
 void ip_resolve(void);
 
