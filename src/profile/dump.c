@@ -23,7 +23,7 @@
 #include <stdarg.h>
 
 static char out_path[4096];
-static char base_path[4096]; /* LIBLOCK_PROFILE_OUT as given */
+static char base_path[sizeof out_path - 40]; /* LIBLOCK_PROFILE_OUT as given */
 static int have_out;
 static _Atomic int final_done;
 static _Atomic int usr1_n;
@@ -489,7 +489,7 @@ void lp_dump_setup(void)
         return;
     }
     strcpy(out_path, o);
-    strcpy(base_path, o);
+    snprintf(base_path, sizeof base_path, "%s", o);
     /* The first profiled process of a run writes PATH; every other process
      * started from it (exec after fork, e.g. a shell's commands) writes
      * PATH.PID, as a forked child does, so none overwrites another. */
