@@ -70,7 +70,7 @@ void lp_mutex_new(struct ip_mutex *w, const struct shim_site *s)
  * come from mmap'd chunks and never move (w->cur_cs points at one across a
  * critical section).  mmap, not malloc: the allocator may take pthread
  * mutexes, which would come back here. */
-__thread void *lp_my_table __attribute__((tls_model("initial-exec")));
+static __thread struct lp_table *lp_my_table __attribute__((tls_model("initial-exec")));
 
 static void *lp_map(size_t n)
 {
@@ -105,7 +105,7 @@ static size_t cs_hash(const void *in, const void *ra)
 static struct lp_cs *entry_new(struct lp_table *t, const struct lp_inst *in, const void *ra)
 {
     if (t->chunk_used == t->chunk_cap) {
-        t->chunk_cap = 4096 / sizeof(struct lp_cs);
+        t->chunk_cap = 16;
         t->chunk = lp_map(t->chunk_cap * sizeof(struct lp_cs));
         t->chunk_used = 0;
         if (!t->chunk) {
@@ -116,7 +116,6 @@ static struct lp_cs *entry_new(struct lp_table *t, const struct lp_inst *in, con
     struct lp_cs *e = &t->chunk[t->chunk_used++];
     e->inst = in;
     e->ra = ra;
-    e->table = t;
     return e;
 }
 

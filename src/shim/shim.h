@@ -346,7 +346,8 @@ struct ip_mutex {
 #ifdef LL_SHIM_PROFILE
     /* profiler: holder-only fields (the mutex orders them) */
     struct lp_inst *prof;                 /* its record; NULL: not recorded */
-    struct lp_cs *cur_cs;                 /* the call site that holds it */
+    struct lp_cs *cur_cs;                 /* the holder's call-site entry (in the holder's table) */
+    uintptr_t cs_tag;                     /* self_tag() of the thread whose entry cur_cs is */
     uint64_t t_acq;                       /* cycle count at acquisition (or cond wait return) */
     uint64_t hold_acc;                    /* ns held before the last condition wait */
     uint64_t miss_acq;                    /* cache-miss counter then */
