@@ -21,7 +21,11 @@
 #    program goes on;
 #  - without LIBLOCK_PROFILE_OUT: one line on stderr, no report, same output;
 #  - a profiled process started by another profiled one (sh -c) writes
-#    PATH.PID, the first one PATH.
+#    PATH.PID, the first one PATH;
+#  - the interposer's own semantic test (build/tests/test_interpose in its
+#    child mode: every mutex type, timed locks, condvars, C11, fork) passes
+#    under the profiler with LIBLOCK_LOCK=mcs: the profiler's build of the
+#    shim behaves as the interposer's.
 set -u
 build=${1:-build}
 cd "$(dirname "$0")/.." || exit 2
@@ -182,6 +186,14 @@ shpid=$(sed -n 's/^pid=//p' "$tmp/sh.out")
 [ -f "$tmp/sh.json" ] && [ "$(ls "$tmp"/sh.json.* 2>/dev/null | wc -l)" -eq 1 ] || fail "sh -c: reports $(ls "$tmp"/sh.json*)"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d['pid'] != int(sys.argv[2]))" "$tmp/sh.json" "$shpid" ||
   fail "sh -c: PATH is not the first process's report"
+
+ti="$root/$build/tests/test_interpose"
+if [ -x "$ti" ]; then
+  timeout 120 env LD_PRELOAD="$lib" LIBLOCK_PROFILE_OUT="$tmp/ti.json" LIBLOCK_LOCK=mcs LIBLOCK_WAIT=spin-then-park \
+    LIBLOCK_STRICT=1 LIBLOCK_INTERPOSE_TEST_CHILD=1 "$ti" > "$tmp/ti.out" 2>&1 || fail "test_interpose under the profiler (mcs): $(grep FAIL "$tmp/ti.out" | head -3)"
+else
+  fail "$ti missing (make)"
+fi
 
 [ $fails -eq 0 ] && echo "test_profile: ok" || echo "test_profile: $fails failed"
 exit $((fails > 0))
