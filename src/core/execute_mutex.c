@@ -3,7 +3,7 @@
  * glibc's lock, the critical section, glibc's unlock.
  *
  * These definitions are weak on purpose.  The interposer (liblock-interpose.so,
- * src/interpose/interpose.c) links the same library objects and defines both
+ * src/shim/mutex.c, also in liblock-profile.so) links the same library objects and defines both
  * functions strongly, so inside it the linker takes its own; and when a
  * program linked with liblock.so runs under LD_PRELOAD of the interposer, the
  * dynamic linker resolves the program's call to the preloaded (interposer's)
