@@ -131,9 +131,8 @@ text = open(conf).read()
 check("# hot.c:12 in main()" in text and "# db.c:88 in db_open()" in text, "advise comments name file:line, function")
 p = liblock("run", "--config", conf, "--", "true")
 check(p.returncode == 0, f"liblock run --config accepts the advice file: {p.stderr}")
-checker = os.path.join(BUILD, "bin", "liblock-config-check")
-if os.path.exists(checker):
-    p = subprocess.run([checker, conf], capture_output=True, text=True)
+if os.path.exists(os.path.join(BUILD, "bin", "liblock-config-check")):
+    p = subprocess.run([os.path.join(BUILD, "bin", "liblock-config-check"), conf], capture_output=True, text=True)
     check(p.returncode == 0, f"liblock-config-check accepts the advice file: {p.stderr}")
 
 # --- 2. the pair fixture: misses available, threads <= CPUs ---------------
@@ -193,32 +192,41 @@ A.check_thresholds(t, "derived")
 
 # --- 5. configuration grammar ----------------------------------------------
 bad = {
-    "site 0123 mcs": "bad site key",
+    "site a.c:x mcs": "bad site key",
+    "site a.c:0 mcs": "bad site key",
     "site a.c:1 nosuchlock": "unknown algorithm 'nosuchlock'",
     "site a.c:1 mcs wait=bogus": "unknown waiting policy 'bogus'",
+    "site a.c:1 glibc wait=spin": "wait= does not apply to glibc",
     "site a.c:1 mcs server=0": "server= applies to rcl only",
     "site a.c:1 rcl server=999": "server CPU 999 does not exist",
     "site a.c:1 mcs colour=red": "unknown option 'colour='",
     "lock a.c:1 mcs": "unknown directive 'lock'",
     "site a.c:1": "needs a key and an algorithm",
     "default": "needs an algorithm name",
-    "site a.c:1 mcs\nsite a.c:1 ttas": "already configured on line 2",
+    "default mcs server=1": "server= applies to a 'site' line only",
     "default mcs\ndefault ttas": "a second 'default' line",
 }
+checker = os.path.join(BUILD, "bin", "liblock-config-check")
 for i, (body, words) in enumerate(bad.items()):
     f = os.path.join(TMP, f"bad{i}.conf")
     with open(f, "w") as fh:
         fh.write("# comment\n" + body + "\n")
-    p = liblock("run", "--config", f, "--", "true")
     ln = body.count("\n") + 2
-    one_line(p, 2, [f"{f}:{ln}:", words], f"run --config '{body}'")
+    try:  # the Python pre-validation's own wording
+        S.parse(f, algos)
+        check(False, f"pre-validation accepted '{body}'")
+    except S.ConfigError as e:
+        check(str(e).startswith(f"{f}:{ln}: ") and words in str(e), f"pre-validation of '{body}': {e}")
+    # the tools: one line naming FILE:LINE (the checker's wording when it is built), exit 2
+    p = liblock("run", "--config", f, "--", "true")
+    one_line(p, 2, [f"{f}:{ln}:"] + ([] if os.path.exists(checker) else [words]), f"run --config '{body}'")
     p = liblock("profile", "--config", f, "--", "true")
-    one_line(p, 2, [f"{f}:{ln}:", words], f"profile --config '{body}'")
+    one_line(p, 2, [f"{f}:{ln}:"], f"profile --config '{body}'")
 good = os.path.join(TMP, "good.conf")
 with open(good, "w") as fh:
-    fh.write("# all forms\n\ndefault mcs wait=spin-then-park\nsite 0123456789abcdef rcl server=1  # id\n"
-             "site foo.c:12 ttas\nsite my_static_lock glibc\n")
-check(S.parse(good, algos)["sites"][0] == ("0123456789abcdef", "rcl", None, 1), "good config parsed")
+    fh.write("# all forms\n\ndefault mcs wait=spin-then-park\nsite 0123456789abcdef rcl server=0  # id\n"
+             "site foo.c:12 ttas\nsite my_static_lock glibc\nsite /abs/dir/bar.c:7 mcs\n")
+check(S.parse(good, algos)["sites"][0] == ("0123456789abcdef", "rcl", None, 0), "good config parsed")
 check(liblock("run", "--config", good, "--", "true").returncode == 0, "good config accepted by run")
 
 # --- 6. bad input: one line, right status, the program never started ------

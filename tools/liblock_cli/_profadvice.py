@@ -135,8 +135,11 @@ def advise(lock, report, th, algorithms=None):
         extra = ""
         if misses is not None and misses >= MISSES_HIGH:
             extra = f" ({misses:.1f} misses per critical section, but too little time in them to pay for a server)"
-        return out("keep", None, None, f"{share}, below the lower threshold {pct(lo)} at which glibc's mutex "
-                                       f"collapses on this machine: no algorithm is likely to help{extra}.")
+        if th.get("posix_collapsed", True):
+            lo_text = f"the lower threshold {pct(lo)} at which glibc's mutex collapses on this machine"
+        else:
+            lo_text = f"the lower threshold {pct(lo)} up to which glibc's mutex did not collapse in calibration"
+        return out("keep", None, None, f"{share}, below {lo_text}: no algorithm is likely to help{extra}.")
     if up is not None and s >= up:
         return delegate(f"{share}, at or above the upper threshold {pct(up)} above which RCL beat every lock "
                         f"in calibration")

@@ -170,10 +170,16 @@ def _cpu_model(rows):
 def describe(th):
     lo = f"{100 * th['lower']:.1f}%"
     up = f"{100 * th['upper']:.1f}%" if th.get("upper") is not None else "none"
-    lines = [f"lower threshold {lo} (posix {'collapsed' if th.get('posix_collapsed', True) else 'never collapsed'}"
-             f" at delay <= {th.get('lower_delay_cycles')} cycles), upper threshold {up}"
-             + (f" (rcl beat every lock at delay <= {th['upper_delay_cycles']} cycles)" if th.get("upper") is not None
-                else " (rcl did not beat every lock at the highest contention)"),
+    if th.get("posix_collapsed", True):
+        how = f"posix collapsed at delays <= {th.get('lower_delay_cycles')} cycles"
+    else:
+        how = (f"posix never collapsed: at the highest contention, delay {th.get('lower_delay_cycles')} cycles, "
+               f"it cost under {th.get('collapse_factor', COLLAPSE):g}x its best; the threshold is its share there")
+    if th.get("upper") is not None:
+        uhow = f"rcl beat every lock at delays <= {th['upper_delay_cycles']} cycles"
+    else:
+        uhow = "rcl did not beat every lock at the highest contention"
+    lines = [f"lower threshold {lo} ({how})", f"upper threshold {up} ({uhow})",
              f"best local lock where posix collapsed: {th.get('best_local')}; probe regime {th.get('regime')}, "
              f"median probe {th.get('probe_ns_median')} ns; {th.get('runs_used')}/{th.get('runs_total')} runs used"]
     pts = th.get("points") or []
@@ -184,7 +190,7 @@ def describe(th):
                 locks.append(p["algorithm"])
         delays = sorted({p["delay_cycles"] for p in pts})
         idx = {(p["algorithm"], p["delay_cycles"]): p for p in pts}
-        lines.append("machine cycles per critical section at equal hardware threads (posix share in brackets):")
+        lines.append("machine cycles per critical section at equal hardware threads; last column: posix's share of time in critical sections:")
         lines.append(f"{'delay':>8}" + "".join(f"{a:>10}" for a in locks) + f"{'share':>9}")
         for d in delays:
             row = f"{d:>8}"

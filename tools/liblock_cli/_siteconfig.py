@@ -20,9 +20,9 @@ import re
 import subprocess
 
 WAITS = ("spin", "spin-then-park", "stp", "yield", "park", "default")
-_ID = re.compile(r"^[0-9a-f]{16}$")
-_FILELINE = re.compile(r"^[^\s:]+:[1-9][0-9]*$")
-_SYMBOL = re.compile(r"^[A-Za-z_][A-Za-z0-9_.$]*$")
+_ID = re.compile(r"^[0-9a-fA-F]{16}$")
+_FILELINE = re.compile(r"^.+:0*[1-9][0-9]*$")   # the last ':' separates the file from the line
+_SYMBOL = re.compile(r"^[A-Za-z0-9_.$]+$")
 
 
 class ConfigError(Exception):
@@ -34,7 +34,7 @@ def key_kind(key):
         return "id"
     if _FILELINE.match(key):
         return "file:line"
-    if _SYMBOL.match(key):
+    if ":" not in key and _SYMBOL.match(key):
         return "symbol"
     return None
 
@@ -52,7 +52,6 @@ def parse(path, algorithms):
     with open(path, encoding="utf-8", errors="replace") as f:
         lines = f.read().split("\n")
     out = {"default": None, "sites": []}
-    seen = {}
     default_line = None
     for n, raw in enumerate(lines, 1):
         text = raw.split("#", 1)[0].strip()
@@ -74,8 +73,6 @@ def parse(path, algorithms):
             key, alg, opts = words[1], words[2], words[3:]
             if key_kind(key) is None:
                 raise ConfigError(f"{where}: bad site key '{key}' (a 16-hex-digit id, file.c:LINE or a symbol)")
-            if key in seen:
-                raise ConfigError(f"{where}: site '{key}' is already configured on line {seen[key]}")
         else:
             raise ConfigError(f"{where}: unknown directive '{verb}' (expected 'default' or 'site')")
         if alg != "glibc" and alg not in algorithms:
@@ -116,7 +113,6 @@ def parse(path, algorithms):
             default_line = n
             out["default"] = (alg, wait)
         else:
-            seen[key] = n
             out["sites"].append((key, alg, wait, server))
     return out
 
