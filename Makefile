@@ -26,12 +26,23 @@ ifeq ($(HAVE_NUMA),1)
   DEFS += -DHAVE_NUMA
   LIBS += -lnuma
 endif
+# libdw (elfutils): file:line of lock sites in the preload libraries
+# (src/shim/site.c); without it sites are module+offset.
+HAVE_LIBDW := $(shell test -f /usr/include/elfutils/libdwfl.h && echo 1)
+SHIM_LIBS :=
+ifeq ($(HAVE_LIBDW),1)
+  DEFS += -DHAVE_LIBDW
+  SHIM_LIBS += -ldw -lelf
+endif
 CFLAGS_ALL := $(BASEFLAGS) $(OPT) $(DEFS) $(EXTRA_CFLAGS)
 
 LOCK_SRCS := $(sort $(wildcard src/locks/*.c))
 LOCK_NAMES := $(basename $(notdir $(LOCK_SRCS)))
 LIB_SRCS  := $(sort $(wildcard src/platform/*.c src/core/*.c src/rcl/*.c)) $(LOCK_SRCS)
 LIB_OBJS  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/registry.o
+# The shared interception layer (src/shim/) is compiled twice: as is for the
+# interposer, with -DLL_SHIM_PROFILE (into $(BUILD)/obj-profile) for the profiler.
+SHIM_SRCS := $(sort $(wildcard src/shim/*.c))
 INTERPOSE_SRCS := $(sort $(wildcard src/interpose/*.c))
 PROFILE_SRCS := $(sort $(wildcard src/profile/*.c))
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
@@ -86,22 +97,25 @@ $(LIB_A): $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $(LIB_OBJS)
 
 ifneq ($(INTERPOSE_SRCS),)
-INTERPOSE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(INTERPOSE_SRCS))
+INTERPOSE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(INTERPOSE_SRCS) $(SHIM_SRCS))
 $(INTERPOSE_SO): $(INTERPOSE_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $(INTERPOSE_OBJS) $(LIB_OBJS) $(LIBS) -ldl $(INTERPOSE_WRAP)
+	$(CC) -shared -o $@ $(INTERPOSE_OBJS) $(LIB_OBJS) $(LIBS) $(SHIM_LIBS) -ldl $(INTERPOSE_WRAP)
 endif
-# The library objects linked into the interposer call pthread_mutex_* and
-# pthread_cond_* themselves; --wrap sends those calls to __wrap_* in
-# src/interpose/interpose.c (glibc's functions) instead of the interposer's.
+# The library objects linked into the preload libraries call pthread_mutex_*
+# and pthread_cond_* themselves; --wrap sends those calls to __wrap_* in
+# src/shim/real.c (glibc's functions) instead of the shim's.
 INTERPOSE_WRAP := $(foreach f,mutex_init mutex_destroy mutex_lock mutex_trylock mutex_unlock mutex_timedlock \
     mutex_clocklock cond_init cond_destroy cond_wait cond_timedwait cond_clockwait cond_signal cond_broadcast,-Wl,--wrap=pthread_$(f))
 
 ifneq ($(PROFILE_SRCS),)
-PROFILE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(PROFILE_SRCS))
+PROFILE_OBJS := $(patsubst %.c,$(BUILD)/obj-profile/%.o,$(SHIM_SRCS) $(PROFILE_SRCS))
+$(BUILD)/obj-profile/%.o: %.c src/internal.h include/liblock.h $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -DLL_SHIM_PROFILE -c $< -o $@
 $(PROFILE_SO): $(PROFILE_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $(PROFILE_OBJS) $(LIB_OBJS) $(LIBS) -ldl
+	$(CC) -shared -o $@ $(PROFILE_OBJS) $(LIB_OBJS) $(LIBS) $(SHIM_LIBS) -ldl $(INTERPOSE_WRAP)
 endif
 
 # Tests and benchmarks link the static library: they may use internal
@@ -129,6 +143,11 @@ $(BUILD)/bin/apps/%: bench/apps/%.c
 $(BUILD)/bin/%: tools/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -fvisibility=default $< -o $@ $(LIB_A) $(LIBS)
+
+# liblock-config-check runs the preload libraries' own parser.
+$(BUILD)/bin/liblock-config-check: tools/liblock-config-check.c src/shim/site_config.c src/shim/site_config.h $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -fvisibility=default tools/liblock-config-check.c src/shim/site_config.c -o $@ $(LIB_A) $(LIBS)
 
 deps:
 	@scripts/deps.sh

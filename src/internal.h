@@ -165,6 +165,8 @@ typedef struct ll_thread {
     uint64_t rng;               /* xorshift state, seeded per thread */
     unsigned running_cs;        /* delegated critical sections (own or other threads')
                                    this thread is running now through a combining path */
+    unsigned shim_held;         /* interposer, mixed per-site configuration: classic-algorithm
+                                   mutexes this thread holds (they bypass `held`) */
 } ll_thread_t;
 
 struct ll_exit_hook {
@@ -200,7 +202,7 @@ LL_EXPORT long liblock_debug_live_threads(void); /* for leak tests */
  * docs/combining.md.  self may be NULL (no record: ENOMEM). */
 static inline int ll_may_run_foreign(const ll_thread_t *self)
 {
-    return self != NULL && self->nheld == 0 && self->running_cs == 0;
+    return self != NULL && self->nheld == 0 && self->running_cs == 0 && self->shim_held == 0;
 }
 
 /* Bracket the code that runs delegated critical sections of lock l on the

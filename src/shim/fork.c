@@ -1,0 +1,65 @@
+/*
+ * fork.c - fork handlers (shim.h "fork") and the constructor.
+ */
+#include "shim.h"
+
+#define reg_mutexes shim_reg_mutexes
+#define reg_conds shim_reg_conds
+
+static void fork_prepare(void) { R.mutex_lock(&reg_mutex); }
+static void fork_parent(void) { R.mutex_unlock(&reg_mutex); }
+
+static void fork_child(void)
+{
+    R.mutex_init(&reg_mutex, NULL);
+    uintptr_t me = self_tag();
+    for (struct ip_mutex *w = reg_mutexes; w; w = w->next) {
+        int mine = atomic_load_explicit(&w->owner, memory_order_relaxed) == me;
+        ll_thread_t *self = ll_self_tls;
+        if (SHIM_GLIBC(w)) {
+            /* glibc mode (profiler): glibc's atfork handling of the mutex
+             * itself; the bookkeeping follows it */
+            if (!mine) {
+                atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+                w->count = 0;
+            }
+            continue;
+        }
+        liblock_t fresh;
+        if (liblock_init(&fresh, LL_OPS(&w->lock)->name, &w->algo->attr) != 0)
+            continue; /* out of memory: left as it was */
+        if (w->api && self) {
+            ll_hold_t *h = ll_hold_find(self, &w->lock); /* the hold of the old state */
+            if (h)
+                ll_hold_pop(self, h);
+        }
+        w->lock = fresh; /* the old state (and node) is leaked on purpose */
+        w->hold = NULL;
+        mutex_set_fns(w); /* rcl: the fresh lock is bound on first use */
+        if (mine && w_raw_lock(w) == 0)
+            continue; /* still held by this thread, same count */
+        if (mine)
+            w_track(w, -1);
+        atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+        w->count = 0;
+    }
+    for (struct ip_cond *n = reg_conds; n; n = n->next) {
+        liblock_cond_init(&n->lc, &cfg.cattr);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, n->clock);
+        R.cond_init(&n->rc, &ca);
+        pthread_condattr_destroy(&ca);
+        R.mutex_init(&n->im, NULL);
+    }
+    sem_fork_child();
+    lp_fork_child();
+}
+
+__attribute__((constructor)) static void ip_ctor(void)
+{
+    ip_resolve();
+    config_ensure();
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    lp_start();
+}

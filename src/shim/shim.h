@@ -1,0 +1,468 @@
+/*
+ * shim.h - the interception layer shared by the two preload libraries:
+ * build/lib/liblock-interpose.so (run an unmodified program on liblock's
+ * algorithms: src/interpose/) and build/lib/liblock-profile.so (measure
+ * every lock of an unmodified program: src/profile/).  The files of src/shim
+ * files are compiled twice: once as they are for the interposer, once with
+ * -DLL_SHIM_PROFILE for the profiler, where the measurement hooks declared
+ * at the end of this header are real calls (they are empty inline functions
+ * otherwise, so the interposer pays nothing for them).
+ *
+ * Files: real.c (bootstrap: the real glibc functions), config.c (the
+ * environment), site_config.c (the LIBLOCK_CONFIG file parser), site.c
+ * (per-site identity of a lock), registry.c (wrapper list and address
+ * table), wrapper.c (wrapper set-up and the acquire/release paths),
+ * mutex.c (pthread_mutex_* and liblock_execute_mutex), cond.c
+ * (pthread_cond_*), c11.c (mtx_*, cnd_*), sem.c (sem_*), fork.c (fork
+ * handlers and the constructor).
+ *
+ * Source: the deployment method of seed 001 (Malthusian locks: every lock of
+ * an unmodified program replaced through interposition of the pthread mutex
+ * API) and LiTL (Guiroux et al., USENIX ATC'16), which made it a library.
+ * Written here from those descriptions; no code taken from either.
+ *
+ * What is replaced: pthread_mutex_{init,destroy,lock,trylock,timedlock,
+ * clocklock,unlock} and pthread_cond_{init,destroy,wait,timedwait,clockwait,
+ * signal,broadcast}, and the C11 mtx_* and cnd_* calls on top of them.  (clocklock/clockwait are replaced too because
+ * libstdc++'s std::timed_mutex and std::condition_variable::wait_for call
+ * them; leaving them to glibc would hand glibc a mutex it does not own.)
+ * With LIBLOCK_SEM=fifo|mostly-lifo also sem_{init,destroy,wait,trywait,
+ * timedwait,clockwait,post,getvalue} for private semaphores, on liblock's
+ * semaphores (seed 001 section 6.11; see "sem_*" below).  Without it every
+ * sem_* call goes to glibc untouched.
+ *
+ * ---- Where the state lives (the cheap path) --------------------------------
+ * A pthread_mutex_t (40 bytes on x86-64) cannot hold an arbitrary algorithm's
+ * state, and a static initializer is all zeros (except __kind for the _NP
+ * recursive/errorcheck/adaptive initializers).  We keep a pointer to a heap
+ * `struct ip_mutex` (the liblock_t plus owner bookkeeping) in the mutex's
+ * __data.__list.__prev word, which glibc uses only for robust mutexes.  The
+ * uncontended path is: load __kind and that pointer (one line), call the
+ * algorithm's lock through a pointer cached in the wrapper, store the owner.
+ * No hash table, no global lookup on that path (an address table is used
+ * only when a lock is set up or destroyed; see "the registry" below).
+ *
+ *   pointer word  __kind pass bits   meaning
+ *   any           set                glibc's mutex (robust/PI/PP/pshared)
+ *   0             clear              not set up yet: set up lazily
+ *   1 (IP_GLIBC)  clear              glibc's mutex (see bootstrap below)
+ *   other         clear              ours: pointer to struct ip_mutex
+ *
+ * Lazy set-up is race-free: every thread that finds 0 builds a wrapper and
+ * CASes it in; the losers free theirs and use the winner's.  The CAS is
+ * acq_rel and every reader loads the word with acquire, so a reader that
+ * sees the pointer sees the initialised wrapper.
+ *
+ * ---- Invariants and memory ordering -------------------------------------------
+ *  I1 The pointer word of a mutex changes only 0 -> W or 0 -> IP_GLIBC (CAS,
+ *     acq_rel), W -> 0 (pthread_mutex_destroy, when POSIX allows no other
+ *     use) or by pthread_mutex_init (release store).  Readers load it with
+ *     acquire, so whoever sees W sees W fully built (algorithm state included).
+ *  I2 w->owner equals thread T's tag (address of a TLS byte) only while T
+ *     holds w, for RECURSIVE/ERRORCHECK: it is stored after the acquire and
+ *     cleared before the release, and a thread compares it only with its own
+ *     tag, which no other thread stores; so relaxed accesses suffice.  For
+ *     NORMAL it is bookkeeping for fork only.
+ *  I3 w->count and w->hold are read and written only by the holder, between
+ *     its acquire and its release: the algorithm's own acquire/release
+ *     ordering (every algorithm's contract) orders them like any data the
+ *     mutex protects.
+ *  I4 A sem_t is ours iff its marker word holds IP_SEM_MAGIC and the
+ *     struct ip_sem its pointer word names has home == that sem_t; the
+ *     marker is written (release, after the pointer) only by sem_init and
+ *     cleared only by sem_destroy or a pass-through sem_init.
+ *  The critical sections themselves are ordered by the algorithm's lock
+ *  (acquire) and unlock (release); the interposer adds no ordering of its own
+ *  on the lock path.
+ *
+ * ---- Waiting ---------------------------------------------------------------------
+ * Threads wait where the algorithm makes them wait, with the policy from
+ * LIBLOCK_WAIT (else the algorithm's default).  The interposer itself waits
+ * only in timedlock (yield, then nanosleep back-off) and in condition
+ * variables (liblock_cond_*, or glibc's futex-based condvar for glibc's
+ * mutexes and the generic protocol).
+ *
+ * ---- Mutex types -------------------------------------------------------------
+ *  - NORMAL, DEFAULT, ADAPTIVE: the selected algorithm.  Relocking a
+ *    NORMAL mutex deadlocks as POSIX says; unlocking one that another thread
+ *    locked releases it, as glibc does (POSIX leaves that undefined).
+ *  - RECURSIVE and ERRORCHECK: implemented HERE on top of the selected
+ *    algorithm (owner tag + count in the wrapper), with POSIX semantics:
+ *    recursive relock counts (EAGAIN at overflow), errorcheck relock EDEADLK,
+ *    unlock by a non-owner or of an unlocked mutex EPERM, trylock by the
+ *    owner EBUSY (errorcheck) or a count (recursive).
+ *  - ROBUST, PRIO_INHERIT, PRIO_PROTECT, PROCESS_SHARED: passed to glibc
+ *    untouched (glibc's fields are never written by us; the kind bits
+ *    route every call to glibc).  pshared state cannot contain a pointer
+ *    into one process's heap, and robust/PI semantics are kernel-assisted.
+ *
+ * ---- timedlock / clocklock -----------------------------------------------------
+ * The liblock API has no timed acquire.  We try, then loop: yield a few
+ * times, then sleep with exponential back-off (2 us .. 1 ms, never past the
+ * deadline) and retry, returning ETIMEDOUT once the deadline (on the given
+ * clock) has passed.  Correct for every algorithm (trylock never queues), but
+ * not fair: a timed waiter can be overtaken by lock() callers.
+ *
+ * ---- Condition variables --------------------------------------------------------
+ * A pthread_cond_t (48 bytes) gets a pointer (in __data.__wseq) to a heap
+ * `struct ip_cond` holding a liblock_cond_t (used when the mutex is ours and
+ * the algorithm has LIBLOCK_PROP_COND), a real glibc condvar (used when the
+ * mutex is glibc's, e.g. robust) and an inner glibc mutex (the fallback for
+ * algorithms without LIBLOCK_PROP_COND: the same inner-mutex protocol as
+ * src/core/cond.c, releasing our lock with its plain unlock).  Process-shared
+ * condvars (bit 0 of __wrefs) go to glibc.  A condvar that no thread has
+ * waited on has a null pointer, and signal/broadcast on it is a no-op: a
+ * waiter installs the pointer and sets its "used" flag before releasing the
+ * mutex, so a signaller that changed the predicate under that mutex sees
+ * them (mutex release/acquire).  Clock attributes are honoured: deadlines on
+ * CLOCK_MONOTONIC are converted to CLOCK_REALTIME for liblock_cond_timedwait
+ * at the time of the call (a realtime clock jump during the wait moves it).
+ * LIBLOCK_COND=mostly-lifo makes every liblock_cond_t with
+ * liblock_condattr_setfifo(LIBLOCK_COND_FIFO_PROB) (seed 001 section 6.10:
+ * queued at the tail with that probability, else at the head; signal wakes
+ * the head; src/core/cond_lifo.c).  It applies to waits that use the
+ * liblock_cond_t (our mutex, algorithm with LIBLOCK_PROP_COND); the glibc
+ * condvar kept beside it (glibc mutexes, LIBLOCK_COND_GENERIC) keeps glibc's
+ * order.  config_load checks once that the library really gives that kind
+ * (_kind != 0); if not, one line and FIFO, or exit under LIBLOCK_STRICT=1.
+ *
+ * ---- fork ---------------------------------------------------------------------------
+ * Every wrapper is on a registry list (touched only at set-up/destroy/fork,
+ * never on the lock path).  pthread_atfork handlers: prepare takes the
+ * registry mutex, parent releases it, child rebuilds every lock and condvar
+ * in place: a lock held by the forking thread is rebuilt held by it (same
+ * owner and recursion count, so the child can unlock it - the
+ * pthread_atfork "lock in prepare, unlock in child" pattern); every other
+ * lock is rebuilt free.  Rebuilding matters for queue locks: a waiter queued
+ * at fork time is a thread that does not exist in the child, and handing the
+ * lock to its node would hang the child.  This differs from glibc for locks
+ * held by OTHER threads at fork time: glibc leaves them locked forever, we
+ * free them (POSIX leaves their use in the child undefined).  Old algorithm
+ * states are leaked in the child (other threads may have pointed into them).
+ *
+ * ---- Bootstrap --------------------------------------------------------------------------
+ * The real functions are found with dlsym(RTLD_NEXT) in a constructor and,
+ * if a library's constructor reaches us first, on first use.  glibc's dlsym
+ * does not allocate on success, so it does not re-enter us; if an allocator
+ * that takes pthread mutexes re-enters anyway while we resolve, the
+ * re-entrant mutex calls return 0 without locking (the process is still in
+ * its constructors; we make no claim about threads there).  Set-up (of
+ * the configuration or of a wrapper) allocates; a mutex first used or
+ * initialised *while* this thread is setting something up (an allocator's
+ * own mutex) is marked IP_GLIBC and stays with glibc for its life, and a
+ * configuration check re-entered from the configuration's own set-up sees
+ * "inactive" instead of waiting for itself, so neither recursion nor
+ * self-deadlock is possible (tests/test_interpose_malloc.c).
+ * The liblock objects linked into this .so (src/core, src/locks/posix.c ...)
+ * call pthread_mutex_* themselves; the Makefile links them with
+ * -Wl,--wrap=<fn> so those calls reach __wrap_<fn> below, which calls glibc.
+ *
+ * ---- Configuration (docs/interpose.md "Configuration") ------------------------
+ * LIBLOCK_LOCK (unset: interposer inactive, everything goes to glibc; an
+ * unknown name: one line on stderr listing the valid names, then glibc, or
+ * exit status 127 under LIBLOCK_STRICT=1), LIBLOCK_WAIT, LIBLOCK_COND,
+ * LIBLOCK_COND_FIFO_PROB, LIBLOCK_SEM, LIBLOCK_SEM_FIFO_PROB (independent
+ * of LIBLOCK_LOCK), LIBLOCK_COND_GENERIC and LIBLOCK_INTERPOSE_API
+ * (testing), LIBLOCK_STRICT.
+ * Falling back rather than exiting is
+ * the default because the variables are inherited by every child process
+ * (shells, helpers) and killing all of them is worse than one warning;
+ * `liblock run` validates names before starting the program and sets
+ * LIBLOCK_STRICT=1.
+ *
+ * ---- Algorithms under interposition ----------------------------------------------
+ * Generic over liblock_algorithms(): the program calls lock/unlock, never
+ * execute, so for delegation/combining algorithms the critical section runs
+ * on the calling thread under the algorithm's lock/unlock path, which the
+ * liblock contract requires to exclude delegated sections.  Mutual exclusion
+ * holds for every algorithm; delegation's speed-up does not apply.
+ * Classic algorithms are called through their ops table, not through the
+ * API's per-thread hold stack (too slow for the uncontended target):
+ * algorithms with per-hold nodes (node_size > 0) get a node from the
+ * thread's free list (see "per-thread nodes" below), the others a NULL node;
+ * such an algorithm must not depend on the hold stack (none does).
+ * Delegating algorithms (LIBLOCK_PROP_DELEGATES) go through the API layer
+ * (ll_api_lock/ll_api_unlock/liblock_trylock), whatever per-thread state
+ * they keep there; a mutex of theirs must be unlocked by its locker (EPERM
+ * otherwise, as the API answers).  An rcl lock starts no server when it is
+ * made (the configuration probe included): it is bound to its server,
+ * which is started then if needed, at its first lock or trylock, inside
+ * set-up (w_bind), so a process that never locks has no server thread.
+ */
+#ifndef LL_SHIM_H
+#define LL_SHIM_H
+
+#include "../internal.h"
+#include "site_config.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* glibc's internal __kind bits (nptl/pthreadP.h) that mean "not ours". */
+#define IP_KIND_ROBUST 16
+#define IP_KIND_PI 32
+#define IP_KIND_PP 64
+#define IP_KIND_PSHARED 128
+#define IP_KIND_PASS (IP_KIND_ROBUST | IP_KIND_PI | IP_KIND_PP | IP_KIND_PSHARED)
+#define IP_KIND_TYPE 3
+#define IP_GLIBC ((uintptr_t)1)
+
+_Static_assert(sizeof(pthread_mutex_t) >= offsetof(pthread_mutex_t, __data.__list) + sizeof(uintptr_t),
+               "mutex pointer word");
+_Static_assert(sizeof(((pthread_mutex_t *)0)->__data.__list.__prev) == sizeof(uintptr_t), "pointer-sized word");
+_Static_assert(sizeof(((pthread_cond_t *)0)->__data.__wseq) == sizeof(uintptr_t), "cond pointer word");
+
+/* The name the shim's messages start with ("liblock-interpose" or
+ * "liblock-profile"). */
+#ifdef LL_SHIM_PROFILE
+#define SHIM_NAME "liblock-profile"
+#else
+#define SHIM_NAME "liblock-interpose"
+#endif
+
+/* ---- real.c: the real functions ------------------------------------------ */
+struct shim_real {
+    int (*mutex_init)(pthread_mutex_t *, const pthread_mutexattr_t *);
+    int (*mutex_destroy)(pthread_mutex_t *);
+    int (*mutex_lock)(pthread_mutex_t *);
+    int (*mutex_trylock)(pthread_mutex_t *);
+    int (*mutex_unlock)(pthread_mutex_t *);
+    int (*mutex_timedlock)(pthread_mutex_t *, const struct timespec *);
+    int (*mutex_clocklock)(pthread_mutex_t *, clockid_t, const struct timespec *);
+    int (*cond_init)(pthread_cond_t *, const pthread_condattr_t *);
+    int (*cond_destroy)(pthread_cond_t *);
+    int (*cond_wait)(pthread_cond_t *, pthread_mutex_t *);
+    int (*cond_timedwait)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+    int (*cond_clockwait)(pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *);
+    int (*cond_signal)(pthread_cond_t *);
+    int (*cond_broadcast)(pthread_cond_t *);
+    int (*sem_init)(sem_t *, int, unsigned);
+    int (*sem_destroy)(sem_t *);
+    int (*sem_wait)(sem_t *);
+    int (*sem_trywait)(sem_t *);
+    int (*sem_timedwait)(sem_t *, const struct timespec *);
+    int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
+    int (*sem_post)(sem_t *);
+    int (*sem_getvalue)(sem_t *, int *);
+    int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+};
+#define R shim_real
+extern struct shim_real shim_real;
+extern _Atomic int shim_resolved;
+extern __thread int ip_resolving __attribute__((tls_model("initial-exec")));
+extern __thread int ip_in_setup __attribute__((tls_model("initial-exec")));
+extern __thread char ip_tag __attribute__((tls_model("initial-exec")));
+static inline uintptr_t self_tag(void) { return (uintptr_t)&ip_tag; }
+void ip_resolve(void);
+
+/* ---- config.c: the configuration ---------------------------------------------- */
+/* What one lock runs on: an algorithm with its attributes, or glibc's mutex
+ * (ops == NULL).  One for the default, one per `site` line of LIBLOCK_CONFIG. */
+struct shim_algo {
+    const struct ll_ops *ops;      /* NULL: glibc's mutex */
+    liblock_attr_t attr;
+    int server_cpu;                /* rcl: server=CPU of the config line, else -1 */
+    _Atomic int server_ready;      /* the server of server_cpu is started and set in attr */
+};
+
+struct shim_cfg {
+    int active;                    /* some lock may run on a liblock algorithm */
+    int wrap;                      /* mutexes get wrappers (active, or profiling) */
+    int need_site;                 /* compute each lock's site at set-up (site rules, profiling) */
+    struct shim_algo def;          /* the default; def.ops NULL: glibc */
+    struct shim_algo *site_algo;   /* one per rule of file (same index) */
+    struct shim_config file;       /* LIBLOCK_CONFIG, parsed */
+    int mixed;                     /* combining/delegating and other algorithms coexist */
+    liblock_condattr_t cattr;
+    int lifo;                      /* LIBLOCK_COND=mostly-lifo granted */
+    int generic_cond;              /* LIBLOCK_COND_GENERIC=1: own protocol for every algorithm */
+    int force_api;                 /* LIBLOCK_INTERPOSE_API=1: API layer for every algorithm */
+    int sem;                       /* LIBLOCK_SEM set: sem_init makes liblock semaphores */
+    const char *sem_kind;          /* "fifo" / "mostly-lifo" */
+    double sem_prob;               /* their FIFO probability */
+};
+#define cfg shim_cfg
+extern struct shim_cfg shim_cfg;
+extern _Atomic int shim_cfg_ready;
+void config_ensure(void);
+/* The algorithm for a lock of this site (NULL: glibc's mutex); started if
+ * it needs an RCL server of its own. */
+struct shim_site;
+struct shim_algo *shim_algo_for(const struct shim_site *s);
+int shim_algo_ready(struct shim_algo *a);
+
+/* ---- site.c: where a lock comes from ------------------------------------------- */
+#define SHIM_SITE_FRAMES 8
+struct shim_site {
+    uint64_t id;                   /* stable across runs (see site.c) */
+    int is_static;                 /* never initialised: identified at first use */
+    int nframes;
+    void *frames[SHIM_SITE_FRAMES]; /* return addresses, innermost first, shim frames skipped */
+    const char *sym;               /* static: the mutex's symbol (malloc'd, kept), else NULL */
+};
+/* At pthread_mutex_init: the caller's backtrace. */
+void shim_site_init(struct shim_site *s);
+/* At first use of a mutex that was never initialised: its symbol if it has
+ * one, else the backtrace of that first use. */
+void shim_site_static(struct shim_site *s, const void *mutex);
+/* file:line and function of a code address (a return address: the call
+ * before it is looked up).  0 on success; file is a basename.  Cached. */
+int shim_symbolise(const void *ret_addr, const char **file, int *line, const char **fn);
+/* The symbol containing a data address; NULL if none. */
+const char *shim_data_symbol(const void *addr);
+/* "module+0xOFF" of an address into buf. */
+void shim_module_offset(const void *addr, char *buf, size_t n);
+
+/* ---- the wrappers ------------------------------------------------------------- */
+struct lp_inst;
+struct lp_cs;
+struct ip_mutex {
+    /* first cache line: everything the uncontended NORMAL path touches */
+    liblock_t lock;
+    int (*lockfn)(liblock_t *, void *);   /* non-NULL: direct path (NORMAL type, no nodes) */
+    int (*unlockfn)(liblock_t *, void *);
+    _Atomic uintptr_t owner;              /* self_tag() of the holder, 0 when free */
+    /* second line */
+    ll_hold_t *hold;                      /* node algorithms: the holder's node */
+    int (*trylockfn)(liblock_t *, void *);
+    unsigned count;                       /* recursion depth while held */
+    int type;                             /* PTHREAD_MUTEX_NORMAL/RECURSIVE/ERRORCHECK */
+    int holds;                            /* algorithm needs per-hold nodes (node path) */
+    int api;                              /* delegating algorithm: through the API layer */
+    int track;                            /* count holds in the thread record (mixed config) */
+    _Atomic int bind;                     /* rcl: not bound to a server yet (w_bind) */
+    const void *addr;                     /* the pthread_mutex_t it was made for (reuse table) */
+    struct shim_algo *algo;               /* what it runs on (NULL: glibc's mutex, profiler only) */
+    struct ip_mutex *prev, *next;         /* registry (fork) */
+#ifdef LL_SHIM_PROFILE
+    /* profiler: holder-only fields (the mutex orders them) */
+    struct lp_inst *prof;                 /* its record; NULL: not recorded */
+    struct lp_cs *cur_cs;                 /* the call site that holds it */
+    uint64_t t_acq;                       /* cycle count at acquisition (or cond wait return) */
+    uint64_t miss_acq;                    /* cache-miss counter then */
+#endif
+};
+_Static_assert(offsetof(struct ip_mutex, owner) + sizeof(uintptr_t) <= LL_CACHELINE, "hot fields in one line");
+
+#ifdef LL_SHIM_PROFILE
+#define SHIM_GLIBC(w) ((w)->algo == NULL)
+#else
+#define SHIM_GLIBC(w) 0
+#endif
+
+struct ip_cond {
+    liblock_cond_t lc;
+    pthread_cond_t rc;                    /* real glibc condvar (clock attribute applied) */
+    pthread_mutex_t im;                   /* real glibc mutex guarding rc in the fallback */
+    clockid_t clock;
+    _Atomic int used_lc, used_rc;
+    struct ip_cond *prev, *next;
+};
+
+/* ---- registry.c ------------------------------------------------------------------ */
+extern pthread_mutex_t shim_reg_mutex; /* real glibc mutex */
+#define reg_mutex shim_reg_mutex
+extern struct ip_mutex *shim_reg_mutexes;
+extern struct ip_cond *shim_reg_conds;
+extern _Atomic long shim_live_wrappers;
+long tab_index(const void *a);
+struct ip_mutex *tab_at(long i);
+void tab_put(struct ip_mutex *w);
+void tab_del_at(size_t i);
+void list_add_locked(struct ip_mutex *w);
+void list_del_locked(struct ip_mutex *w);
+void reg_del_mutex(struct ip_mutex *w);
+void reg_add_cond(struct ip_cond *c);
+void reg_del_cond(struct ip_cond *c);
+
+/* ---- wrapper.c ------------------------------------------------------------------- */
+static inline _Atomic uintptr_t *mptr(pthread_mutex_t *m) { return (_Atomic uintptr_t *)(void *)&m->__data.__list.__prev; }
+static inline int mkind(const pthread_mutex_t *m) { return *(const volatile int *)&m->__data.__kind; }
+static inline struct ip_mutex *mutex_fast(pthread_mutex_t *m)
+{
+    uintptr_t p = atomic_load_explicit(mptr(m), memory_order_acquire);
+    if (LL_LIKELY(p > IP_GLIBC && !(mkind(m) & IP_KIND_PASS)))
+        return (struct ip_mutex *)p;
+    return NULL;
+}
+int kind_to_type(int kind);
+void mutex_set_fns(struct ip_mutex *w);
+struct ip_mutex *mutex_new(int type, struct shim_algo *a);
+void mutex_free(struct ip_mutex *w);
+struct ip_mutex *mutex_resolve(pthread_mutex_t *m);
+struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int init, int type, struct shim_algo *a,
+                               const struct shim_site *site);
+int w_node_acquire(struct ip_mutex *w, int try);
+int w_node_release(struct ip_mutex *w);
+int adopt_hold(ll_thread_t *s, struct ip_mutex *w);
+void reclaim_hold(ll_thread_t *s, struct ip_mutex *w);
+int w_raw_lock(struct ip_mutex *w);
+int w_raw_trylock(struct ip_mutex *w);
+int w_raw_unlock(struct ip_mutex *w);
+int w_owner_check(struct ip_mutex *w, int try);
+int w_lock(struct ip_mutex *w);
+int w_trylock(struct ip_mutex *w);
+int w_unlock(struct ip_mutex *w);
+int w_timedlock(struct ip_mutex *w, clockid_t clk, const struct timespec *abstime);
+static inline ll_thread_t *ip_get_self(void) { return ll_self(); }
+
+/* Holds of classic locks are invisible to ll_may_run_foreign (they bypass the
+ * API's hold stack); under a mixed configuration they are counted in the
+ * thread record's `shim_held` so a combiner holding one runs no foreign
+ * critical section (docs/interpose.md "Per-site configuration"). */
+static inline void w_track(struct ip_mutex *w, int d)
+{
+    if (LL_UNLIKELY(w->track)) {
+        ll_thread_t *s = ip_get_self();
+        if (s)
+            s->shim_held += d;
+    }
+}
+
+/* ---- mutex.c, cond.c: the entry points under hidden names (for c11.c) ---- */
+int shim_mutex_init(pthread_mutex_t *, const pthread_mutexattr_t *);
+int shim_mutex_lock_at(pthread_mutex_t *m, void *ra);
+int shim_mutex_trylock_at(pthread_mutex_t *m, void *ra);
+int shim_mutex_timedlock_at(pthread_mutex_t *m, const struct timespec *abstime, void *ra);
+int shim_mutex_unlock(pthread_mutex_t *);
+int shim_mutex_destroy(pthread_mutex_t *);
+int shim_cond_init(pthread_cond_t *, const pthread_condattr_t *);
+int shim_cond_signal(pthread_cond_t *);
+int shim_cond_broadcast(pthread_cond_t *);
+int shim_cond_destroy(pthread_cond_t *);
+int shim_cond_wait(pthread_cond_t *, pthread_mutex_t *);
+int shim_cond_timedwait(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+
+/* ---- small helpers shared by mutex.c, cond.c and sem.c ----------------------------- */
+static inline int ts_valid(const struct timespec *t) { return t && t->tv_nsec >= 0 && t->tv_nsec < 1000000000L; }
+struct timespec to_realtime(clockid_t clk, const struct timespec *t);
+
+/* ---- fork.c ------------------------------------------------------------------------ */
+extern struct ip_sem *shim_reg_sems;
+void sem_fork_child(void);
+
+/* ---- measurement hooks (the profiler; empty for the interposer) --------------------- */
+#ifdef LL_SHIM_PROFILE
+#include "../profile/hooks.h"
+#else
+struct lp_tok {
+    char unused;
+};
+static inline void lp_lock_begin(struct lp_tok *t, struct ip_mutex *w) { (void)t; (void)w; }
+static inline void lp_lock_end(struct lp_tok *t, struct ip_mutex *w, int r, void *ra) { (void)t; (void)w; (void)r; (void)ra; }
+static inline void lp_trylock_end(struct ip_mutex *w, int r, void *ra) { (void)w; (void)r; (void)ra; }
+static inline void lp_unlock_begin(struct ip_mutex *w) { (void)w; }
+static inline void lp_cond_begin(struct lp_tok *t, struct ip_mutex *w) { (void)t; (void)w; }
+static inline void lp_cond_end(struct lp_tok *t, struct ip_mutex *w) { (void)t; (void)w; }
+static inline void lp_mutex_new(struct ip_mutex *w, const struct shim_site *s) { (void)w; (void)s; }
+static inline void lp_start(void) {}
+static inline void lp_fork_child(void) {}
+#endif
+
+#endif

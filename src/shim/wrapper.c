@@ -1,0 +1,526 @@
+/*
+ * wrapper.c - a pthread_mutex_t's wrapper (struct ip_mutex, shim.h): its
+ * set-up (eager at pthread_mutex_init, lazy at first use of a statically
+ * initialised mutex), the choice of its algorithm by site (config.c), the
+ * per-thread nodes of queue locks, and acquire/release on it with POSIX
+ * types (RECURSIVE/ERRORCHECK implemented here on top of the algorithm).
+ *
+ * In the profiler (LL_SHIM_PROFILE) a mutex left to glibc still gets a
+ * wrapper, with algo == NULL ("glibc mode"): acquire/release call glibc's
+ * own functions on the pthread_mutex_t itself (so every type, timed locks
+ * and glibc's condition variables keep glibc's exact semantics), and the
+ * wrapper only adds the owner/count bookkeeping the measurement needs
+ * (owner and count are written by the holder only, as in I2/I3).  glibc
+ * does not use the pointer word (__list.__prev) of a non-robust mutex.
+ */
+#include "shim.h"
+
+void mutex_set_fns(struct ip_mutex *w)
+{
+    w->track = 0;
+    if (SHIM_GLIBC(w)) {
+        w->api = w->holds = 0;
+        w->lockfn = w->unlockfn = w->trylockfn = NULL;
+        atomic_store_explicit(&w->bind, 0, memory_order_relaxed);
+        return;
+    }
+    const struct ll_ops *o = LL_OPS(&w->lock);
+    /* Delegating algorithms (RCL, combining) may keep per-thread state the
+     * API layer sets up; they go through liblock's own lock/unlock (speed
+     * is not what they offer under interposition).  LIBLOCK_INTERPOSE_API=1
+     * forces this path for every algorithm (for testing). */
+    w->api = (o->props & LIBLOCK_PROP_DELEGATES) || cfg.force_api;
+    atomic_store_explicit(&w->bind, strcmp(o->name, "rcl") == 0, memory_order_relaxed);
+    w->holds = !w->api && o->node_size > 0;
+    w->trylockfn = o->trylock;
+    /* Mixed configuration: holds of this classic lock are counted for
+     * ll_may_run_foreign (shim.h w_track), so it takes the generic path. */
+    w->track = cfg.mixed && !w->api;
+    int direct = !w->holds && !w->api && !w->track && w->type == PTHREAD_MUTEX_NORMAL;
+    w->lockfn = direct ? o->lock : NULL;
+    w->unlockfn = direct ? o->unlock : NULL;
+}
+
+/* A wrapper of `type` on algorithm a (NULL: glibc mode, profiler only). */
+struct ip_mutex *mutex_new(int type, struct shim_algo *a)
+{
+    if (a && shim_algo_ready(a))
+        return NULL;
+    struct ip_mutex *w = ll_alloc_aligned(sizeof *w);
+    if (!w)
+        return NULL;
+    memset(w, 0, sizeof *w);
+    if (a && liblock_init(&w->lock, a->ops->name, &a->attr) != 0) {
+        free(w);
+        return NULL;
+    }
+    w->algo = a;
+    w->type = type;
+    mutex_set_fns(w);
+    atomic_fetch_add_explicit(&shim_live_wrappers, 1, memory_order_relaxed);
+    return w;
+}
+
+void mutex_free(struct ip_mutex *w)
+{
+    if (!SHIM_GLIBC(w))
+        liblock_destroy(&w->lock);
+    free(w);
+    atomic_fetch_sub_explicit(&shim_live_wrappers, 1, memory_order_relaxed);
+}
+
+/* For tests: wrappers currently allocated. */
+LL_EXPORT long liblock_interpose_debug_wrappers(void) { return atomic_load_explicit(&shim_live_wrappers, memory_order_relaxed); }
+
+int kind_to_type(int kind)
+{
+    switch (kind & IP_KIND_TYPE) {
+    case PTHREAD_MUTEX_RECURSIVE:
+        return PTHREAD_MUTEX_RECURSIVE;
+    case PTHREAD_MUTEX_ERRORCHECK:
+        return PTHREAD_MUTEX_ERRORCHECK;
+    default:
+        return PTHREAD_MUTEX_NORMAL; /* NORMAL (== DEFAULT in glibc) and ADAPTIVE */
+    }
+}
+
+/* The wrapper of m, setting it up if needed; NULL: glibc handles m. */
+struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
+{
+    config_ensure();
+    if (mkind(m) & IP_KIND_PASS)
+        return NULL;
+    _Atomic uintptr_t *pw = mptr(m);
+    uintptr_t p = atomic_load_explicit(pw, memory_order_acquire);
+    if (p > IP_GLIBC)
+        return (struct ip_mutex *)p;
+    if (p == IP_GLIBC)
+        return NULL;
+    if (ip_in_setup) {
+        /* An allocator's mutex, met while we set up another one: glibc's for life. */
+        uintptr_t z = 0;
+        if (atomic_compare_exchange_strong_explicit(pw, &z, IP_GLIBC, memory_order_acq_rel, memory_order_acquire) ||
+            z == IP_GLIBC)
+            return NULL;
+        return (struct ip_mutex *)z;
+    }
+    if (!cfg.wrap)
+        return NULL;
+    /* First use of a statically initialised mutex: its site (symbol, else
+     * this first use's backtrace) picks its algorithm. */
+    struct shim_site site, *sp = NULL;
+    struct shim_algo *a = &cfg.def;
+    if (cfg.need_site) {
+        ip_in_setup++;
+        shim_site_static(&site, m);
+        a = shim_algo_for(&site);
+        ip_in_setup--;
+        sp = &site;
+    }
+#ifndef LL_SHIM_PROFILE
+    if (!a) {
+        uintptr_t z = 0;
+        if (atomic_compare_exchange_strong_explicit(pw, &z, IP_GLIBC, memory_order_acq_rel, memory_order_acquire) ||
+            z == IP_GLIBC)
+            return NULL;
+        return (struct ip_mutex *)z;
+    }
+#endif
+    /* No wrapper allocated here: install reuses an idle one left at this
+     * address first, so a loop that news and deletes std::mutex objects
+     * allocates nothing and keeps getting the same address back. */
+    return mutex_install(m, NULL, 0, kind_to_type(mkind(m)), a, sp);
+}
+
+/* ---- per-thread nodes for queue locks ---------------------------------------------
+ * Algorithms with node_size > 0 need a node that stays put from lock() to
+ * unlock().  The API layer's hold stack provides one but costs a
+ * stack search and bookkeeping per call; here the node is an
+ * ll_hold_t taken from the thread's own free list (the API layer's, so it is
+ * freed at thread exit like the API's), and the holder's node is remembered
+ * in the wrapper: only the holder reads or writes w->hold between its lock
+ * and its unlock, so the mutex itself protects that field.  (CLH-style
+ * algorithms also use the record's spare node through ll_self_tls, which is
+ * therefore set up before every call.)
+ * A condition wait hands the node to the API layer's hold stack for the
+ * duration of liblock_cond_wait (adopt_hold / reclaim_hold below). */
+int w_node_acquire(struct ip_mutex *w, int try)
+{
+    ll_thread_t *s = ip_get_self();
+    if (LL_UNLIKELY(!s))
+        return ENOMEM;
+    ll_hold_t *h = s->free_holds;
+    if (LL_LIKELY(h != NULL)) {
+        s->free_holds = h->next_free;
+    } else {
+        h = ll_alloc_aligned(sizeof *h);
+        if (!h)
+            return ENOMEM;
+    }
+    h->lock = &w->lock;
+    const struct ll_ops *o = LL_OPS(&w->lock);
+    int r = try ? o->trylock(&w->lock, h->node) : o->lock(&w->lock, h->node);
+    if (LL_UNLIKELY(r)) {
+        h->lock = NULL;
+        h->next_free = s->free_holds;
+        s->free_holds = h;
+        return r;
+    }
+    w->hold = h;
+    return 0;
+}
+
+int w_node_release(struct ip_mutex *w)
+{
+    ll_thread_t *s = ip_get_self(); /* before unlock: CLH hands its spare node to ll_self_tls */
+    ll_hold_t *h = w->hold;
+    if (LL_UNLIKELY(!h))
+        return EPERM; /* not locked */
+    w->hold = NULL;
+    int r = LL_OPS(&w->lock)->unlock(&w->lock, h->node);
+    if (LL_UNLIKELY(r)) {
+        w->hold = h;
+        return r;
+    }
+    if (LL_LIKELY(s != NULL)) {
+        h->lock = NULL;
+        h->next_free = s->free_holds;
+        s->free_holds = h;
+    }
+    return 0;
+}
+
+/* Put the holder's node on the API hold stack (for liblock_cond_wait). */
+int adopt_hold(ll_thread_t *s, struct ip_mutex *w)
+{
+    ll_hold_t *slot = ll_hold_push(s, &w->lock); /* grows the stack if needed */
+    if (!slot)
+        return ENOMEM;
+    s->held[s->nheld - 1] = w->hold;
+    w->hold->lock = &w->lock;
+    slot->lock = NULL;
+    slot->next_free = s->free_holds;
+    s->free_holds = slot;
+    return 0;
+}
+
+/* Take the (possibly new) node back from the API hold stack after the wait. */
+void reclaim_hold(ll_thread_t *s, struct ip_mutex *w)
+{
+    ll_hold_t *h = ll_hold_find(s, &w->lock);
+    if (!h)
+        return;
+    ll_hold_pop(s, h);          /* pushes h on the free list head ... */
+    s->free_holds = h->next_free; /* ... from where we take it back */
+    h->lock = &w->lock;
+    w->hold = h;
+}
+
+/* ---- acquire / release on a wrapper -------------------------------------------- */
+/* An rcl lock is bound to its server, which is started then if needed, on
+ * its first use, not when it is set up (a process that never locks starts
+ * no server: docs/rcl.md).  Bind it here, inside set-up, so that a mutex
+ * the server's start meets (an allocator's) stays glibc's as during any
+ * set-up (see "Bootstrap"). */
+static void w_bind(struct ip_mutex *w)
+{
+    ip_in_setup++;
+    liblock_server_of(&w->lock);
+    ip_in_setup--;
+    atomic_store_explicit(&w->bind, 0, memory_order_relaxed);
+}
+
+#define GM(w) ((pthread_mutex_t *)(uintptr_t)(w)->addr)
+
+int w_raw_lock(struct ip_mutex *w)
+{
+    if (SHIM_GLIBC(w))
+        return R.mutex_lock(GM(w));
+    if (w->api) {
+        if (LL_UNLIKELY(atomic_load_explicit(&w->bind, memory_order_relaxed)))
+            w_bind(w);
+        return ll_api_lock(&w->lock);
+    }
+    return w->holds ? w_node_acquire(w, 0) : LL_OPS(&w->lock)->lock(&w->lock, NULL);
+}
+
+int w_raw_trylock(struct ip_mutex *w)
+{
+    if (SHIM_GLIBC(w))
+        return R.mutex_trylock(GM(w));
+    if (w->api) {
+        if (LL_UNLIKELY(atomic_load_explicit(&w->bind, memory_order_relaxed)))
+            w_bind(w);
+        return liblock_trylock(&w->lock);
+    }
+    return w->holds ? w_node_acquire(w, 1) : w->trylockfn(&w->lock, NULL);
+}
+
+int w_raw_unlock(struct ip_mutex *w)
+{
+    if (SHIM_GLIBC(w))
+        return R.mutex_unlock(GM(w));
+    if (w->api)
+        return ll_api_unlock(&w->lock);
+    return w->holds ? w_node_release(w) : LL_OPS(&w->lock)->unlock(&w->lock, NULL);
+}
+
+/* Install a wrapper for m (the slow path of set-up; serialised by
+ * reg_mutex).  fresh: a new wrapper of the right type and algorithm a.
+ * init: from pthread_mutex_init (always install) rather than lazy set-up
+ * (install only if m is still unset; else use what another thread
+ * installed).  fresh may be NULL (lazy set-up): a wrapper of `type` on a is
+ * then allocated here only if no idle one can be reused; if that allocation
+ * fails, m is left to glibc.  An idle wrapper of the same algorithm left at
+ * m's address by a mutex that was never destroyed is reused instead of fresh
+ * (see registry.c); an idle one of another algorithm (another site) is
+ * freed.  site: where m comes from (NULL when not computed).  Returns the
+ * wrapper in use, or NULL if m turned out to be glibc's. */
+struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int init, int type, struct shim_algo *a,
+                               const struct shim_site *site)
+{
+    _Atomic uintptr_t *pw = mptr(m);
+    struct ip_mutex *use = fresh, *drop = NULL;
+    ip_in_setup++; /* an allocator met here (table growth, nodes) stays glibc's */
+    R.mutex_lock(&reg_mutex);
+    uintptr_t p = atomic_load_explicit(pw, memory_order_acquire);
+    if (!init && p != 0) {
+        use = p == IP_GLIBC ? NULL : (struct ip_mutex *)p;
+    } else {
+        long i = tab_index(m);
+        struct ip_mutex *old = i >= 0 ? tab_at(i) : NULL;
+        int idle = 0;
+        if (old && (old != (struct ip_mutex *)p || init) && atomic_load_explicit(&old->owner, memory_order_relaxed) == 0 &&
+            !old->hold && w_raw_trylock(old) == 0) {
+            w_raw_unlock(old); /* left behind, or re-initialised without destroy */
+            idle = 1;
+        }
+        if (idle && old->algo != a) {
+            /* idle, but made for another site's algorithm: replaced */
+            tab_del_at((size_t)i);
+            list_del_locked(old);
+            drop = old;
+            old = NULL;
+            idle = 0;
+        }
+        if (!idle && !fresh) {
+            fresh = mutex_new(type, a);
+            if (!fresh) {
+                /* Out of memory: leave this mutex to glibc rather than fail the call. */
+                atomic_store_explicit(pw, IP_GLIBC, memory_order_release);
+                R.mutex_unlock(&reg_mutex);
+                ip_in_setup--;
+                if (drop)
+                    mutex_free(drop);
+                return NULL;
+            }
+            use = fresh;
+        }
+        if (idle) {
+            old->type = type;
+            mutex_set_fns(old);
+            atomic_store_explicit(&old->owner, 0, memory_order_relaxed);
+            old->count = 0;
+            use = old;
+        } else {
+            if (old)
+                tab_del_at((size_t)i); /* busy: left behind (leaked), fresh takes its place */
+            fresh->addr = m;
+            list_add_locked(fresh);
+            tab_put(fresh);
+        }
+        if (init && !SHIM_GLIBC(use)) {
+            memset(m, 0, sizeof *m);
+            m->__data.__kind = use->type;
+        }
+        lp_mutex_new(use, site);
+        atomic_store_explicit(pw, (uintptr_t)use, memory_order_release);
+    }
+    R.mutex_unlock(&reg_mutex);
+    ip_in_setup--;
+    if (fresh && use != fresh)
+        mutex_free(fresh);
+    if (drop)
+        mutex_free(drop);
+    return use;
+}
+
+#ifdef LL_SHIM_PROFILE
+/* Glibc mode: glibc does the locking (recursion, error checks, timeouts);
+ * the wrapper keeps owner/count so the profiler knows the outermost
+ * acquisition and release. */
+static inline void g_acquired(struct ip_mutex *w)
+{
+    uintptr_t me = self_tag();
+    if (atomic_load_explicit(&w->owner, memory_order_relaxed) == me) {
+        w->count++; /* recursive relock */
+    } else {
+        atomic_store_explicit(&w->owner, me, memory_order_relaxed);
+        w->count = 1;
+    }
+}
+
+static int g_lock(struct ip_mutex *w)
+{
+    int r = R.mutex_lock(GM(w));
+    if (r == 0)
+        g_acquired(w);
+    return r;
+}
+
+static int g_trylock(struct ip_mutex *w)
+{
+    int r = R.mutex_trylock(GM(w));
+    if (r == 0)
+        g_acquired(w);
+    return r;
+}
+
+static int g_unlock(struct ip_mutex *w)
+{
+    uintptr_t me = self_tag();
+    if (atomic_load_explicit(&w->owner, memory_order_relaxed) != me)
+        return R.mutex_unlock(GM(w)); /* EPERM, or a NORMAL mutex another thread locked */
+    unsigned c = w->count;
+    if (c <= 1)
+        atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+    w->count = c > 0 ? c - 1 : 0;
+    int r = R.mutex_unlock(GM(w));
+    if (r) {
+        atomic_store_explicit(&w->owner, me, memory_order_relaxed);
+        w->count = c;
+    }
+    return r;
+}
+#endif
+
+/* Relock / owner checks for RECURSIVE and ERRORCHECK.  Returns -1 when the
+ * caller must really acquire; otherwise the result of the call. */
+int w_owner_check(struct ip_mutex *w, int try)
+{
+    if (w->type == PTHREAD_MUTEX_NORMAL ||
+        atomic_load_explicit(&w->owner, memory_order_relaxed) != self_tag())
+        return -1;
+    if (w->type == PTHREAD_MUTEX_RECURSIVE) {
+        if (w->count == UINT_MAX)
+            return EAGAIN;
+        w->count++;
+        return 0;
+    }
+    return try ? EBUSY : EDEADLK;
+}
+
+int w_lock(struct ip_mutex *w)
+{
+#ifdef LL_SHIM_PROFILE
+    if (SHIM_GLIBC(w))
+        return g_lock(w);
+#endif
+    int r = w_owner_check(w, 0);
+    if (r >= 0)
+        return r;
+    r = w_raw_lock(w);
+    if (r == 0) {
+        atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
+        w->count = 1;
+        w_track(w, 1);
+    }
+    return r;
+}
+
+int w_trylock(struct ip_mutex *w)
+{
+#ifdef LL_SHIM_PROFILE
+    if (SHIM_GLIBC(w))
+        return g_trylock(w);
+#endif
+    int r = w_owner_check(w, 1);
+    if (r >= 0)
+        return r;
+    r = w_raw_trylock(w);
+    if (r == 0) {
+        atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
+        w->count = 1;
+        w_track(w, 1);
+    }
+    return r;
+}
+
+int w_unlock(struct ip_mutex *w)
+{
+#ifdef LL_SHIM_PROFILE
+    if (SHIM_GLIBC(w))
+        return g_unlock(w);
+#endif
+    uintptr_t me = self_tag();
+    uintptr_t owner = atomic_load_explicit(&w->owner, memory_order_relaxed);
+    if (w->type != PTHREAD_MUTEX_NORMAL) {
+        if (owner != me)
+            return EPERM;
+        if (--w->count > 0)
+            return 0;
+    }
+    if (owner == me)
+        atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+    int r = w_raw_unlock(w);
+    if (r && owner == me) {
+        atomic_store_explicit(&w->owner, me, memory_order_relaxed);
+        w->count = 1;
+    }
+    if (!r)
+        w_track(w, -1);
+    return r;
+}
+
+
+/* ---- timedlock / clocklock (shim.h "timedlock / clocklock") ---- */
+static int ts_passed(clockid_t clk, const struct timespec *t, uint64_t *left_ns)
+{
+    struct timespec now;
+    clock_gettime(clk, &now);
+    if (now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec))
+        return 1;
+    *left_ns = (uint64_t)(t->tv_sec - now.tv_sec) * 1000000000ull + (uint64_t)t->tv_nsec - (uint64_t)now.tv_nsec;
+    return 0;
+}
+
+int w_timedlock(struct ip_mutex *w, clockid_t clk, const struct timespec *abstime)
+{
+#ifdef LL_SHIM_PROFILE
+    if (SHIM_GLIBC(w)) {
+        int g = clk == CLOCK_REALTIME ? R.mutex_timedlock(GM(w), abstime)
+                : R.mutex_clocklock   ? R.mutex_clocklock(GM(w), clk, abstime)
+                                      : EINVAL;
+        if (g == 0)
+            g_acquired(w);
+        return g;
+    }
+#endif
+    int r = w_owner_check(w, 0);
+    if (r >= 0)
+        return r;
+    r = w_trylock(w);
+    if (r != EBUSY)
+        return r;
+    if (!ts_valid(abstime))
+        return EINVAL;
+    uint64_t sleep_ns = 2000;
+    for (unsigned i = 0;; i++) {
+        uint64_t left;
+        if (ts_passed(clk, abstime, &left))
+            return ETIMEDOUT;
+        if (i < 8) {
+            ll_yield();
+        } else {
+            uint64_t s = sleep_ns < left ? sleep_ns : left;
+            struct timespec d = {(time_t)(s / 1000000000ull), (long)(s % 1000000000ull)};
+            nanosleep(&d, NULL);
+            if (sleep_ns < 1000000)
+                sleep_ns *= 2;
+        }
+        r = w_trylock(w);
+        if (r != EBUSY)
+            return r;
+    }
+}
+
