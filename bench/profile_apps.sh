@@ -14,6 +14,7 @@
 #    round; ops/s (memcached: requests / memcslap's time; kccachetest:
 #    records / wall time). When an advice file names no lock, the "advised"
 #    run is the same as the native one and says so.
+# Also the cost of the profiler: the same runs under `liblock profile`.
 # Outputs in OUT (docs/bench-results/profile): NAME.txt (the report),
 # NAME.json, NAME.conf (the advice), effect.txt.
 # Environment: ROUNDS (3), KC_THREADS (4), KC_RECORDS (40000).
@@ -57,14 +58,15 @@ done
 # --- effect of the advice ---
 runs() { # NAME CONF: one measurement, native then advised
   local name=$1 conf=$2 mode pre
-  for mode in native advised; do
+  for mode in native advised profiled; do
     pre=()
     [ $mode = advised ] && pre=("$liblock" run --config "$conf" --)
+    [ $mode = profiled ] && pre=("$liblock" profile --)
     case $name in
       memcached-*)
         local test=${name#memcached-} n=30000; [ "$test" = set ] && n=10000
         port=$((port + 1))
-        "${pre[@]}" memcached -t 2 -p $port -U 0 -l 127.0.0.1 -u root -m 64 >/dev/null 2>&1 &
+        "${pre[@]}" memcached -t 2 -p $port -U 0 -l 127.0.0.1 -u root -m 64 >/dev/null 2>"$tmp/last.err" &
         local pid=$!
         wait_port $port && memcslap_ops "$test" "$n" >>"$tmp/$name.$mode"
         kill -TERM $pid; wait $pid 2>/dev/null ;;
@@ -78,7 +80,8 @@ runs() { # NAME CONF: one measurement, native then advised
 }
 med() { sort -g | awk '{v[NR]=$1} END {if (NR==0) {print "-"; exit} m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "%.0f [%.0f-%.0f]", m, v[1], v[NR]}'; }
 {
-  echo "# effect of the advice: ops/s, median [min-max] of $ROUNDS interleaved rounds (native, advised); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "# effect of the advice and cost of the profiler: ops/s, median [min-max] of $ROUNDS interleaved rounds"
+  echo "# (native; under liblock run --config ADVICE; under liblock profile); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
   for r in $(seq "$ROUNDS"); do
     p0=$("$probe")
     for name in memcached-get memcached-set kccachetest; do runs $name "$out/$name.conf"; done
@@ -86,7 +89,8 @@ med() { sort -g | awk '{v[NR]=$1} END {if (NR==0) {print "-"; exit} m=(NR%2)?v[(
   done
   for name in memcached-get memcached-set kccachetest; do
     sites=$(grep -c '^site ' "$out/$name.conf")
-    printf '%-15s %2d advised site(s)  native %-26s advised %-26s\n' "$name" "$sites" \
-      "$(med <"$tmp/$name.native" 2>/dev/null)" "$(med <"$tmp/$name.advised" 2>/dev/null)"
+    printf '%-15s %2d advised site(s)  native %-24s advised %-24s profiled %-24s\n' "$name" "$sites" \
+      "$(med <"$tmp/$name.native" 2>/dev/null)" "$(med <"$tmp/$name.advised" 2>/dev/null)" \
+      "$(med <"$tmp/$name.profiled" 2>/dev/null)"
   done
 } | tee "$out/effect.txt"

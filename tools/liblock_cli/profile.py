@@ -320,7 +320,11 @@ def run(args, env):
             except (OSError, D.DumpError) as e:
                 print(f"{PROG}: the profile written by the runtime is unusable: {e}", file=sys.stderr)
                 return code if code else 1
-            _report(raw, args, th, src, algos)
+            try:
+                _report(raw, args, th, src, algos)
+            except OSError as e:  # checked before the run; the disk or directory changed since
+                print(f"{PROG}: cannot write {e.filename}: {e.strerror}", file=sys.stderr)
+                return code if code else 1
             return code
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
