@@ -106,7 +106,7 @@ endif
 # and pthread_cond_* themselves; --wrap sends those calls to __wrap_* in
 # src/shim/real.c (glibc's functions) instead of the shim's.
 INTERPOSE_WRAP := $(foreach f,mutex_init mutex_destroy mutex_lock mutex_trylock mutex_unlock mutex_timedlock \
-    mutex_clocklock cond_init cond_destroy cond_wait cond_timedwait cond_clockwait cond_signal cond_broadcast,-Wl,--wrap=pthread_$(f))
+    mutex_clocklock cond_init cond_destroy cond_wait cond_timedwait cond_clockwait cond_signal cond_broadcast create,-Wl,--wrap=pthread_$(f))
 
 ifneq ($(PROFILE_SRCS),)
 PROFILE_OBJS := $(patsubst %.c,$(BUILD)/obj-profile/%.o,$(SHIM_SRCS) $(PROFILE_SRCS))

@@ -2,10 +2,11 @@
 # Install what liblock needs to build, test and plot, when it is missing.
 # Debian packages: build tools, hwloc/libnuma headers, bc, python3-clang
 # (libclang's Python bindings, for `liblock transform`); Python: matplotlib.
+# libdw-dev/libelf-dev (elfutils): file:line of lock sites in the preload libraries.
 set -eu
 need=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in build-essential pkg-config libhwloc-dev libnuma-dev bc procps python3-clang; do have "$p" || need+=("$p"); done
+for p in build-essential pkg-config libhwloc-dev libnuma-dev libdw-dev libelf-dev bc procps python3-clang; do have "$p" || need+=("$p"); done
 for extra in ${LIBLOCK_EXTRA_DEPS:-}; do have "$extra" || need+=("$extra"); done
 # Test-only packages: real programs run under the interposer (tests/test_interpose.sh).
 # libsqlite3-dev: the sqlite3 program of the application benchmark (bench/apps/sqlite_threads.c).

@@ -89,6 +89,18 @@ static inline __attribute__((always_inline)) int lock_at(pthread_mutex_t *m, voi
     int r;
     if (LL_LIKELY(w != NULL)) {
         lp_lock_begin(&t, w);
+#ifdef LL_SHIM_PROFILE
+        if (SHIM_GLIBC(w) && w->type == PTHREAD_MUTEX_NORMAL) {
+            /* glibc mode, NORMAL: glibc's lock, owner kept for the measurement */
+            r = R.mutex_lock(m);
+            if (LL_LIKELY(r == 0)) {
+                atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
+                w->count = 1;
+            }
+            lp_lock_end(&t, w, r, ra);
+            return r;
+        }
+#endif
         if (LL_LIKELY(w->lockfn)) {
             r = w->lockfn(&w->lock, NULL);
         } else if (w->holds && w->type == PTHREAD_MUTEX_NORMAL && !w->track) {
@@ -121,6 +133,19 @@ LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
     struct ip_mutex *w = mutex_fast(m);
     if (LL_LIKELY(w != NULL)) {
         lp_unlock_begin(w);
+#ifdef LL_SHIM_PROFILE
+        if (SHIM_GLIBC(w) && w->type == PTHREAD_MUTEX_NORMAL &&
+            atomic_load_explicit(&w->owner, memory_order_relaxed) == self_tag()) {
+            atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+            w->count = 0;
+            int r = R.mutex_unlock(m);
+            if (LL_UNLIKELY(r)) {
+                atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
+                w->count = 1;
+            }
+            return r;
+        }
+#endif
         if (LL_LIKELY(w->unlockfn)) {
             atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
             return w->unlockfn(&w->lock, NULL);

@@ -72,3 +72,4 @@ int __wrap_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const s
 int __wrap_pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t k, const struct timespec *t) { WRAP_READY(); return R.cond_clockwait ? R.cond_clockwait(c, m, k, t) : EINVAL; }
 int __wrap_pthread_cond_signal(pthread_cond_t *c) { WRAP_READY(); return R.cond_signal(c); }
 int __wrap_pthread_cond_broadcast(pthread_cond_t *c) { WRAP_READY(); return R.cond_broadcast(c); }
+int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg) { WRAP_READY(); return R.create(t, a, fn, arg); }

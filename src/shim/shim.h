@@ -345,6 +345,7 @@ struct ip_mutex {
     struct lp_inst *prof;                 /* its record; NULL: not recorded */
     struct lp_cs *cur_cs;                 /* the call site that holds it */
     uint64_t t_acq;                       /* cycle count at acquisition (or cond wait return) */
+    uint64_t hold_acc;                    /* ns held before the last condition wait */
     uint64_t miss_acq;                    /* cache-miss counter then */
 #endif
 };

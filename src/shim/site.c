@@ -4,7 +4,8 @@
  *
  *  - a mutex given to pthread_mutex_init (or mtx_init): the backtrace of
  *    that call, innermost first, frames inside the shim skipped, at most
- *    SHIM_SITE_FRAMES; its id is a 64-bit FNV-1a hash of the frames taken as
+ *    SHIM_SITE_FRAMES (frames of the shim itself, such as the profiler's thread
+ *    start, are skipped wherever they are); its id is a 64-bit FNV-1a hash of the frames taken as
  *    (module basename, offset of the return address in the module);
  *  - a mutex first used without pthread_mutex_init (PTHREAD_MUTEX_INITIALIZER,
  *    std::mutex): its symbol if its address lies inside one (the dynamic
@@ -65,13 +66,11 @@ static void fill_frames(struct shim_site *s, void **raw, int n)
     const void *own = own_base();
     uint64_t h = FNV0;
     s->nframes = 0;
-    int started = 0;
     for (int i = 0; i < n && s->nframes < SHIM_SITE_FRAMES; i++) {
         Dl_info di;
         int ok = dladdr(raw[i], &di);
-        if (!started && ok && di.dli_fbase == own)
-            continue; /* the shim's own frames */
-        started = 1;
+        if (ok && di.dli_fbase == own)
+            continue; /* the shim's own frames (entry points, the profiler's thread start) */
         s->frames[s->nframes++] = raw[i];
         const char *mod = ok ? base_name(di.dli_fname) : "?";
         uint64_t off = ok ? (uint64_t)((uintptr_t)raw[i] - (uintptr_t)di.dli_fbase) : (uint64_t)(uintptr_t)raw[i];

@@ -1,0 +1,514 @@
+/*
+ * dump.c - the profiler's raw report (format "liblock-profile-raw/1",
+ * /work/shared-contracts/profile-contract.md and docs/profile-runtime.md),
+ * written to LIBLOCK_PROFILE_OUT (through PATH.tmp and rename) when the
+ * program ends: exit() from any thread or return from main (on_exit), _exit
+ * or _Exit (wrapped), a fatal signal (SIGSEGV, SIGABRT, SIGBUS, SIGFPE,
+ * SIGILL, SIGTERM, SIGINT: handler writes, then the signal is raised again
+ * with its default action so the exit status is the program's); and as a
+ * snapshot PATH.usr1.N on SIGUSR1, after which the program continues.  A
+ * child made by fork writes PATH.PID with what it did after the fork.
+ *
+ * The report is built after the fact from the records (record.c) and
+ * symbolised here with libdw (src/shim/site.c): the lock path never waits
+ * for it.  Writing from a signal handler is best effort: a handler that
+ * interrupted the allocator or libdw may not be able to finish.
+ */
+#include "../shim/shim.h"
+#include "profile.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+
+static char out_path[4096];
+static int have_out;
+static _Atomic int final_done;
+static _Atomic int usr1_n;
+static _Atomic int dumping;
+static char **saved_argv;
+static int saved_argc;
+
+/* ---- a growable text buffer ------------------------------------------------ */
+struct buf {
+    char *p;
+    size_t n, cap;
+    int oom;
+};
+
+static void put(struct buf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 65536;
+        while (nc < b->n + n + 1)
+            nc *= 2;
+        char *np = realloc(b->p, nc);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+}
+
+static void puts_(struct buf *b, const char *s) { put(b, s, strlen(s)); }
+
+static void putf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void putf(struct buf *b, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (k > 0)
+        put(b, tmp, (size_t)k < sizeof tmp ? (size_t)k : sizeof tmp - 1);
+}
+
+static void putstr(struct buf *b, const char *s)
+{
+    if (!s) {
+        puts_(b, "null");
+        return;
+    }
+    puts_(b, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            putf(b, "\\%c", *p);
+        else if (*p < 0x20)
+            putf(b, "\\u%04x", *p);
+        else
+            put(b, (const char *)p, 1);
+    }
+    puts_(b, "\"");
+}
+
+/* ---- symbols ------------------------------------------------------------------- */
+/* "file:LINE" (or module+0xOFF) and the function of a return address. */
+static void code_site(const void *ra, char *site, size_t n, const char **fn)
+{
+    const char *file;
+    int line;
+    if (shim_symbolise(ra, &file, &line, fn) == 0)
+        snprintf(site, n, "%s:%d", file, line);
+    else
+        shim_module_offset(ra, site, n);
+}
+
+static const char *type_name(const struct lp_inst *in)
+{
+    if (in->glibc && in->type == PTHREAD_MUTEX_NORMAL)
+        return "normal";
+    switch (in->type) {
+    case PTHREAD_MUTEX_RECURSIVE:
+        return "recursive";
+    case PTHREAD_MUTEX_ERRORCHECK:
+        return "errorcheck";
+    default:
+        return "normal";
+    }
+}
+
+/* ---- call sites merged from the threads' tables -------------------------------- */
+struct cs_agg {
+    const struct lp_inst *inst;
+    const void *ra;
+    uint64_t acq, wait_ns, hold_ns;
+};
+
+static int agg_cmp(const void *a, const void *b)
+{
+    const struct cs_agg *x = a, *y = b;
+    if (x->inst != y->inst)
+        return (uintptr_t)x->inst < (uintptr_t)y->inst ? -1 : 1;
+    if (x->ra != y->ra)
+        return (uintptr_t)x->ra < (uintptr_t)y->ra ? -1 : 1;
+    return 0;
+}
+
+/* Every entry of every thread, sorted by (instance, return address) and merged. */
+static struct cs_agg *collect(size_t *np)
+{
+    size_t cap = 1024, n = 0;
+    struct cs_agg *v = malloc(cap * sizeof *v);
+    if (!v)
+        return NULL;
+    for (struct lp_table *t = atomic_load_explicit(&lp.tables, memory_order_acquire); t; t = t->next) {
+        size_t tc = atomic_load_explicit((_Atomic size_t *)&t->cap, memory_order_acquire);
+        struct lp_cs **sl = atomic_load_explicit((_Atomic(struct lp_cs **) *)&t->slots, memory_order_acquire);
+        for (size_t i = 0; i < tc; i++) {
+            struct lp_cs *e = atomic_load_explicit((_Atomic(struct lp_cs *) *)&sl[i], memory_order_acquire);
+            if (!e)
+                continue;
+            if (n == cap) {
+                struct cs_agg *nv = realloc(v, cap * 2 * sizeof *v);
+                if (!nv)
+                    break;
+                v = nv;
+                cap *= 2;
+            }
+            v[n++] = (struct cs_agg){e->inst, e->ra, LP_LD(e->acq), LP_LD(e->wait_ns), LP_LD(e->hold_ns)};
+        }
+    }
+    qsort(v, n, sizeof *v, agg_cmp);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && v[m - 1].inst == v[i].inst && v[m - 1].ra == v[i].ra) {
+            v[m - 1].acq += v[i].acq;
+            v[m - 1].wait_ns += v[i].wait_ns;
+            v[m - 1].hold_ns += v[i].hold_ns;
+        } else {
+            v[m++] = v[i];
+        }
+    }
+    *np = m;
+    return v;
+}
+
+static void put_hist(struct buf *b, const uint64_t *h)
+{
+    puts_(b, "[");
+    for (int i = 0; i < LP_BUCKETS; i++)
+        putf(b, "%s%llu", i ? "," : "", (unsigned long long)LP_LD(h[i]));
+    puts_(b, "]");
+}
+
+static void put_inst(struct buf *b, const struct lp_inst *in, const struct cs_agg *agg, size_t nagg)
+{
+    putf(b, "{\"addr\":\"%p\",\"type\":\"%s\",", in->addr, type_name(in));
+    putf(b, "\"acquisitions\":%llu,\"contended\":%llu,\"recursive_relocks\":%llu,", (unsigned long long)LP_LD(in->acq),
+         (unsigned long long)LP_LD(in->contended), (unsigned long long)LP_LD(in->relocks));
+    putf(b, "\"trylocks\":%llu,\"trylock_failures\":%llu,",
+         (unsigned long long)atomic_load_explicit(&((struct lp_inst *)in)->trylocks, memory_order_relaxed),
+         (unsigned long long)atomic_load_explicit(&((struct lp_inst *)in)->try_fail, memory_order_relaxed));
+    putf(b, "\"cond_waits\":%llu,\"cond_wait_ns\":%llu,\"wait_ns\":%llu,\"hold_ns\":%llu,",
+         (unsigned long long)LP_LD(in->cond_waits), (unsigned long long)LP_LD(in->cond_wait_ns),
+         (unsigned long long)LP_LD(in->wait_ns), (unsigned long long)LP_LD(in->hold_ns));
+    puts_(b, "\"wait_hist\":");
+    put_hist(b, in->wait_hist);
+    puts_(b, ",\"hold_hist\":");
+    put_hist(b, in->hold_hist);
+    if (lp_perf_ok)
+        putf(b, ",\"misses\":%llu", (unsigned long long)LP_LD(in->misses));
+    else
+        puts_(b, ",\"misses\":null");
+    puts_(b, ",\"call_sites\":[");
+    /* agg is sorted by instance: binary search the first entry of in */
+    size_t lo = 0, hi = nagg;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if ((uintptr_t)agg[mid].inst < (uintptr_t)in)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int first = 1;
+    for (size_t i = lo; i < nagg && agg[i].inst == in; i++) {
+        char site[600];
+        const char *fn = NULL;
+        code_site(agg[i].ra, site, sizeof site, &fn);
+        puts_(b, first ? "{\"site\":" : ",{\"site\":");
+        first = 0;
+        putstr(b, site);
+        puts_(b, ",\"function\":");
+        putstr(b, fn);
+        putf(b, ",\"acquisitions\":%llu,\"wait_ns\":%llu,\"hold_ns\":%llu}", (unsigned long long)agg[i].acq,
+             (unsigned long long)agg[i].wait_ns, (unsigned long long)agg[i].hold_ns);
+    }
+    puts_(b, "]}");
+}
+
+static void put_site(struct buf *b, const struct lp_site *s, const struct cs_agg *agg, size_t nagg)
+{
+    char first[600] = "";
+    const char *fn = NULL;
+    if (s->nframes > 0)
+        code_site(s->frames[0], first, sizeof first, &fn);
+    putf(b, "{\"id\":\"%016llx\",\"site\":", (unsigned long long)s->id);
+    putstr(b, s->is_static && s->sym ? s->sym : first);
+    puts_(b, ",\"function\":");
+    putstr(b, fn);
+    putf(b, ",\"kind\":\"%s\",\"first_lock_site\":", s->is_static ? "static" : "init");
+    if (s->is_static)
+        putstr(b, first);
+    else
+        puts_(b, "null");
+    putf(b, ",\"count\":%ld,\"frames\":[", s->count);
+    for (int i = 0; i < s->nframes; i++) {
+        char site[600], line[700];
+        const char *f = NULL;
+        code_site(s->frames[i], site, sizeof site, &f);
+        snprintf(line, sizeof line, "%s %s", site, f ? f : "?");
+        if (i)
+            puts_(b, ",");
+        putstr(b, line);
+    }
+    puts_(b, "],\"instances\":[");
+    int k = 0;
+    for (const struct lp_inst *in = s->insts; in; in = in->next) {
+        if (k++)
+            puts_(b, ",");
+        put_inst(b, in, agg, nagg);
+    }
+    puts_(b, "]}");
+}
+
+static int cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static void build(struct buf *b, const char *how, int status, int sig)
+{
+    uint64_t now = ll_now_ns();
+    uint64_t thread_ns = now - lp.start_ns; /* the main thread (or, after fork, the forking one) */
+    for (struct lp_thread *t = lp.threads; t; t = t->next) {
+        uint64_t s = atomic_load_explicit(&t->start_ns, memory_order_relaxed);
+        uint64_t e = atomic_load_explicit(&t->end_ns, memory_order_relaxed);
+        if (!e)
+            e = now;
+        if (e > s)
+            thread_ns += e - s;
+    }
+    puts_(b, "{\"format\":\"liblock-profile-raw/1\",\"program\":");
+    putstr(b, saved_argc > 0 ? saved_argv[0] : NULL);
+    puts_(b, ",\"argv\":[");
+    for (int i = 0; i < saved_argc; i++) {
+        if (i)
+            puts_(b, ",");
+        putstr(b, saved_argv[i]);
+    }
+    const char *lk = getenv("LIBLOCK_CONFIG") && *getenv("LIBLOCK_CONFIG") ? "config"
+                     : cfg.def.ops                                        ? cfg.def.ops->name
+                                                                          : "glibc";
+    putf(b, "],\"pid\":%d,\"lock\":", (int)getpid());
+    putstr(b, lk);
+    putf(b, ",\"wall_ns\":%llu,\"thread_ns\":%llu,\"threads\":%ld,\"cpus\":%d,", (unsigned long long)(now - lp.start_ns),
+         (unsigned long long)thread_ns, lp.nthreads, cpus());
+    putf(b, "\"misses_available\":%s,\"misses_reason\":", lp_perf_ok ? "true" : "false");
+    putstr(b, lp_perf_ok ? NULL : lp.misses_reason);
+    puts_(b, ",\"exit\":{\"how\":");
+    putstr(b, how);
+    if (status >= 0)
+        putf(b, ",\"status\":%d", status);
+    else
+        puts_(b, ",\"status\":null");
+    if (sig > 0)
+        putf(b, ",\"signal\":%d}", sig);
+    else
+        puts_(b, ",\"signal\":null}");
+    puts_(b, ",\"sites\":[");
+    size_t nagg = 0;
+    struct cs_agg *agg = collect(&nagg);
+    int k = 0;
+    for (const struct lp_site *s = lp.sites; s; s = s->next) {
+        if (k++)
+            puts_(b, ",\n");
+        put_site(b, s, agg ? agg : (struct cs_agg *)"", agg ? nagg : 0);
+    }
+    free(agg);
+    puts_(b, "]}\n");
+}
+
+static void write_report(const char *path, const char *how, int status, int sig)
+{
+    struct buf b = {0};
+    build(&b, how, status, sig);
+    if (b.oom) {
+        fprintf(stderr, "liblock-profile: out of memory writing the report\n");
+        free(b.p);
+        return;
+    }
+    char tmp[sizeof out_path + 16];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int ok = fd >= 0;
+    for (size_t off = 0; ok && off < b.n;) {
+        ssize_t w = write(fd, b.p + off, b.n - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            ok = 0;
+        else
+            off += (size_t)w;
+    }
+    if (fd >= 0 && close(fd) != 0)
+        ok = 0;
+    if (ok && rename(tmp, path) != 0)
+        ok = 0;
+    if (!ok) {
+        fprintf(stderr, "liblock-profile: cannot write %s (%s)\n", path, strerror(errno));
+        unlink(tmp);
+    }
+    free(b.p);
+}
+
+/* The final report, once. */
+static void dump_final(const char *how, int status, int sig)
+{
+    if (!lp.started || !have_out || atomic_exchange(&final_done, 1))
+        return;
+    int saved = errno;
+    ip_in_setup++;
+    atomic_fetch_add(&dumping, 1);
+    write_report(out_path, how, status, sig);
+    atomic_fetch_sub(&dumping, 1);
+    ip_in_setup--;
+    errno = saved;
+}
+
+static void on_exit_fn(int status, void *arg)
+{
+    (void)arg;
+    dump_final("exit", status, -1);
+}
+
+static void (*real__exit)(int);
+static void (*real__Exit)(int);
+
+LL_EXPORT void _exit(int status)
+{
+    dump_final("_exit", status, -1);
+    if (!real__exit)
+        real__exit = (void (*)(int))dlsym(RTLD_NEXT, "_exit");
+    real__exit(status);
+    __builtin_unreachable();
+}
+
+LL_EXPORT void _Exit(int status)
+{
+    dump_final("_exit", status, -1);
+    if (!real__Exit)
+        real__Exit = (void (*)(int))dlsym(RTLD_NEXT, "_Exit");
+    real__Exit(status);
+    __builtin_unreachable();
+}
+
+static const int fatal[] = {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTERM, SIGINT};
+
+static void on_fatal(int sig)
+{
+    /* SA_RESETHAND has restored the default action: write, then raise the
+     * signal again (delivered when the handler returns) */
+    dump_final("signal", -1, sig);
+    raise(sig);
+}
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    if (!have_out)
+        return;
+    int saved = errno;
+    char p[sizeof out_path + 32];
+    snprintf(p, sizeof p, "%s.usr1.%d", out_path, atomic_fetch_add(&usr1_n, 1) + 1);
+    ip_in_setup++;
+    write_report(p, "usr1", -1, -1);
+    ip_in_setup--;
+    errno = saved;
+}
+
+/* argv from /proc/self/cmdline (a preloaded constructor has no argv) */
+static void read_argv(void)
+{
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    size_t cap = 4096, n = 0;
+    char *s = malloc(cap);
+    for (ssize_t r; s && (r = read(fd, s + n, cap - n - 1)) > 0;) {
+        n += (size_t)r;
+        if (n + 1 == cap) {
+            char *ns = realloc(s, cap * 2);
+            if (!ns)
+                break;
+            s = ns;
+            cap *= 2;
+        }
+    }
+    close(fd);
+    if (!s)
+        return;
+    s[n] = 0;
+    int c = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!s[i])
+            c++;
+    saved_argv = calloc((size_t)c + 1, sizeof *saved_argv);
+    if (!saved_argv)
+        return;
+    for (size_t i = 0; i < n && saved_argc < c; i += strlen(s + i) + 1)
+        saved_argv[saved_argc++] = s + i;
+}
+
+void lp_dump_setup(void)
+{
+    const char *o = getenv("LIBLOCK_PROFILE_OUT");
+    if (!o || !*o) {
+        fprintf(stderr, "liblock-profile: LIBLOCK_PROFILE_OUT is not set; no report will be written\n");
+        return;
+    }
+    if (strlen(o) >= sizeof out_path - 40) {
+        fprintf(stderr, "liblock-profile: LIBLOCK_PROFILE_OUT is too long; no report will be written\n");
+        return;
+    }
+    strcpy(out_path, o);
+    have_out = 1;
+    read_argv();
+    on_exit(on_exit_fn, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_fatal;
+    sa.sa_flags = SA_RESETHAND;
+    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) {
+        struct sigaction old;
+        /* a disposition the program inherited as ignored stays ignored */
+        if (sigaction(fatal[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
+        sigaction(fatal[i], &sa, NULL);
+    }
+    sa.sa_handler = on_usr1;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* In a forked child: a report of its own (PATH.PID), counting from the fork. */
+void lp_dump_fork_child(void)
+{
+    if (have_out) {
+        size_t n = strlen(out_path);
+        snprintf(out_path + n, sizeof out_path - n, ".%d", (int)getpid());
+    }
+    atomic_store(&usr1_n, 0);
+    for (struct lp_site *s = lp.sites; s; s = s->next)
+        for (struct lp_inst *in = s->insts; in; in = in->next) {
+            struct lp_site *site = in->site;
+            const void *addr = in->addr;
+            int type = in->type, glibc = in->glibc;
+            struct lp_inst *next = in->next;
+            memset(in, 0, sizeof *in);
+            in->site = site;
+            in->addr = addr;
+            in->type = type;
+            in->glibc = glibc;
+            in->next = next;
+        }
+    for (struct lp_table *t = atomic_load(&lp.tables); t; t = t->next)
+        for (size_t i = 0; i < t->cap; i++)
+            if (t->slots[i]) {
+                t->slots[i]->acq = 0;
+                t->slots[i]->wait_ns = 0;
+                t->slots[i]->hold_ns = 0;
+            }
+}

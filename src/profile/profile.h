@@ -1,0 +1,49 @@
+/*
+ * profile.h - the profiler runtime's state shared by record.c and dump.c.
+ */
+#ifndef LL_PROFILE_H
+#define LL_PROFILE_H
+
+#include <stdint.h>
+
+struct lp_site {
+    uint64_t id;
+    int is_static;
+    int nframes;
+    void *frames[SHIM_SITE_FRAMES];
+    const char *sym;
+    long count;                    /* instances */
+    struct lp_inst *insts;
+    struct lp_site *next;
+};
+
+struct lp_table {                  /* one thread's call sites (hooks.h P3) */
+    struct lp_cs **slots;
+    size_t cap, n;
+    struct lp_cs *chunk;
+    size_t chunk_used, chunk_cap;
+    struct lp_table *next;
+};
+
+struct lp_thread {
+    _Atomic uint64_t start_ns, end_ns; /* end 0: running */
+    struct lp_thread *next;
+};
+
+struct lp_state {
+    int started;
+    uint64_t start_ns;
+    int only_set;
+    uint64_t only;
+    char misses_reason[160];
+    struct lp_site *sites;
+    _Atomic(struct lp_table *) tables;
+    struct lp_thread *threads;
+    long nthreads;
+};
+extern struct lp_state lp;
+
+void lp_dump_setup(void);
+void lp_dump_fork_child(void);
+
+#endif
