@@ -100,7 +100,9 @@ def pct(x):
     if x is None:
         return "n/a"
     p = 100.0 * x
-    return f"{p:.1f}%" if p >= 0.1 or p == 0 else f"{p:.2g}%"
+    if p == 0 or p >= 0.1:
+        return f"{p:.1f}%"
+    return f"{p:.2f}%" if p >= 0.01 else "<0.01%"
 
 
 def _call_site_list(lock):
