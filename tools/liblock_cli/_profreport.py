@@ -1,6 +1,28 @@
 """The text table and the plot of `liblock profile` (docs/profile.md,
 "The report")."""
+import shutil
+import subprocess
+
 from ._profadvice import pct
+
+
+def demangler(names):
+    """{mangled: readable} for C++ names, through binutils' c++filt when it is
+    there (the JSON keeps the symbols as the runtime found them)."""
+    names = sorted({n for n in names if n and n.startswith("_Z")})
+    tool = shutil.which("c++filt")
+    if not names or not tool:
+        return {}
+    try:
+        out = subprocess.run([tool], input="\n".join(names) + "\n", capture_output=True, text=True,
+                             timeout=20).stdout.split("\n")
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return {m: d for m, d in zip(names, out) if d}
+
+
+def _frame_names(lock):
+    return [f.split(" ", 1)[1] for f in lock.get("frames") or [] if " " in f]
 
 
 def fmt_ns(ns):
@@ -61,6 +83,11 @@ def text_report(rep, top, thresholds_src, th, title=None):
             f"{'cont':>6} {'wait mean/p50/p99':>24} {'hold mean/p50/p99':>24} {'miss/CS':>7}  advice")
     out.append(head)
     shown = locks[:top]
+    dm = demangler([lk.get("function") for lk in shown] + [n for lk in shown for n in _frame_names(lk)]
+                   + [c.get("function") for lk in shown for c in lk.get("call_sites") or []])
+    same = {}
+    for lk in locks:
+        same[lk["site"]] = same.get(lk["site"], 0) + 1
     for i, lk in enumerate(shown, 1):
         acq = lk["acquisitions"]
         cont = f"{100 * lk['contended'] / acq:.1f}%" if acq else "-"
@@ -72,9 +99,16 @@ def text_report(rep, top, thresholds_src, th, title=None):
         if adv.get("algorithm"):
             act += " " + adv["algorithm"] + (f" ({adv['wait']})" if adv.get("wait") else "")
         out.append(f"{i:>3} {pct(lk['cs_share']):>6} {pct(lk['utilisation']):>5} {_cut(lk['site'], 24):<24} "
-                   f"{_cut(lk.get('function'), 16):<16} {lk['count']:>5} {fmt_count(acq):>9} {cont:>6} "
+                   f"{_cut(dm.get(lk.get('function'), lk.get('function')), 16):<16} {lk['count']:>5} {fmt_count(acq):>9} {cont:>6} "
                    f"{wait:>24} {hold:>24} {miss:>7}  {act}")
         extra = [f"id {lk['id']}"]
+        if same.get(lk["site"], 0) > 1 and len(lk.get("frames") or []) > 1:
+            # several sites init through one wrapper (a C++ mutex class): the callers tell them apart
+            via = []
+            for f in lk["frames"][1:3]:
+                where, _, fn = f.partition(" ")
+                via.append(where + (f" ({dm.get(fn, fn)})" if fn and fn != "?" else ""))
+            extra.append("initialised via " + " <- ".join(via))
         if lk.get("kind") == "static" and lk.get("first_lock_site"):
             extra.append(f"static mutex, first locked at {lk['first_lock_site']}")
         if lk.get("trylocks"):
@@ -83,7 +117,9 @@ def text_report(rep, top, thresholds_src, th, title=None):
             extra.append(f"cond waits {lk['cond_waits']} ({fmt_ns(lk['cond_wait_ns'])})")
         cs = lk.get("call_sites") or []
         if cs:
-            extra.append("call sites: " + ", ".join(f"{c['site']} ({fmt_count(c['acquisitions'])})" for c in cs[:4])
+            extra.append("call sites: " + ", ".join(
+                f"{c['site']}" + (f" in {dm[c['function']]}" if c.get("function") in dm else "")
+                + f" ({fmt_count(c['acquisitions'])})" for c in cs[:4])
                          + (f" and {len(cs) - 4} more" if len(cs) > 4 else ""))
         out.append("      " + "; ".join(extra))
         if adv.get("reason"):
