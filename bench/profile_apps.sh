@@ -2,9 +2,12 @@
 # profile_apps.sh [BUILD] [OUT] - `liblock profile` on memcached and
 # kccachetest, its advice applied with `liblock run --config`, and the effect.
 #
-#  memcached (Debian's binary): the thesis's Get and Set setups (seed 000
-#    section 8.4) scaled to 2 CPUs: `memcached -t 2` on loopback, memcslap
-#    with 2 client threads; Get loads 30,000 keys then reads them (memcslap
+#  memcached ($MEMCACHED, default Debian's binary; a build with debug
+#    information gives file:line sites): the thesis's Get and Set setups
+#    (seed 000 section 8.4) scaled to 2 CPUs: as in the thesis, the server
+#    on half the machine and the load generator on the other half, here
+#    `memcached -t 2` pinned to CPU 0 and memcslap (2 client threads) to
+#    CPU 1, on loopback; Get loads 30,000 keys then reads them (memcslap
 #    -t get -e 30000), Set writes 10,000 (-t set -e 10000). memcached runs
 #    under `liblock profile --advise` while memcslap drives it, then gets
 #    SIGTERM (passed on by `liblock profile`) and the report is written.
@@ -12,12 +15,13 @@
 #  Effect: each program natively and under `liblock run --config ADVICE`,
 #    interleaved, ROUNDS rounds, the ping-pong probe before and after each
 #    round; ops/s (memcached: requests / memcslap's time; kccachetest:
-#    records / wall time). When an advice file names no lock, the "advised"
+#    records / the sum of the phase times it prints, so that the start-up of
+#    the `liblock` front end is not counted). When an advice file names no lock, the "advised"
 #    run is the same as the native one and says so.
 # Also the cost of the profiler: the same runs under `liblock profile`.
 # Outputs in OUT (docs/bench-results/profile): NAME.txt (the report),
 # NAME.json, NAME.conf (the advice), effect.txt.
-# Environment: ROUNDS (3), KC_THREADS (4), KC_RECORDS (40000).
+# Environment: ROUNDS (3), KC_THREADS (4), KC_RECORDS (200000), MEMCACHED.
 set -u
 build=${1:-build}
 out=${2:-docs/bench-results/profile}
@@ -26,7 +30,8 @@ root=$PWD
 export LIBLOCK_BUILD="$root/$build"
 liblock="$root/tools/liblock"
 probe="$build/bin/interpose_probe"
-ROUNDS=${ROUNDS:-3}; KC_THREADS=${KC_THREADS:-4}; KC_RECORDS=${KC_RECORDS:-40000}
+ROUNDS=${ROUNDS:-3}; KC_THREADS=${KC_THREADS:-4}; KC_RECORDS=${KC_RECORDS:-200000}
+MEMCACHED=${MEMCACHED:-memcached}
 mkdir -p "$out"
 port=$((30000 + $$ % 20000))
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -35,7 +40,7 @@ wait_port() { for _ in $(seq 200); do memcstat --servers=127.0.0.1:$1 >/dev/null
 # memcslap_ops TEST N: requests per second of one memcslap run against $port
 memcslap_ops() {
   local s
-  s=$(timeout 300 memcslap -s 127.0.0.1:$port -t "$1" -c 2 -e "$2" 2>&1 |
+  s=$(timeout 300 taskset -c 1 memcslap -s 127.0.0.1:$port -t "$1" -c 2 -e "$2" 2>&1 |
       awk -v t="$1" '$1 == "Time" && $3 == t && $5 == "keys" && $6 == "by" {print $(NF-1)}')
   [ -n "$s" ] && awk -v s="$s" -v n=$((2 * $2)) 'BEGIN {printf "%.0f\n", n / s}'
 }
@@ -45,7 +50,7 @@ for setup in "get 30000" "set 10000"; do
   read -r test n <<<"$setup"
   port=$((port + 1))
   "$liblock" profile --json "$out/memcached-$test.json" --advise "$out/memcached-$test.conf" \
-      --plot "$out/memcached-$test.png" -- memcached -t 2 -p $port -U 0 -l 127.0.0.1 -u root -m 64 \
+      --plot "$out/memcached-$test.png" -- taskset -c 0 "$MEMCACHED" -t 2 -p $port -U 0 -l 127.0.0.1 -u root -m 64 \
       2>"$out/memcached-$test.txt" >/dev/null &
   pid=$!
   wait_port $port || { echo "memcached did not start" >&2; exit 1; }
@@ -66,15 +71,14 @@ runs() { # NAME CONF: one measurement, native then advised
       memcached-*)
         local test=${name#memcached-} n=30000; [ "$test" = set ] && n=10000
         port=$((port + 1))
-        "${pre[@]}" memcached -t 2 -p $port -U 0 -l 127.0.0.1 -u root -m 64 >/dev/null 2>"$tmp/last.err" &
+        "${pre[@]}" taskset -c 0 "$MEMCACHED" -t 2 -p $port -U 0 -l 127.0.0.1 -u root -m 64 >/dev/null 2>"$tmp/last.err" &
         local pid=$!
         wait_port $port && memcslap_ops "$test" "$n" >>"$tmp/$name.$mode"
         kill -TERM $pid; wait $pid 2>/dev/null ;;
       kccachetest)
-        local per=$((KC_RECORDS / KC_THREADS)) s0
-        s0=$(date +%s%N)
-        "${pre[@]}" timeout 300 kccachetest order -th "$KC_THREADS" -rnd $per >/dev/null 2>&1 &&
-          awk -v ns=$(( $(date +%s%N) - s0 )) -v n=$KC_RECORDS 'BEGIN {printf "%.0f\n", n / (ns / 1e9)}' >>"$tmp/$name.$mode" ;;
+        local per=$((KC_RECORDS / KC_THREADS))
+        "${pre[@]}" timeout 300 kccachetest order -th "$KC_THREADS" -rnd $per >"$tmp/kc.out" 2>/dev/null &&
+          awk -v n=$KC_RECORDS '$1 == "time:" {t += $2} END {if (t > 0) printf "%.0f\n", n / t}' "$tmp/kc.out" >>"$tmp/$name.$mode" ;;
     esac
   done
 }

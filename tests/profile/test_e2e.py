@@ -12,6 +12,8 @@ driven by tests/test_profile_cli.sh.  Usage: test_e2e.py ROOT BUILD TMP
    same output; with thresholds that put every lock between them, the
    advice names every used site (mcs), `liblock run --config` runs the
    program on it and `liblock profile --config` measures it (exact counts).
+ - forker.c: the parent's 100 acquisitions, and the forked child's 7 in its
+   own report (`children`), same site id.
  - lockbench -a posix in fixed-count mode (2 threads, 20000 critical sections
    each of 100 dependent shared-line accesses, delay 1000 cycles): the lock's
    acquisitions are exactly lockbench's total_cs + 1 (posix_destroy's
@@ -127,6 +129,18 @@ check(p4.returncode == 3 and p4.stdout == native.stdout and rep4.get("lock") == 
       f"profile --config: {p4.returncode} {rep4.get('lock')} {p4.stderr[-300:]}")
 check(sorted(lk["acquisitions"] for lk in rep4["locks"] if lk["acquisitions"]) == [5, 10, 40000],
       f"exact counts on the configured algorithms: {[(lk['site'], lk['acquisitions']) for lk in rep4['locks']]}")
+
+# a forked child: its own report (PATH.PID from the runtime), in the JSON as `children`
+fk = os.path.join(TMP, "forker")
+subprocess.run([os.environ.get("CC", "cc"), "-g", "-pthread", "-o", fk, os.path.join(FIX, "forker.c")], check=True)
+jf = os.path.join(TMP, "forker.json")
+p = liblock("profile", "--json", jf, "--", fk)
+repf = json.load(open(jf))
+kids = repf.get("children") or []
+check(p.returncode == 0 and repf["locks"][0]["acquisitions"] == 100, f"forker parent: {p.returncode} {p.stderr[-300:]}")
+check(len(kids) == 1 and kids[0]["locks"][0]["acquisitions"] == 7 and kids[0]["locks"][0]["id"] == repf["locks"][0]["id"],
+      f"forked child reported with its own counts and the parent's site id: {kids}")
+check("(forked child " in p.stderr, "text report of the child")
 
 # lockbench: exact count and share against its own figures
 lb = os.path.join(BUILD, "bin", "lockbench")

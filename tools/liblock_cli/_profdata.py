@@ -109,6 +109,8 @@ def _merge_call_sites(lists):
     merged = {}
     for cs in lists:
         for c in cs:
+            if not c.get("acquisitions") and not c.get("wait_ns") and not c.get("hold_ns"):
+                continue  # e.g. a forked child's copy of a call site only its parent used
             m = merged.setdefault(c["site"], {"site": c["site"], "function": c.get("function"),
                                               "acquisitions": 0, "wait_ns": 0, "hold_ns": 0})
             for k in ("acquisitions", "wait_ns", "hold_ns"):

@@ -238,13 +238,29 @@ def _run_program(path, cmd, child_env, on_snapshot):
     return (None, -rc) if rc < 0 else (rc, None)
 
 
-def _report(raw, args, th, src, algos, title=None, outputs=True):
+def _aggregate(raw, th, src, algos):
     rep = D.aggregate(raw)
     A.advise_all(rep, th, algos)
     rep["thresholds"] = {"lower": th["lower"], "upper": th.get("upper"), "source": src,
                          "date_utc": th.get("date_utc"), "best_local": th.get("best_local")}
+    return rep
+
+
+def _report(raw, args, th, src, algos, title=None, outputs=True, children=()):
+    """Print the report of a raw dump and write the outputs.  children: raw
+    dumps of forked children (PATH.PID), reported after it, kept in the JSON
+    as `children` and advised in the same configuration file."""
+    rep = _aggregate(raw, th, src, algos)
     for line in P.text_report(rep, args.top, src, th, title):
         print(line, file=sys.stderr)
+    kids = []
+    for craw in children:
+        crep = _aggregate(craw, th, src, algos)
+        for line in P.text_report(crep, args.top, src, th, f"(forked child {crep.get('pid')})"):
+            print(line, file=sys.stderr)
+        kids.append(crep)
+    if kids:
+        rep["children"] = kids
     if not outputs:
         return rep
     if args.json:
@@ -253,7 +269,12 @@ def _report(raw, args, th, src, algos, title=None, outputs=True):
             f.write("\n")
         print(f"{PROG}: JSON report in {args.json}", file=sys.stderr)
     if args.advise:
-        entries = A.config_entries(rep)
+        entries, seen = [], set()
+        for r in [rep] + kids:
+            for e in A.config_entries(r):
+                if e[1] not in seen:  # a site the child inherited from the parent: advised once
+                    seen.add(e[1])
+                    entries.append(e)
         header = [f"liblock profile --advise for: {' '.join(rep.get('argv') or [rep.get('program') or '?'])}",
                   f"apply with: liblock run --config {os.path.basename(args.advise)} -- PROGRAM ARGS",
                   f"thresholds: lower {A.pct(th['lower'])}, upper {A.pct(th.get('upper'))} ({src})",
@@ -320,8 +341,16 @@ def run(args, env):
             except (OSError, D.DumpError) as e:
                 print(f"{PROG}: the profile written by the runtime is unusable: {e}", file=sys.stderr)
                 return code if code else 1
+            children = []
+            for name in sorted(os.listdir(tmp)):
+                if re.fullmatch(r"profile\.json\.\d+", name):
+                    try:
+                        children.append(D.load(os.path.join(tmp, name)))
+                    except (OSError, D.DumpError) as e:
+                        print(f"{PROG}: the profile of forked child {name.rsplit('.', 1)[1]} is unusable: {e}",
+                              file=sys.stderr)
             try:
-                _report(raw, args, th, src, algos)
+                _report(raw, args, th, src, algos, children=children)
             except OSError as e:  # checked before the run; the disk or directory changed since
                 print(f"{PROG}: cannot write {e.filename}: {e.strerror}", file=sys.stderr)
                 return code if code else 1
