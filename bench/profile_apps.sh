@@ -54,8 +54,9 @@ for setup in "get 30000" "set 10000"; do
       2>"$out/memcached-$test.txt" >/dev/null &
   pid=$!
   wait_port $port || { echo "memcached did not start" >&2; exit 1; }
-  echo "# memcslap -t $test -c 2 -e $n: $(memcslap_ops "$test" "$n") ops/s (profiled)" >>"$out/memcached-$test.txt"
+  ops=$(memcslap_ops "$test" "$n")
   kill -TERM $pid; wait $pid
+  echo "# the load: memcslap -t $test -c 2 -e $n (pinned to CPU 1): $ops ops/s while profiled" >>"$out/memcached-$test.txt"
 done
 "$liblock" profile --json "$out/kccachetest.json" --advise "$out/kccachetest.conf" --plot "$out/kccachetest.png" \
     -- kccachetest order -th "$KC_THREADS" -rnd $((KC_RECORDS / KC_THREADS)) >/dev/null 2>"$out/kccachetest.txt"

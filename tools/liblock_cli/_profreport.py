@@ -141,7 +141,8 @@ def plot(rep, path, top):
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, max(3.5, 0.45 * len(locks) + 1.8)),
                                    gridspec_kw={"width_ratios": [3, 2]})
     tn = rep["thread_ns"] or 1
-    labels = [f"{lk['site']}" + (f" ({lk['function']})" if lk.get("function") else "") +
+    dm = demangler([lk.get("function") for lk in locks])
+    labels = [f"{lk['site']}" + (f" ({dm.get(lk['function'], lk['function'])})" if lk.get("function") else "") +
               (f" x{lk['count']}" if lk["count"] > 1 else "") for lk in locks]
     ys = list(range(len(locks)))[::-1]
     w = [100 * lk["wait_ns"] / tn for lk in locks]
