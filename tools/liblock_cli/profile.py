@@ -277,7 +277,7 @@ def _report(raw, args, th, src, algos, title=None, outputs=True, children=()):
                     entries.append(e)
         header = [f"liblock profile --advise for: {' '.join(rep.get('argv') or [rep.get('program') or '?'])}",
                   f"apply with: liblock run --config {os.path.basename(args.advise)} -- PROGRAM ARGS",
-                  f"thresholds: lower {A.pct(th['lower'])}, upper {A.pct(th.get('upper'))} ({src})",
+                  f"thresholds: lower {A.pct(th['lower'])}, upper {A.pct(th['upper']) if th.get('upper') is not None else 'none'} ({src})",
                   "every lock not named here keeps glibc's mutex" +
                   ("" if entries else "; no lock's advice was to change, so this file changes nothing")]
         _siteconfig.write(args.advise, header, entries)
