@@ -23,6 +23,7 @@
 #include <stdarg.h>
 
 static char out_path[4096];
+static char base_path[sizeof out_path - 40]; /* LIBLOCK_PROFILE_OUT as given */
 static int have_out;
 static _Atomic int final_done;
 static _Atomic int usr1_n;
@@ -103,6 +104,8 @@ static void code_site(const void *ra, char *site, size_t n, const char **fn)
 
 static const char *type_name(const struct lp_inst *in)
 {
+    if (in->c11)
+        return "c11";
     if (in->glibc && in->type == PTHREAD_MUTEX_NORMAL)
         return "normal";
     switch (in->type) {
@@ -119,7 +122,7 @@ static const char *type_name(const struct lp_inst *in)
 struct cs_agg {
     const struct lp_inst *inst;
     const void *ra;
-    uint64_t acq, wait_ns, hold_ns;
+    const struct lp_counts *c;     /* in a thread's table (read with relaxed loads) */
 };
 
 static int agg_cmp(const void *a, const void *b)
@@ -132,7 +135,7 @@ static int agg_cmp(const void *a, const void *b)
     return 0;
 }
 
-/* Every entry of every thread, sorted by (instance, return address) and merged. */
+/* Every entry of every thread, sorted by (instance, return address). */
 static struct cs_agg *collect(size_t *np)
 {
     size_t cap = 1024, n = 0;
@@ -153,52 +156,37 @@ static struct cs_agg *collect(size_t *np)
                 v = nv;
                 cap *= 2;
             }
-            v[n++] = (struct cs_agg){e->inst, e->ra, LP_LD(e->acq), LP_LD(e->wait_ns), LP_LD(e->hold_ns)};
+            v[n++] = (struct cs_agg){e->inst, e->ra, &e->c};
         }
     }
     qsort(v, n, sizeof *v, agg_cmp);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (m && v[m - 1].inst == v[i].inst && v[m - 1].ra == v[i].ra) {
-            v[m - 1].acq += v[i].acq;
-            v[m - 1].wait_ns += v[i].wait_ns;
-            v[m - 1].hold_ns += v[i].hold_ns;
-        } else {
-            v[m++] = v[i];
-        }
-    }
-    *np = m;
+    *np = n;
     return v;
+}
+
+static void counts_add(struct lp_counts *to, const struct lp_counts *c)
+{
+    to->acq += LP_LD(c->acq);
+    to->contended += LP_LD(c->contended);
+    to->wait_ns += LP_LD(c->wait_ns);
+    to->hold_ns += LP_LD(c->hold_ns);
+    to->misses += LP_LD(c->misses);
+    for (int i = 0; i < LP_BUCKETS; i++) {
+        to->wait_hist[i] += LP_LD(c->wait_hist[i]);
+        to->hold_hist[i] += LP_LD(c->hold_hist[i]);
+    }
 }
 
 static void put_hist(struct buf *b, const uint64_t *h)
 {
     puts_(b, "[");
     for (int i = 0; i < LP_BUCKETS; i++)
-        putf(b, "%s%llu", i ? "," : "", (unsigned long long)LP_LD(h[i]));
+        putf(b, "%s%llu", i ? "," : "", (unsigned long long)h[i]);
     puts_(b, "]");
 }
 
 static void put_inst(struct buf *b, const struct lp_inst *in, const struct cs_agg *agg, size_t nagg)
 {
-    putf(b, "{\"addr\":\"%p\",\"type\":\"%s\",", in->addr, type_name(in));
-    putf(b, "\"acquisitions\":%llu,\"contended\":%llu,\"recursive_relocks\":%llu,", (unsigned long long)LP_LD(in->acq),
-         (unsigned long long)LP_LD(in->contended), (unsigned long long)LP_LD(in->relocks));
-    putf(b, "\"trylocks\":%llu,\"trylock_failures\":%llu,",
-         (unsigned long long)atomic_load_explicit(&((struct lp_inst *)in)->trylocks, memory_order_relaxed),
-         (unsigned long long)atomic_load_explicit(&((struct lp_inst *)in)->try_fail, memory_order_relaxed));
-    putf(b, "\"cond_waits\":%llu,\"cond_wait_ns\":%llu,\"wait_ns\":%llu,\"hold_ns\":%llu,",
-         (unsigned long long)LP_LD(in->cond_waits), (unsigned long long)LP_LD(in->cond_wait_ns),
-         (unsigned long long)LP_LD(in->wait_ns), (unsigned long long)LP_LD(in->hold_ns));
-    puts_(b, "\"wait_hist\":");
-    put_hist(b, in->wait_hist);
-    puts_(b, ",\"hold_hist\":");
-    put_hist(b, in->hold_hist);
-    if (lp_perf_ok)
-        putf(b, ",\"misses\":%llu", (unsigned long long)LP_LD(in->misses));
-    else
-        puts_(b, ",\"misses\":null");
-    puts_(b, ",\"call_sites\":[");
     /* agg is sorted by instance: binary search the first entry of in */
     size_t lo = 0, hi = nagg;
     while (lo < hi) {
@@ -208,19 +196,65 @@ static void put_inst(struct buf *b, const struct lp_inst *in, const struct cs_ag
         else
             hi = mid;
     }
-    int first = 1;
-    for (size_t i = lo; i < nagg && agg[i].inst == in; i++) {
+    size_t cnt = 0;
+    while (lo + cnt < nagg && agg[lo + cnt].inst == in)
+        cnt++;
+    struct lp_counts tot;
+    memset(&tot, 0, sizeof tot);
+    counts_add(&tot, &in->fallback);
+    for (size_t i = 0; i < cnt; i++)
+        counts_add(&tot, agg[lo + i].c);
+    putf(b, "{\"addr\":\"%p\",\"type\":\"%s\",", in->addr, type_name(in));
+    putf(b, "\"acquisitions\":%llu,\"contended\":%llu,\"recursive_relocks\":%llu,", (unsigned long long)tot.acq,
+         (unsigned long long)tot.contended, (unsigned long long)LP_LD(in->relocks));
+    putf(b, "\"trylocks\":%llu,\"trylock_failures\":%llu,",
+         (unsigned long long)atomic_load_explicit(&((struct lp_inst *)in)->trylocks, memory_order_relaxed),
+         (unsigned long long)atomic_load_explicit(&((struct lp_inst *)in)->try_fail, memory_order_relaxed));
+    putf(b, "\"cond_waits\":%llu,\"cond_wait_ns\":%llu,\"wait_ns\":%llu,\"hold_ns\":%llu,",
+         (unsigned long long)LP_LD(in->cond_waits), (unsigned long long)LP_LD(in->cond_wait_ns),
+         (unsigned long long)tot.wait_ns, (unsigned long long)tot.hold_ns);
+    puts_(b, "\"wait_hist\":");
+    put_hist(b, tot.wait_hist);
+    puts_(b, ",\"hold_hist\":");
+    put_hist(b, tot.hold_hist);
+    if (lp_perf_ok)
+        putf(b, ",\"misses\":%llu", (unsigned long long)tot.misses);
+    else
+        puts_(b, ",\"misses\":null");
+    puts_(b, ",\"call_sites\":[");
+    /* merged by file:line: one source line may hold several calls (an
+     * unrolled loop, an inlined function), and several threads call it */
+    struct line_agg {
+        char site[600];
+        const char *fn;
+        uint64_t acq, wait_ns, hold_ns;
+    } *la = cnt ? calloc(cnt, sizeof *la) : NULL;
+    size_t nl = 0;
+    for (size_t i = 0; la && i < cnt; i++) {
         char site[600];
         const char *fn = NULL;
-        code_site(agg[i].ra, site, sizeof site, &fn);
-        puts_(b, first ? "{\"site\":" : ",{\"site\":");
-        first = 0;
-        putstr(b, site);
-        puts_(b, ",\"function\":");
-        putstr(b, fn);
-        putf(b, ",\"acquisitions\":%llu,\"wait_ns\":%llu,\"hold_ns\":%llu}", (unsigned long long)agg[i].acq,
-             (unsigned long long)agg[i].wait_ns, (unsigned long long)agg[i].hold_ns);
+        code_site(agg[lo + i].ra, site, sizeof site, &fn);
+        size_t j = 0;
+        while (j < nl && strcmp(la[j].site, site) != 0)
+            j++;
+        if (j == nl) {
+            memcpy(la[nl].site, site, sizeof site);
+            la[nl].fn = fn;
+            nl++;
+        }
+        la[j].acq += LP_LD(agg[lo + i].c->acq);
+        la[j].wait_ns += LP_LD(agg[lo + i].c->wait_ns);
+        la[j].hold_ns += LP_LD(agg[lo + i].c->hold_ns);
     }
+    for (size_t j = 0; j < nl; j++) {
+        puts_(b, j ? ",{\"site\":" : "{\"site\":");
+        putstr(b, la[j].site);
+        puts_(b, ",\"function\":");
+        putstr(b, la[j].fn);
+        putf(b, ",\"acquisitions\":%llu,\"wait_ns\":%llu,\"hold_ns\":%llu}", (unsigned long long)la[j].acq,
+             (unsigned long long)la[j].wait_ns, (unsigned long long)la[j].hold_ns);
+    }
+    free(la);
     puts_(b, "]}");
 }
 
@@ -251,7 +285,7 @@ static void put_site(struct buf *b, const struct lp_site *s, const struct cs_agg
     }
     puts_(b, "],\"instances\":[");
     int k = 0;
-    for (const struct lp_inst *in = s->insts; in; in = in->next) {
+    for (const struct lp_inst *in = atomic_load_explicit((_Atomic(struct lp_inst *) *)&s->insts, memory_order_acquire); in; in = in->next) {
         if (k++)
             puts_(b, ",");
         put_inst(b, in, agg, nagg);
@@ -311,7 +345,7 @@ static void build(struct buf *b, const char *how, int status, int sig)
     size_t nagg = 0;
     struct cs_agg *agg = collect(&nagg);
     int k = 0;
-    for (const struct lp_site *s = lp.sites; s; s = s->next) {
+    for (const struct lp_site *s = atomic_load_explicit((_Atomic(struct lp_site *) *)&lp.sites, memory_order_acquire); s; s = s->next) {
         if (k++)
             puts_(b, ",\n");
         put_site(b, s, agg ? agg : (struct cs_agg *)"", agg ? nagg : 0);
@@ -463,6 +497,19 @@ void lp_dump_setup(void)
         return;
     }
     strcpy(out_path, o);
+    snprintf(base_path, sizeof base_path, "%s", o);
+    /* The first profiled process of a run writes PATH; every other process
+     * started from it (exec after fork, e.g. a shell's commands) writes
+     * PATH.PID, as a forked child does, so none overwrites another. */
+    const char *top = getenv("LIBLOCK_PROFILE_PID");
+    char me[32];
+    snprintf(me, sizeof me, "%d", (int)getpid());
+    if (top && *top && strcmp(top, me) != 0) {
+        size_t n = strlen(out_path);
+        snprintf(out_path + n, sizeof out_path - n, ".%s", me);
+    } else {
+        setenv("LIBLOCK_PROFILE_PID", me, 1);
+    }
     have_out = 1;
     read_argv();
     on_exit(on_exit_fn, NULL);
@@ -486,29 +533,25 @@ void lp_dump_setup(void)
 /* In a forked child: a report of its own (PATH.PID), counting from the fork. */
 void lp_dump_fork_child(void)
 {
-    if (have_out) {
-        size_t n = strlen(out_path);
-        snprintf(out_path + n, sizeof out_path - n, ".%d", (int)getpid());
-    }
+    if (have_out)
+        snprintf(out_path, sizeof out_path, "%s.%d", base_path, (int)getpid());
     atomic_store(&usr1_n, 0);
     for (struct lp_site *s = lp.sites; s; s = s->next)
         for (struct lp_inst *in = s->insts; in; in = in->next) {
             struct lp_site *site = in->site;
             const void *addr = in->addr;
-            int type = in->type, glibc = in->glibc;
+            int type = in->type, glibc = in->glibc, c11 = in->c11;
             struct lp_inst *next = in->next;
             memset(in, 0, sizeof *in);
             in->site = site;
             in->addr = addr;
             in->type = type;
             in->glibc = glibc;
+            in->c11 = c11;
             in->next = next;
         }
     for (struct lp_table *t = atomic_load(&lp.tables); t; t = t->next)
         for (size_t i = 0; i < t->cap; i++)
-            if (t->slots[i]) {
-                t->slots[i]->acq = 0;
-                t->slots[i]->wait_ns = 0;
-                t->slots[i]->hold_ns = 0;
-            }
+            if (t->slots[i])
+                memset(&t->slots[i]->c, 0, sizeof t->slots[i]->c);
 }

@@ -4,22 +4,25 @@
  *
  * What is recorded (docs/profile-runtime.md; the raw dump format is the
  * contract in src/profile/dump.c):
- *  - per lock instance (struct lp_inst): acquisitions, contended ones (the
- *    mutex had another owner when asked for), wait and hold time with log2
- *    histograms, condition waits, recursive relocks, trylocks and their
- *    failures, cache misses inside critical sections when the kernel gives
- *    a counter;
- *  - per call site (return address of pthread_mutex_lock/trylock/timedlock
- *    or mtx_*): in a table of the calling thread (struct lp_cs), merged only
- *    when the report is written.
+ *  - per lock instance and call site (return address of
+ *    pthread_mutex_lock/trylock/timedlock or mtx_*), in a table of the
+ *    calling thread (struct lp_cs): acquisitions, contended ones (the mutex
+ *    had another owner when asked for), wait and hold time with log2
+ *    histograms, cache misses inside critical sections when the kernel
+ *    gives a counter.  The report sums them per call site and per instance.
+ *    Keeping them per thread means the holder writes only its own memory:
+ *    no counter's cache line moves between CPUs with the lock;
+ *  - per instance (struct lp_inst): condition waits, recursive relocks,
+ *    trylocks and their failures (rarer events).
  *
  * No lock of the profiler's own is ever taken on the program's lock path:
- *  P1 An instance's counters other than trylocks/try_fail are written only
- *     by the thread that holds the mutex (after its acquisition, before its
- *     release), so the mutex itself orders those writes like any data it
- *     protects; they are relaxed atomic loads and stores (not read-modify-
- *     write) only so that a report written while the program runs reads
- *     them without a data race.
+ *  P1 An instance's counters other than trylocks/try_fail (and its
+ *     fallback counts, used only when a thread table cannot be mapped) are
+ *     written only by the thread that holds the mutex (after its
+ *     acquisition, before its release), so the mutex itself orders those
+ *     writes like any data it protects; they are relaxed atomic loads and
+ *     stores (not read-modify-write) only so that a report written while
+ *     the program runs reads them without a data race.
  *  P2 trylocks/try_fail are counted by threads that may not hold the mutex:
  *     relaxed fetch_add.
  *  P3 A call-site entry is written by the thread whose table holds it (its
@@ -44,10 +47,15 @@
 
 struct lp_site;
 
+struct lp_counts {
+    uint64_t acq, contended, wait_ns, hold_ns, misses;
+    uint64_t wait_hist[LP_BUCKETS], hold_hist[LP_BUCKETS];
+};
+
 struct lp_inst {
     /* P1: written by the holder only */
-    uint64_t acq, contended, relocks, wait_ns, hold_ns, cond_waits, cond_wait_ns, misses;
-    uint64_t wait_hist[LP_BUCKETS], hold_hist[LP_BUCKETS];
+    uint64_t relocks, cond_waits, cond_wait_ns;
+    struct lp_counts fallback;     /* when no call-site entry could be made */
     /* P2: any thread */
     _Atomic uint64_t trylocks, try_fail;
     /* set when made */
@@ -55,14 +63,14 @@ struct lp_inst {
     const void *addr;
     int type;                      /* PTHREAD_MUTEX_* */
     int glibc;                     /* runs on glibc's mutex */
+    int c11;                       /* made by mtx_init */
     struct lp_inst *next;          /* the site's list */
 };
 
 struct lp_cs {
     const struct lp_inst *inst;
     const void *ra;
-    const void *table;             /* the thread table it is in */
-    uint64_t acq, wait_ns, hold_ns; /* P3 */
+    struct lp_counts c;            /* P3 */
 };
 
 struct lp_tok {
@@ -73,7 +81,6 @@ struct lp_tok {
 
 extern uint64_t lp_mult;           /* ns = cycles * lp_mult >> 24 */
 extern int lp_perf_ok;             /* cache-miss counters available */
-extern __thread void *lp_my_table __attribute__((tls_model("initial-exec")));
 struct lp_cs *lp_cs_get(const struct lp_inst *in, const void *ra);
 uint64_t lp_perf_read(void);
 void lp_mutex_new(struct ip_mutex *w, const struct shim_site *s);
@@ -121,23 +128,24 @@ static inline __attribute__((always_inline)) void lp_lock_begin(struct lp_tok *t
     t->t0 = lp_cycles();
 }
 
-static inline __attribute__((always_inline)) void lp_acquired(struct ip_mutex *w, uint64_t t0, uint64_t now, int cont, void *ra)
+static inline __attribute__((always_inline)) void lp_acquired(struct ip_mutex *w, uint64_t t0, uint64_t now, int cont,
+                                                             void *ra)
 {
     struct lp_inst *in = w->prof;
     uint64_t wn = lp_ns(now - t0);
-    LP_ADD(in->acq, 1);
-    if (cont)
-        LP_ADD(in->contended, 1);
-    LP_ADD(in->wait_ns, wn);
-    LP_ADD(in->wait_hist[lp_bucket(wn)], 1);
-    struct lp_cs *cs = w->cur_cs; /* the last holder's entry: mine if same thread and call site */
-    if (!cs || cs->ra != ra || cs->table != lp_my_table)
+    uintptr_t me = self_tag();
+    struct lp_cs *cs = w->cur_cs; /* the last holder's entry: mine if it was me, from the same call site */
+    if (LL_UNLIKELY(!cs || w->cs_tag != me || cs->ra != ra)) {
         cs = lp_cs_get(in, ra);
-    if (cs) {
-        LP_ADD(cs->acq, 1);
-        LP_ADD(cs->wait_ns, wn);
+        w->cur_cs = cs;
+        w->cs_tag = me;
     }
-    w->cur_cs = cs;
+    struct lp_counts *c = LL_LIKELY(cs != NULL) ? &cs->c : &in->fallback;
+    LP_ADD(c->acq, 1);
+    if (cont)
+        LP_ADD(c->contended, 1);
+    LP_ADD(c->wait_ns, wn);
+    LP_ADD(c->wait_hist[lp_bucket(wn)], 1);
     w->hold_acc = 0;
     if (LL_UNLIKELY(lp_perf_ok))
         w->miss_acq = lp_perf_read();
@@ -182,12 +190,11 @@ static inline __attribute__((always_inline)) void lp_unlock_begin(struct ip_mute
     if (!in || atomic_load_explicit(&w->owner, memory_order_relaxed) != self_tag() || !lp_outermost(w))
         return;
     uint64_t h = w->hold_acc + lp_ns(lp_cycles() - w->t_acq);
-    LP_ADD(in->hold_ns, h);
-    LP_ADD(in->hold_hist[lp_bucket(h)], 1);
-    if (w->cur_cs)
-        LP_ADD(w->cur_cs->hold_ns, h);
+    struct lp_counts *c = LL_LIKELY(w->cur_cs != NULL) ? &w->cur_cs->c : &in->fallback;
+    LP_ADD(c->hold_ns, h);
+    LP_ADD(c->hold_hist[lp_bucket(h)], 1);
     if (LL_UNLIKELY(lp_perf_ok))
-        LP_ADD(in->misses, lp_perf_read() - w->miss_acq);
+        LP_ADD(c->misses, lp_perf_read() - w->miss_acq);
 }
 
 static inline __attribute__((always_inline)) void lp_cond_begin(struct lp_tok *t, struct ip_mutex *w)

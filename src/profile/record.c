@@ -32,7 +32,8 @@ static struct lp_site *site_get(const struct shim_site *s) /* lp_mutex held */
     memcpy(p->frames, s->frames, sizeof p->frames);
     p->sym = s->sym;
     p->next = lp.sites;
-    lp.sites = p;
+    /* a snapshot (SIGUSR1) may walk the lists while a lock is set up: publish complete records */
+    atomic_store_explicit((_Atomic(struct lp_site *) *)&lp.sites, p, memory_order_release);
     return p;
 }
 
@@ -48,11 +49,12 @@ void lp_mutex_new(struct ip_mutex *w, const struct shim_site *s)
     in->addr = w->addr;
     in->type = w->type;
     in->glibc = SHIM_GLIBC(w);
+    in->c11 = shim_c11_init;
     R.mutex_lock(&lp_mutex);
     in->site = site_get(s);
     if (in->site) {
         in->next = in->site->insts;
-        in->site->insts = in;
+        atomic_store_explicit((_Atomic(struct lp_inst *) *)&in->site->insts, in, memory_order_release);
         in->site->count++;
     }
     R.mutex_unlock(&lp_mutex);
@@ -68,7 +70,7 @@ void lp_mutex_new(struct ip_mutex *w, const struct shim_site *s)
  * come from mmap'd chunks and never move (w->cur_cs points at one across a
  * critical section).  mmap, not malloc: the allocator may take pthread
  * mutexes, which would come back here. */
-__thread void *lp_my_table __attribute__((tls_model("initial-exec")));
+static __thread struct lp_table *lp_my_table __attribute__((tls_model("initial-exec")));
 
 static void *lp_map(size_t n)
 {
@@ -103,7 +105,7 @@ static size_t cs_hash(const void *in, const void *ra)
 static struct lp_cs *entry_new(struct lp_table *t, const struct lp_inst *in, const void *ra)
 {
     if (t->chunk_used == t->chunk_cap) {
-        t->chunk_cap = 4096 / sizeof(struct lp_cs);
+        t->chunk_cap = 16;
         t->chunk = lp_map(t->chunk_cap * sizeof(struct lp_cs));
         t->chunk_used = 0;
         if (!t->chunk) {
@@ -114,7 +116,6 @@ static struct lp_cs *entry_new(struct lp_table *t, const struct lp_inst *in, con
     struct lp_cs *e = &t->chunk[t->chunk_used++];
     e->inst = in;
     e->ra = ra;
-    e->table = t;
     return e;
 }
 

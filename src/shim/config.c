@@ -194,7 +194,8 @@ static void config_load(void)
         classic |= o && !delegates(o);
     }
     cfg.mixed = deleg && classic;
-    cfg.need_site = cfg.file.nrules > 0;
+    cfg.debug_sites = ll_env_long("LIBLOCK_DEBUG_SITES", 0, 0, 1) == 1;
+    cfg.need_site = cfg.file.nrules > 0 || cfg.debug_sites;
 #ifdef LL_SHIM_PROFILE
     cfg.need_site = 1;
     cfg.wrap = 1;
@@ -237,6 +238,25 @@ struct shim_algo *shim_algo_for(const struct shim_site *s)
             return cfg.site_algo[i].ops ? &cfg.site_algo[i] : NULL;
     }
     return cfg.def.ops ? &cfg.def : NULL;
+}
+
+/* LIBLOCK_DEBUG_SITES=1: one line per lock set up, on stderr:
+ * "liblock: site ID KEY -> ALGORITHM" (KEY: file:line of the init call or
+ * first use, or the symbol of a static mutex). */
+void shim_debug_site(const struct shim_site *s, const struct shim_algo *a)
+{
+    char key[600];
+    const char *f, *fn;
+    int line;
+    if (s->sym)
+        snprintf(key, sizeof key, "%s", s->sym);
+    else if (s->nframes > 0 && shim_symbolise(s->frames[0], &f, &line, &fn) == 0)
+        snprintf(key, sizeof key, "%s:%d", f, line);
+    else if (s->nframes > 0)
+        shim_module_offset(s->frames[0], key, sizeof key);
+    else
+        snprintf(key, sizeof key, "?");
+    fprintf(stderr, "liblock: site %016llx %s -> %s\n", (unsigned long long)s->id, key, a ? a->ops->name : "glibc");
 }
 
 /* server=CPU: that lock's RCL server, started at the first lock made with it. */

@@ -35,6 +35,8 @@ LL_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *
         shim_site_init(&site);
         alg = shim_algo_for(&site);
         sp = &site;
+        if (cfg.debug_sites)
+            shim_debug_site(&site, alg);
     }
     struct ip_mutex *w = NULL;
     if (alg)

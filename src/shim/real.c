@@ -11,6 +11,7 @@ _Atomic int shim_resolved;
 __thread int ip_resolving __attribute__((tls_model("initial-exec")));
 __thread int ip_in_setup __attribute__((tls_model("initial-exec")));
 __thread char ip_tag __attribute__((tls_model("initial-exec")));
+__thread int shim_c11_init __attribute__((tls_model("initial-exec")));
 
 static void *must(const char *name)
 {

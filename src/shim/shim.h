@@ -258,6 +258,7 @@ extern _Atomic int shim_resolved;
 extern __thread int ip_resolving __attribute__((tls_model("initial-exec")));
 extern __thread int ip_in_setup __attribute__((tls_model("initial-exec")));
 extern __thread char ip_tag __attribute__((tls_model("initial-exec")));
+extern __thread int shim_c11_init __attribute__((tls_model("initial-exec"))); /* inside mtx_init */
 static inline uintptr_t self_tag(void) { return (uintptr_t)&ip_tag; }
 void ip_resolve(void);
 
@@ -279,6 +280,7 @@ struct shim_cfg {
     struct shim_algo *site_algo;   /* one per rule of file (same index) */
     struct shim_config file;       /* LIBLOCK_CONFIG, parsed */
     int mixed;                     /* combining/delegating and other algorithms coexist */
+    int debug_sites;               /* LIBLOCK_DEBUG_SITES=1: print each lock's site and algorithm */
     liblock_condattr_t cattr;
     int lifo;                      /* LIBLOCK_COND=mostly-lifo granted */
     int generic_cond;              /* LIBLOCK_COND_GENERIC=1: own protocol for every algorithm */
@@ -296,6 +298,7 @@ void config_ensure(void);
 struct shim_site;
 struct shim_algo *shim_algo_for(const struct shim_site *s);
 int shim_algo_ready(struct shim_algo *a);
+void shim_debug_site(const struct shim_site *s, const struct shim_algo *a);
 
 /* ---- site.c: where a lock comes from ------------------------------------------- */
 #define SHIM_SITE_FRAMES 8
@@ -343,7 +346,8 @@ struct ip_mutex {
 #ifdef LL_SHIM_PROFILE
     /* profiler: holder-only fields (the mutex orders them) */
     struct lp_inst *prof;                 /* its record; NULL: not recorded */
-    struct lp_cs *cur_cs;                 /* the call site that holds it */
+    struct lp_cs *cur_cs;                 /* the holder's call-site entry (in the holder's table) */
+    uintptr_t cs_tag;                     /* self_tag() of the thread whose entry cur_cs is */
     uint64_t t_acq;                       /* cycle count at acquisition (or cond wait return) */
     uint64_t hold_acc;                    /* ns held before the last condition wait */
     uint64_t miss_acq;                    /* cache-miss counter then */

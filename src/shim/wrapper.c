@@ -114,6 +114,8 @@ struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
         ip_in_setup++;
         shim_site_static(&site, m);
         a = shim_algo_for(&site);
+        if (cfg.debug_sites)
+            shim_debug_site(&site, a);
         ip_in_setup--;
         sp = &site;
     }
