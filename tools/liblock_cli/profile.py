@@ -248,7 +248,8 @@ def _aggregate(raw, th, src, algos):
 
 def _report(raw, args, th, src, algos, title=None, outputs=True, children=()):
     """Print the report of a raw dump and write the outputs.  children: raw
-    dumps of forked children (PATH.PID), reported after it, kept in the JSON
+    dumps of the other processes that ran with the runtime (forked children
+    and programs they started: PATH.PID), reported after it, kept in the JSON
     as `children` and advised in the same configuration file."""
     rep = _aggregate(raw, th, src, algos)
     for line in P.text_report(rep, args.top, src, th, title):
@@ -256,7 +257,7 @@ def _report(raw, args, th, src, algos, title=None, outputs=True, children=()):
     kids = []
     for craw in children:
         crep = _aggregate(craw, th, src, algos)
-        for line in P.text_report(crep, args.top, src, th, f"(forked child {crep.get('pid')})"):
+        for line in P.text_report(crep, args.top, src, th, f"(child process {crep.get('pid')})"):
             print(line, file=sys.stderr)
         kids.append(crep)
     if kids:
@@ -347,7 +348,7 @@ def run(args, env):
                     try:
                         children.append(D.load(os.path.join(tmp, name)))
                     except (OSError, D.DumpError) as e:
-                        print(f"{PROG}: the profile of forked child {name.rsplit('.', 1)[1]} is unusable: {e}",
+                        print(f"{PROG}: the profile of child process {name.rsplit('.', 1)[1]} is unusable: {e}",
                               file=sys.stderr)
             try:
                 _report(raw, args, th, src, algos, children=children)
