@@ -160,7 +160,12 @@ check(adv(0.1499)["action"] == "keep", "below lower: keep")
 check(adv(0.15)["action"] == "try" and adv(0.15)["algorithm"] == "ttas", "at lower: the calibrated local lock")
 check(adv(0.4999)["action"] == "try", "just below upper: try")
 check(adv(0.5)["action"] == "delegate", "at upper: delegate")
-check(adv(0.3, threads=4)["algorithm"] == "mcscr", "oversubscribed: Malthusian")
+check(adv(0.3, threads=4)["algorithm"] == "mcscr", "oversubscribed, no calibration of it: Malthusian (mcscr)")
+ov = dict(th, best_oversubscribed="loiter", best_oversubscribed_wait="spin-then-park")
+check(adv(0.3, threads=4, thr=ov)["algorithm"] == "loiter" and adv(0.3, threads=4, thr=ov)["wait"] == "spin-then-park",
+      "oversubscribed: the calibrated lock")
+check(adv(0.3, threads=4, thr=dict(ov, best_oversubscribed="posix"))["action"] == "keep",
+      "oversubscribed, nothing beat posix: keep")
 check(adv(0.3, misses=5.0)["action"] == "delegate", "misses >= 5 between: delegate")
 check(adv(0.1, misses=50.0)["action"] == "keep", "misses do not move a lock below lower")
 nou = dict(th, upper=None)
@@ -189,6 +194,15 @@ check(t["upper_delay_cycles"] == 100, f"upper delay {t['upper_delay_cycles']}")
 near(t["upper"], round(900 / 1000, 4), "upper share")
 check(t["best_local"] == "mcs", f"best local {t['best_local']}")
 A.check_thresholds(t, "derived")
+
+orows = [{"algorithm": a, "delay_cycles": d, "throughput_cs_per_s": t * (2 if d == 1000 else 1), "status": "ok",
+          "check": "ok", "probe_agree": 1, "regime": "normal"}
+         for a, t in (("posix", 100), ("mcscr", 80), ("loiter", 150), ("mcs", 10)) for d in (100, 1000)]
+o = C.derive_oversub(orows, ["posix", "mcscr", "loiter", "mcs"], [100, 1000])
+check(o["best_oversubscribed"] == "loiter" and o["best_oversubscribed_wait"] == "spin-then-park"
+      and o["best_oversubscribed_vs_posix"] == 1.5, f"oversubscribed derivation: {o}")
+o = C.derive_oversub([r for r in orows if r["algorithm"] in ("posix", "mcs")], ["posix", "mcs"], [100, 1000])
+check(o["best_oversubscribed"] == "posix" and o["best_oversubscribed_wait"] is None, f"none beats posix: {o}")
 
 # --- 5. configuration grammar ----------------------------------------------
 bad = {

@@ -15,8 +15,9 @@ Rules (docs/profile.md, "Advice"), for a lock with share s:
                              run it on rcl (`liblock run --config`);
   between                    misses/CS >= 5 (when the kernel gives them): delegate
                              (locality gain, the thesis's Memcached/Set);
-                             threads > CPUs: a Malthusian lock whose waiters park
-                             (mcscr, spin-then-park);
+                             threads > CPUs: the lock that did best with more
+                             threads than CPUs in calibration (best_oversubscribed,
+                             waiters parking); keep when none beat posix;
                              otherwise the local lock that did best in the
                              calibration's collapsed region (a queue lock), with a
                              combining lock as the option after transform.
@@ -28,7 +29,7 @@ import os
 FORMAT = "liblock-thresholds/1"
 DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_thresholds_default.json")
 MISSES_HIGH = 5.0          # thesis section 8.3: under 5 misses per CS counted as good locality
-MALTHUSIAN = ("mcscr", "spin-then-park")
+MALTHUSIAN = ("mcscr", "spin-then-park")  # for thresholds files without best_oversubscribed
 COMBINING = "cc-synch"
 MAX_NAMED_CALL_SITES = 4
 
@@ -150,10 +151,16 @@ def advise(lock, report, th, algorithms=None):
         return delegate(f"{between}, with {misses:.1f} cache misses per critical section (>= {MISSES_HIGH:g}), "
                         f"a locality gain for a server core")
     if threads > cpus:
-        alg, wait = MALTHUSIAN
+        if "best_oversubscribed" in th:
+            alg, wait = th["best_oversubscribed"], th.get("best_oversubscribed_wait")
+        else:  # a thresholds file from before the oversubscribed calibration
+            alg, wait = MALTHUSIAN
+        if alg == "posix":
+            return out("keep", None, None, f"{between}, with {threads} threads on {cpus} CPUs, but no lock beat "
+                                           f"glibc's mutex with more threads than CPUs in calibration.")
         return out("try", alg, wait,
-                   f"{between}, with {threads} threads on {cpus} CPUs: a concurrency-restricting (Malthusian) lock "
-                   f"whose surplus waiters park keeps the running threads few (`liblock run`).")
+                   f"{between}, with {threads} threads on {cpus} CPUs: {alg} did best with more threads than CPUs "
+                   f"in calibration; its surplus waiters park (`liblock run`).")
     best = th.get("best_local") or "mcs"
     wait = th.get("best_local_wait")
     if algorithms is not None and best not in algorithms:

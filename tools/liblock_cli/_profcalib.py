@@ -35,13 +35,22 @@ from ._profadvice import FORMAT, now_utc
 
 DELAYS = (100, 300, 1000, 3000, 10000, 30000, 100000, 300000)
 LOCKS = ("posix", "rcl", "mcs", "ttas", "cc-synch")
+# more threads than CPUs (the advice for an oversubscribed program): the
+# concurrency-restricting locks against posix and a parking queue lock, at
+# the two highest contentions, with OVERSUB_FACTOR x CPUs threads
+OVERSUB_LOCKS = ("posix", "mcscr", "loiter", "mcs")
+OVERSUB_DELAYS = (100, 1000)
+OVERSUB_FACTOR = 4
 COLLAPSE = 2.0
 DELEGATING = ("cc-synch", "dsm-synch", "flat-combining", "oyama")  # combine only through liblock_execute
 
 
 def _cmd(env, algo, threads, delay, duration, label):
-    return [env.program("lockbench"), "-a", algo, "-t", str(threads), "-d", str(delay), "-k", "1",
-            "-D", f"{duration:g}", "-T", "10", "-l", label, "-f", "json"]
+    cmd = [env.program("lockbench"), "-a", algo, "-t", str(threads), "-d", str(delay), "-k", "1",
+           "-D", f"{duration:g}", "-T", "10", "-l", label, "-f", "json"]
+    if threads > (os.cpu_count() or 1) and algo != "posix":
+        cmd += ["-w", "spin-then-park"]  # more threads than CPUs: waiters must park (docs/api.md)
+    return cmd
 
 
 def sweep(env, locks, delays, reps, duration, threads, quiet=False):
@@ -50,6 +59,7 @@ def sweep(env, locks, delays, reps, duration, threads, quiet=False):
     rows = []
     for rep, (d,), algo in order:
         for rec in R.run_program(_cmd(env, algo, threads, d, duration, f"calib{rep}"), duration + 30):
+            rec["threads"] = threads
             rec.setdefault("algorithm", algo)
             rec["delay_cycles"] = d
             rec["rep"] = rep
@@ -139,6 +149,35 @@ def derive(rows, locks, delays):
     }
 
 
+def derive_oversub(rows, locks, delays):
+    """The lock to advise for a program with more threads than CPUs: the one
+    whose throughput relative to posix's, geometric mean over the delays, is
+    highest and above 1; posix (keep) when none beat it."""
+    regime = R.dominant_regime(rows)
+    use = [r for r in rows if r.get("status") == "ok" and r.get("check", "ok") == "ok"
+           and (regime is None or (r.get("probe_agree") and r.get("regime") == regime))]
+    tput = {}
+    for a in locks:
+        for d in delays:
+            v = _median([r.get("throughput_cs_per_s") for r in use if r.get("algorithm") == a
+                         and r.get("delay_cycles") == d])
+            if v:
+                tput[(a, d)] = v
+    best, best_val, points = "posix", 1.0, []
+    for a in locks:
+        ratios = [tput[(a, d)] / tput[("posix", d)] for d in delays if (a, d) in tput and ("posix", d) in tput]
+        for d in delays:
+            if (a, d) in tput:
+                points.append({"algorithm": a, "delay_cycles": d, "throughput_cs_per_s": round(tput[(a, d)])})
+        if a != "posix" and ratios:
+            g = statistics.geometric_mean(ratios)
+            if g > best_val:
+                best, best_val = a, g
+    return {"best_oversubscribed": best, "best_oversubscribed_wait": None if best == "posix" else "spin-then-park",
+            "best_oversubscribed_vs_posix": round(best_val, 3), "oversub_regime": regime,
+            "oversub_runs_used": len(use), "oversub_points": points}
+
+
 def calibrate(env, args):
     reps = args.reps
     threads = os.cpu_count() or 2
@@ -148,7 +187,13 @@ def calibrate(env, args):
           f"cycles, locks {','.join(locks)}, {reps} interleaved repetitions of {dur:g} s", file=sys.stderr)
     rows = sweep(env, locks, DELAYS, reps, dur, threads)
     th = derive(rows, locks, DELAYS)
-    th["_rows"] = rows  # written beside the thresholds by the caller, then dropped
+    over = OVERSUB_FACTOR * threads
+    print(f"then {over} threads (more than the CPUs), delays {','.join(map(str, OVERSUB_DELAYS))}, locks "
+          f"{','.join(OVERSUB_LOCKS)} (spin-then-park)", file=sys.stderr)
+    orows = sweep(env, OVERSUB_LOCKS, OVERSUB_DELAYS, reps, dur, over)
+    th.update(derive_oversub(orows, OVERSUB_LOCKS, OVERSUB_DELAYS))
+    th["oversub_threads"] = over
+    th["_rows"] = rows + orows  # written beside the thresholds by the caller, then dropped
     th.update({
         "date_utc": now_utc(),
         "machine": {"hostname": socket.gethostname(), "cpus": threads, "cpu_model": _cpu_model(rows),
@@ -182,6 +227,11 @@ def describe(th):
     lines = [f"lower threshold {lo} ({how})", f"upper threshold {up} ({uhow})",
              f"best local lock where posix collapsed: {th.get('best_local')}; probe regime {th.get('regime')}, "
              f"median probe {th.get('probe_ns_median')} ns; {th.get('runs_used')}/{th.get('runs_total')} runs used"]
+    if th.get("best_oversubscribed"):
+        lines.append(f"with {th.get('oversub_threads')} threads: best lock {th['best_oversubscribed']} "
+                     f"({th.get('best_oversubscribed_vs_posix')}x posix's throughput; posix itself when none beat it)")
+        for p in th.get("oversub_points") or []:
+            lines.append(f"  {p['algorithm']:>8} d={p['delay_cycles']:<6} {p['throughput_cs_per_s']:>12} CS/s")
     pts = th.get("points") or []
     if pts:
         locks = []
