@@ -185,6 +185,10 @@ def calibrate(env, args):
     locks = list(LOCKS)
     print(f"liblock profile --calibrate: lockbench, {threads} threads, 1 line, delays {','.join(map(str, DELAYS))} "
           f"cycles, locks {','.join(locks)}, {reps} interleaved repetitions of {dur:g} s", file=sys.stderr)
+    load0 = _loadavg()
+    if load0 is not None and load0 > threads:
+        print(f"warning: load average {load0:.1f} on {threads} CPUs: other work will take the lock holders' CPUs "
+              f"and make locks look collapsed; calibrate on a quiet machine", file=sys.stderr)
     rows = sweep(env, locks, DELAYS, reps, dur, threads)
     th = derive(rows, locks, DELAYS)
     over = OVERSUB_FACTOR * threads
@@ -200,9 +204,17 @@ def calibrate(env, args):
                     "kernel": platform.release()},
         "command": f"liblock profile --calibrate --reps {reps} --duration {dur:g}",
         "threads": threads, "lines": 1, "delays_cycles": list(DELAYS), "locks": locks, "reps": reps,
-        "duration_s": dur, "source": "calibrated",
+        "duration_s": dur, "source": "calibrated", "loadavg_start": load0, "loadavg_end": _loadavg(),
     })
     return th
+
+
+def _loadavg():
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _cpu_model(rows):

@@ -71,7 +71,8 @@ def text_report(rep, top, thresholds_src, th, title=None):
         out.append(f"  cache misses: not available on this machine ({rep.get('misses_reason') or 'no reason given'})")
     up = pct(th["upper"]) if th.get("upper") is not None else "none"
     when = f", {th.get('date_utc')}" if th.get("date_utc") else ""
-    out.append(f"  advice thresholds: lower {pct(th['lower'])}, upper {up} ({thresholds_src}{when})"
+    over = f", more threads than CPUs: {th['best_oversubscribed']}" if th.get("best_oversubscribed") else ""
+    out.append(f"  advice thresholds: lower {pct(th['lower'])}, upper {up}{over} ({thresholds_src}{when})"
                + ("" if lock == "glibc" else "; they were calibrated for programs on glibc's mutex"))
     locks = rep["locks"]
     if not locks:

@@ -242,7 +242,8 @@ def _aggregate(raw, th, src, algos):
     rep = D.aggregate(raw)
     A.advise_all(rep, th, algos)
     rep["thresholds"] = {"lower": th["lower"], "upper": th.get("upper"), "source": src,
-                         "date_utc": th.get("date_utc"), "best_local": th.get("best_local")}
+                         "date_utc": th.get("date_utc"), "best_local": th.get("best_local"),
+                         "best_oversubscribed": th.get("best_oversubscribed")}
     return rep
 
 
