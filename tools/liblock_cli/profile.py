@@ -52,7 +52,7 @@ def add_arguments(p):
     p.add_argument("--top", metavar="N", type=int, default=10, help="lock sites in the text report (10)")
     p.add_argument("--thresholds", metavar="FILE", help="advice thresholds to use (default: the calibration in "
                    "$XDG_CACHE_HOME/liblock/thresholds.json, else the shipped defaults); with --calibrate: where to store them")
-    p.add_argument("--calibrate", action="store_true", help="measure the advice thresholds on this machine with lockbench (200 short runs: 2-10 min)")
+    p.add_argument("--calibrate", action="store_true", help="measure the advice thresholds on this machine with lockbench (240 short runs: several minutes)")
     p.add_argument("--reps", type=int, default=5, help="with --calibrate: interleaved repetitions (5)")
     p.add_argument("--duration", type=float, default=0.25, help="with --calibrate: seconds per lockbench run (0.25)")
     p.add_argument("--dump", metavar="RAW", help="report on a raw dump written earlier by liblock-profile.so "
