@@ -91,7 +91,7 @@ def text_report(rep, top, thresholds_src, th, title=None):
         same[lk["site"]] = same.get(lk["site"], 0) + 1
     for i, lk in enumerate(shown, 1):
         acq = lk["acquisitions"]
-        cont = f"{100 * lk['contended'] / acq:.1f}%" if acq else "-"
+        cont = pct(lk["contended"] / acq) if acq else "-"
         wait = f"{fmt_ns(lk['wait_mean_ns'])}/{fmt_bound(lk['wait_p50_ns_bound'])}/{fmt_bound(lk['wait_p99_ns_bound'])}"
         hold = f"{fmt_ns(lk['hold_mean_ns'])}/{fmt_bound(lk['hold_p50_ns_bound'])}/{fmt_bound(lk['hold_p99_ns_bound'])}"
         miss = f"{lk['misses_per_cs']:.1f}" if lk.get("misses_per_cs") is not None else "n/a"
