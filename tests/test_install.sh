@@ -44,9 +44,15 @@ int main(void)
     return 0;
 }
 C
+# the installed `liblock profile`: the installed runtime and shipped thresholds, exact count
+cc -g -pthread "$prefix/cs.c" -o "$prefix/cs0"
+out=$(XDG_CACHE_HOME="$prefix/cache" "$prefix/bin/liblock" profile --json "$prefix/p.json" -- "$prefix/cs0" 2>"$prefix/p.err")
+[ "$out" = 4950 ] && grep -q "shipped defaults" "$prefix/p.err" &&
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["locks"][0]["acquisitions"] == 100' "$prefix/p.json" ||
+  { echo "test_install: installed 'liblock profile' failed: $out $(cat "$prefix/p.err")"; exit 1; }
 "$prefix/bin/liblock" transform --in-place "$prefix/cs.c" 2>/dev/null
 grep -q liblock_execute_mutex "$prefix/cs.c" || { echo "test_install: installed 'liblock transform' did not transform"; exit 1; }
 cc "$prefix/cs.c" -o "$prefix/cs" $(pkg-config --cflags --libs liblock)
 out=$("$prefix/bin/liblock" run --lock rcl --wait yield -- "$prefix/cs")
 [ "$out" = 4950 ] || { echo "test_install: transformed program printed '$out' under rcl"; exit 1; }
-echo "test_install: ok (pkg-config build against $prefix, installed liblock list and transform)"
+echo "test_install: ok (pkg-config build against $prefix, installed liblock list, profile and transform)"

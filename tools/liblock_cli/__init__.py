@@ -40,6 +40,13 @@ def subcommands():
 def main(tools_dir, prefix):
     parser = argparse.ArgumentParser(prog="liblock", description="liblock: lock algorithms, RCL, tools")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def one_line_error(message):  # a bad option is one line naming it, not the usage text
+        cmd = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
+        hint = f"liblock {cmd} -h" if cmd in dict(subcommands()) else "liblock -h"
+        print(f"liblock: {message} (see `{hint}`)", file=sys.stderr)
+        sys.exit(2)
+    parser.error = one_line_error
     mods = {}
     for cli_name, mod_name in subcommands():
         mod = importlib.import_module(f"liblock_cli.{mod_name}")

@@ -6,6 +6,12 @@ Names are checked against the registry (`liblock-info`) before the program
 starts; the program then replaces this process (execve) with
 LD_PRELOAD=liblock-interpose.so and the LIBLOCK_* variables set, so its exit
 status, or the signal that killed it, is exactly what the caller sees.
+With --config FILE (a per-site configuration, docs/profile.md: which
+algorithm each lock initialisation site runs on, every other lock keeping
+glibc's mutex), LIBLOCK_CONFIG is set; the file is checked first by
+build/bin/liblock-config-check (the interposer's own parser) when it exists,
+else by a Python pre-validation of the same grammar (_siteconfig.py), so a bad
+line stops here with one line instead of after the program started.
 LIBLOCK_STRICT=1 is set so that anything the interposer itself cannot honour
 (for example mostly-LIFO condition variables in a build without them) stops
 the program with a one-line message instead of running it differently.
@@ -15,12 +21,13 @@ import os
 import shutil
 import sys
 
+from . import _siteconfig
 from . import list as list_cmd
 
 HELP = "run an unmodified program with its pthread locks (and, with --sem, semaphores) replaced by liblock's"
 CONDS = ("fifo", "mostly-lifo")
 SEMS = ("fifo", "mostly-lifo")
-USAGE = "liblock run [--lock NAME] [--wait POLICY] [--cond KIND] [--sem KIND] -- PROGRAM ARGS..."
+USAGE = "liblock run [--lock NAME] [--wait POLICY] [--config FILE] [--cond KIND] [--sem KIND] -- PROGRAM ARGS..."
 WAITS = ("spin", "spin-then-park", "yield", "park")
 
 
@@ -28,6 +35,10 @@ def add_arguments(p):
     p.add_argument("--lock", metavar="NAME",
                    help="algorithm for every pthread mutex (see `liblock list`); required unless --sem is given")
     p.add_argument("--wait", metavar="POLICY", help="waiting policy: " + ", ".join(WAITS))
+    p.add_argument("--config", metavar="FILE",
+                   help="per-site configuration (docs/profile.md; `liblock profile --advise` writes one): "
+                        "an algorithm per lock initialisation site, glibc's mutex for the others; "
+                        "with --lock, the algorithm of the locks it does not name")
     p.add_argument("--cond", metavar="KIND",
                    help="condition variables: fifo (default) or mostly-lifo (waiters woken mostly newest-first; "
                         "FIFO probability from LIBLOCK_COND_FIFO_PROB, default 0.001)")
@@ -53,9 +64,9 @@ def run(args, env):
         return fail(f"no program given (usage: {USAGE})")
     algos = {a["name"]: a for a in list_cmd.algorithms(env)}
     if args.lock is None:
-        if args.sem is None:
-            return fail(f"give --lock NAME, --sem KIND or both (usage: {USAGE})")
-        if args.wait is not None or args.cond is not None:
+        if args.sem is None and args.config is None:
+            return fail(f"give --lock NAME, --config FILE, --sem KIND or a combination (usage: {USAGE})")
+        if args.wait is not None or (args.cond is not None and args.config is None):
             return fail("--wait and --cond apply to the lock: give --lock NAME as well")
     elif args.lock not in algos:
         return fail(f"unknown lock '{args.lock}' (valid: {' '.join(sorted(algos))})")
@@ -69,6 +80,11 @@ def run(args, env):
         return fail(f"unknown condition variable kind '{args.cond}' (valid: {' '.join(CONDS)})")
     if args.sem is not None and args.sem not in SEMS:
         return fail(f"unknown semaphore kind '{args.sem}' (valid: {' '.join(SEMS)})")
+    if args.config is not None:
+        problem = _siteconfig.validate(args.config, algos, os.path.join(env.bindir, "liblock-config-check"))
+        if problem:
+            print(problem, file=sys.stderr)
+            return 2
     prog = cmd[0]
     path = prog if os.sep in prog else shutil.which(prog)
     if not path or not os.path.isfile(path):
@@ -90,6 +106,10 @@ def run(args, env):
         child_env["LIBLOCK_WAIT"] = args.wait
     else:
         child_env.pop("LIBLOCK_WAIT", None)
+    if args.config is not None:
+        child_env["LIBLOCK_CONFIG"] = os.path.abspath(args.config)
+    else:
+        child_env.pop("LIBLOCK_CONFIG", None)
     if args.cond is not None:
         child_env["LIBLOCK_COND"] = args.cond
     if args.sem is not None:
