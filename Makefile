@@ -114,7 +114,7 @@ $(BUILD)/tests/%: tests/%.cc $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=gnu++17 -g $(OPT) -pthread -Iinclude -Itests $< -o $@ $(LIB_A) $(LIBS)
 
-$(BUILD)/bin/%: bench/%.c $(LIB_A) $(wildcard bench/*.h)
+$(BUILD)/bin/%: bench/%.c $(LIB_A) $(wildcard bench/*.h bench/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -fvisibility=default -Ibench $< -o $@ $(LIB_A) $(LIBS)
 

@@ -105,7 +105,9 @@
  * prefetching collision").  LIBLOCK_MPSERVER_BACKOFF=adaptive learns, per
  * client slot, the server's response time: first poll after est - est/8,
  * then every est/8; a hit at the first poll lowers est by 1/16 (probe
- * down), a miss moves it a quarter of the way to the measured time.
+ * down), a miss moves it a quarter of the way to the measured time; a wait
+ * that ended asleep teaches nothing, and est stays below half the spin
+ * phase (a preempted server must not teach clients to wait milliseconds).
  * Applies to EXEC and TRY replies (LOCK waits for another holder: no
  * learning).  Other options, read at liblock_init: LIBLOCK_MPSERVER_STRIDE
  * (1 or 2 lines per slot: 2 defeats the adjacent-line prefetcher, as on the
@@ -314,6 +316,7 @@ static uint64_t wait_reply(liblock_t *l, struct mps_lock *s, struct mps_slot *p,
     int policy = l->_wait;
     if (policy == LIBLOCK_WAIT_PARK)
         return park_for(s, p);
+    uint64_t budget = policy == LIBLOCK_WAIT_SPIN_THEN_PARK ? ll_spin_budget_cycles() : 0;
     uint64_t gap = 0, first = 0, w;
     if (s->backoff_mode == MPS_BO_FIXED) {
         first = gap = s->backoff;
@@ -323,7 +326,6 @@ static uint64_t wait_reply(liblock_t *l, struct mps_lock *s, struct mps_slot *p,
     }
     if (first)
         delay(first);
-    uint64_t budget = policy == LIBLOCK_WAIT_SPIN_THEN_PARK ? ll_spin_budget_cycles() : 0;
     uint64_t last_check = t0, slow_start = 0;
     int counted = 0, polls = 0;
     for (;;) {
@@ -334,6 +336,7 @@ static uint64_t wait_reply(liblock_t *l, struct mps_lock *s, struct mps_slot *p,
         uint64_t now = ll_cycles();
         if (budget && now - t0 > budget + first) {
             w = park_for(s, p);
+            learn = 0; /* a wait that slept says nothing about the server's response time */
             break;
         }
         if (now - last_check > MPS_RECHECK) {
@@ -358,8 +361,9 @@ static uint64_t wait_reply(liblock_t *l, struct mps_lock *s, struct mps_slot *p,
             cp->est += (took - cp->est) / 4;
         else
             cp->est -= (cp->est - took) / 4;
-        if (cp->est > MPS_BACKOFF_MAX)
-            cp->est = MPS_BACKOFF_MAX;
+        uint64_t cap = budget ? budget / 2 : MPS_BACKOFF_MAX; /* never delay past the spin phase */
+        if (cp->est > cap)
+            cp->est = cap;
     }
     return w;
 }
