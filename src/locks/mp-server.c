@@ -30,7 +30,13 @@
  *   TRY    liblock_trylock: grant (set `locked`) or reply "busy" at once;
  *   UNLOCK liblock_unlock: clear `locked`.  Asynchronous: the client posts
  *          it and returns; its next request on this lock first waits for
- *          the UNLOCK's reply (usually already in).
+ *          the UNLOCK's reply (usually already in).  An unlock has returned
+ *          before the server serves it, so trylock treats a holder whose
+ *          UNLOCK is in flight as gone and waits for the server instead of
+ *          failing (held_for_real); lock and execute simply wait.  The
+ *          server publishes locked_by before setting `locked` and clears
+ *          `locked` before locked_by, so a reader that sees locked with
+ *          locked_by == -1 knows a release is under way.
  * EXEC requests are not served while `locked` is set, so delegated critical
  * sections and lock()/unlock() sections exclude one another; the server is
  * the only thread that runs delegated sections and the only writer of
@@ -137,6 +143,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 __thread const liblock_t *ll_mps_serving;
 _Atomic uint64_t ll_mps_generation = 1;
@@ -144,9 +151,15 @@ _Atomic uint64_t ll_mps_generation = 1;
 #define MPS_BACKOFF_MAX 10000000ull /* cycles */
 #define MPS_RECHECK 65536u          /* cycles between fenced checks of a sleeping server */
 
-static pthread_once_t mps_once = PTHREAD_ONCE_INIT;
+/* The generation is bumped in every forked child.  The handler is
+ * registered by an early constructor, so it runs before the child handlers
+ * registered later (the interposer's rebuilds locks in its own); and a
+ * server whose recorded pid is the caller's is never restarted, whatever
+ * the order (ensure_server). */
 static void mps_child(void) { atomic_fetch_add_explicit(&ll_mps_generation, 1, memory_order_relaxed); }
+static pthread_once_t mps_once = PTHREAD_ONCE_INIT;
 static void mps_once_init(void) { pthread_atfork(NULL, NULL, mps_child); }
+__attribute__((constructor(101))) static void mps_ctor(void) { pthread_once(&mps_once, mps_once_init); }
 
 static int mps_init(liblock_t *l, const liblock_attr_t *attr)
 {
@@ -230,7 +243,11 @@ static int ensure_server(liblock_t *l, struct mps_lock *s)
     start_lock(s, g);
     int e = 0;
     uint64_t cur = atomic_load_explicit(&s->gen, memory_order_relaxed);
-    if (cur != g) {
+    if (cur != g && cur != 0 && s->pid == getpid()) {
+        /* our server was started in this process before the generation
+         * was bumped (a fork handler that ran before ours): keep it */
+        atomic_store_explicit(&s->gen, g, memory_order_release);
+    } else if (cur != g) {
         if (cur != 0)
             fork_fixup(s); /* state copied from the parent; its server is not here */
         if (!atomic_load_explicit(&s->dir, memory_order_relaxed)) {
@@ -242,8 +259,10 @@ static int ensure_server(liblock_t *l, struct mps_lock *s)
         }
         if (!e)
             e = ll_mps_server_start(l, s);
-        if (!e)
+        if (!e) {
+            s->pid = getpid();
             atomic_store_explicit(&s->gen, g, memory_order_release);
+        }
     }
     atomic_store_explicit(&s->start_lock, 0, memory_order_release);
     return e;
@@ -290,21 +309,27 @@ static inline void server_check_fenced(struct mps_lock *s)
     ll_mps_wake_server(s);
 }
 
-/* Sleep until the reply is in (I4). */
-static uint64_t park_for(struct mps_lock *s, struct mps_slot *p)
+/* Sleep until the reply is in (I4); returns the reply word (park_once: or
+ * PENDING after a spurious wake-up). */
+static uint64_t park_once(struct mps_lock *s, struct mps_slot *p)
 {
     server_check_fenced(s);
     atomic_exchange_explicit(&p->parked, 1, memory_order_seq_cst);
     atomic_fetch_add_explicit(&s->sleepers, 1, memory_order_seq_cst);
     uint64_t w;
-    while (((w = atomic_load_explicit(&p->resp, memory_order_acquire)) & 3u) == MPS_PENDING) {
-        if (atomic_load_explicit(&p->parked, memory_order_acquire))
-            ll_futex_wait(&p->parked, 1, NULL);
-        else
-            atomic_exchange_explicit(&p->parked, 1, memory_order_seq_cst); /* woken early: sleep again */
-    }
+    while (((w = atomic_load_explicit(&p->resp, memory_order_acquire)) & 3u) == MPS_PENDING &&
+           atomic_load_explicit(&p->parked, memory_order_acquire))
+        ll_futex_wait(&p->parked, 1, NULL);
     atomic_exchange_explicit(&p->parked, 0, memory_order_relaxed);
     atomic_fetch_sub_explicit(&s->sleepers, 1, memory_order_relaxed);
+    return atomic_load_explicit(&p->resp, memory_order_acquire);
+}
+
+static uint64_t park_for(struct mps_lock *s, struct mps_slot *p)
+{
+    uint64_t w;
+    while (((w = park_once(s, p)) & 3u) == MPS_PENDING)
+        ;
     return w;
 }
 
@@ -334,9 +359,9 @@ static uint64_t wait_reply(liblock_t *l, struct mps_lock *s, struct mps_slot *p,
             break;
         polls++;
         uint64_t now = ll_cycles();
-        if (budget && now - t0 > budget + first) {
-            w = park_for(s, p);
+        if (budget && (int64_t)(now - t0) > (int64_t)(budget + first)) {
             learn = 0; /* a wait that slept says nothing about the server's response time */
+            w = park_for(s, p);
             break;
         }
         if (now - last_check > MPS_RECHECK) {
@@ -509,6 +534,30 @@ static int mps_lock(liblock_t *l, void *node)
     return request(l, MPS_LOCK, NULL, NULL, &v);
 }
 
+/* Is the lock held by a thread that has not asked to release it?  (Held,
+ * and the holder's slot has no UNLOCK in flight.)  An asynchronous UNLOCK
+ * still in flight has already returned to its caller, so for trylock the
+ * lock is free: a trylock that happens after an unlock (in any thread)
+ * must not fail because the server has not served that unlock yet. */
+static int held_for_real(struct mps_lock *s)
+{
+    if (!atomic_load_explicit(&s->locked, memory_order_acquire))
+        return 0;
+    int h = atomic_load_explicit(&s->locked_by, memory_order_acquire);
+    if (h < 0)
+        return 0; /* a release under way (server.c stores locked before locked_by): look again */
+    _Atomic(struct mps_chunk *) *dir = atomic_load_explicit(&s->dir, memory_order_acquire);
+    if (!dir)
+        return 1;
+    struct mps_chunk *c = atomic_load_explicit(&dir[(unsigned)h / MPS_CHUNK], memory_order_acquire);
+    if (!c)
+        return 1;
+    struct mps_slot *p = mps_slot(s, c, (unsigned)h % MPS_CHUNK);
+    uint64_t r = atomic_load_explicit(&p->req, memory_order_acquire);
+    return !(MPS_OP(r) == MPS_UNLOCK &&
+             (atomic_load_explicit(&p->resp, memory_order_acquire) & 3u) == MPS_PENDING);
+}
+
 static int mps_trylock(liblock_t *l, void *node)
 {
     (void)node;
@@ -518,15 +567,29 @@ static int mps_trylock(liblock_t *l, void *node)
     int e = ensure_server(l, s); /* (in a forked child: first applies the parent's pending UNLOCKs) */
     if (LL_UNLIKELY(e))
         return e;
-    /* Fast path: held -> EBUSY without a round trip; but our own UNLOCK
-     * may still be in flight (asynchronous): a thread must see its own
-     * unlock, so let it be served first. */
-    settle_own(l, s);
-    if (atomic_load_explicit(&s->locked, memory_order_relaxed))
-        return EBUSY;
-    uint64_t v = 0;
-    e = request(l, MPS_TRY, NULL, NULL, &v);
-    return e ? e : v ? 0 : EBUSY;
+    settle_own(l, s); /* our own UNLOCK first */
+    /* Fail only on a real holder (or a running delegated section, see
+     * try_wait); a release in flight is waited for and we try again.
+     * Each retry follows a release by somebody, so a bounded number of
+     * them is enough; after that the lock was taken by others during the
+     * call, and EBUSY is a correct answer. */
+    for (int tries = 0; tries < 64; tries++) {
+        for (unsigned spins = 0; atomic_load_explicit(&s->locked, memory_order_acquire); spins++) {
+            if (held_for_real(s))
+                return EBUSY;
+            if (spins < 64) /* the server serves the UNLOCK within a scan */
+                ll_pause();
+            else
+                ll_yield();
+        }
+        uint64_t v = 0;
+        e = request(l, MPS_TRY, NULL, NULL, &v);
+        if (e || v)
+            return e;
+        if (atomic_load_explicit(&s->in_cs, memory_order_relaxed) || held_for_real(s))
+            return EBUSY;
+    }
+    return EBUSY;
 }
 
 static int mps_unlock(liblock_t *l, void *node)
@@ -568,7 +631,8 @@ static int mps_destroy(liblock_t *l)
     if (ll_mps_serving == l)
         return EBUSY;
     uint64_t g = atomic_load_explicit(&ll_mps_generation, memory_order_relaxed);
-    int ours = atomic_load_explicit(&s->gen, memory_order_acquire) == g;
+    uint64_t cur = atomic_load_explicit(&s->gen, memory_order_acquire);
+    int ours = cur == g || (cur != 0 && s->pid == getpid());
     if (ours && busy(s))
         return EBUSY;
     if (atomic_load_explicit(&s->locked, memory_order_acquire))

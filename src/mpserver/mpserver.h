@@ -79,6 +79,7 @@ struct mps_lock {
     _Atomic uint64_t start_lock; /* generation of the thread starting the server; 0: free */
     _Atomic int stop;
     pthread_t thread;
+    pid_t pid;                   /* process the server thread runs in */
     unsigned stride;             /* 1 or 2 lines per slot */
     int stream;                  /* replies with MOVNTI */
     int shuffle;                 /* random scan order (control experiment) */

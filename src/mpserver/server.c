@@ -107,8 +107,11 @@ static inline int serve(liblock_t *l, struct mps_lock *s, struct mps_chunk *c, u
         if (locked)
             return -1;
         c->last[k] = r;
-        atomic_store_explicit(&s->locked, 1, memory_order_relaxed);
+        /* holder before flag, and flag before holder on release: a reader
+         * that sees locked == 1 with locked_by == -1 knows a release is
+         * under way (mp-server.c, held_for_real) */
         atomic_store_explicit(&s->locked_by, (int)i, memory_order_relaxed);
+        atomic_store_explicit(&s->locked, 1, memory_order_release);
         reply(s, p, 1, 1);
         return 1;
     case MPS_TRY: {
@@ -126,15 +129,15 @@ static inline int serve(liblock_t *l, struct mps_lock *s, struct mps_chunk *c, u
             ll_sfence(); /* see reply(): a grant orders earlier sections' stores */
         if (atomic_compare_exchange_strong_explicit(&p->resp, &pend, 1u << 2, memory_order_seq_cst,
                                                     memory_order_relaxed)) {
-            atomic_store_explicit(&s->locked, 1, memory_order_relaxed);
             atomic_store_explicit(&s->locked_by, (int)i, memory_order_relaxed);
+            atomic_store_explicit(&s->locked, 1, memory_order_release);
         }
         return 1;
     }
     default: /* MPS_UNLOCK: the holder's writes precede its req (release) */
         c->last[k] = r;
-        atomic_store_explicit(&s->locked_by, -1, memory_order_relaxed);
-        atomic_store_explicit(&s->locked, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->locked, 0, memory_order_release);
+        atomic_store_explicit(&s->locked_by, -1, memory_order_release);
         reply(s, p, 0, 0);
         return 1;
     }
