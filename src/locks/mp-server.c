@@ -112,8 +112,9 @@
  * client slot, the server's response time: first poll after est - est/8,
  * then every est/8; a hit at the first poll lowers est by 1/16 (probe
  * down), a miss moves it a quarter of the way to the measured time; a wait
- * that ended asleep teaches nothing, and est stays below half the spin
- * phase (a preempted server must not teach clients to wait milliseconds).
+ * that ended asleep or went through sched_yield teaches nothing, and est
+ * stays below 20,000 cycles and half the spin phase (a preempted server
+ * must not teach clients to busy-wait for milliseconds).
  * Applies to EXEC and TRY replies (LOCK waits for another holder: no
  * learning).  Other options, read at liblock_init: LIBLOCK_MPSERVER_STRIDE
  * (1 or 2 lines per slot: 2 defeats the adjacent-line prefetcher, as on the
@@ -149,6 +150,10 @@ __thread const liblock_t *ll_mps_serving;
 _Atomic uint64_t ll_mps_generation = 1;
 
 #define MPS_BACKOFF_MAX 10000000ull /* cycles */
+/* Adaptive estimates stay below this (cycles; the thesis's hand-tuned
+ * delays were 1,500-5,000): a preempted server or client must not teach
+ * a client to busy-wait for a scheduler time slice. */
+#define MPS_ADAPTIVE_MAX 20000ull
 #define MPS_RECHECK 65536u          /* cycles between fenced checks of a sleeping server */
 
 /* The generation is bumped in every forked child.  The handler is
@@ -378,6 +383,8 @@ static uint64_t wait_reply(liblock_t *l, struct mps_lock *s, struct mps_slot *p,
             ll_pause();
         }
     }
+    if (polls > 1024)
+        learn = 0; /* the wait went through sched_yield: it measured the scheduler, not the server */
     if (learn && s->backoff_mode == MPS_BO_ADAPTIVE) {
         uint64_t took = ll_cycles() - t0;
         if (polls == 0)
@@ -386,7 +393,7 @@ static uint64_t wait_reply(liblock_t *l, struct mps_lock *s, struct mps_slot *p,
             cp->est += (took - cp->est) / 4;
         else
             cp->est -= (cp->est - took) / 4;
-        uint64_t cap = budget ? budget / 2 : MPS_BACKOFF_MAX; /* never delay past the spin phase */
+        uint64_t cap = budget && budget / 2 < MPS_ADAPTIVE_MAX ? budget / 2 : MPS_ADAPTIVE_MAX;
         if (cp->est > cap)
             cp->est = cap;
     }
