@@ -111,7 +111,8 @@
  * prefetching collision").  LIBLOCK_MPSERVER_BACKOFF=adaptive learns, per
  * client slot, the server's response time: first poll after est - est/8,
  * then every est/8; a hit at the first poll lowers est by 1/16 (probe
- * down), a miss moves it a quarter of the way to the measured time; a wait
+ * down), a miss moves it a quarter of the way to the measured time, by at
+ * most est/8 + 128 cycles (one slow reply must not set the next delays); a wait
  * that ended asleep or went through sched_yield teaches nothing, and est
  * stays below 20,000 cycles and half the spin phase (a preempted server
  * must not teach clients to busy-wait for milliseconds).
@@ -389,8 +390,11 @@ static uint64_t wait_reply(liblock_t *l, struct mps_lock *s, struct mps_slot *p,
         uint64_t took = ll_cycles() - t0;
         if (polls == 0)
             cp->est -= cp->est / 16;
-        else if (took > cp->est)
-            cp->est += (took - cp->est) / 4;
+        else if (took > cp->est) { /* bounded step: one slow reply (a preempted server) must not
+                                      set the delay of the following requests */
+            uint64_t up = (took - cp->est) / 4, lim = cp->est / 8 + 128;
+            cp->est += up < lim ? up : lim;
+        }
         else
             cp->est -= (cp->est - took) / 4;
         uint64_t cap = budget && budget / 2 < MPS_ADAPTIVE_MAX ? budget / 2 : MPS_ADAPTIVE_MAX;
