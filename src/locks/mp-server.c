@@ -8,7 +8,9 @@
  * algorithm", and section 7.1.2 "Backoff with local spinning" and "Streaming
  * stores"); digest 004 sections 8, 11 and 13.1.  Adaptive back-off is ours
  * (the thesis tunes the delay by hand and leaves run-time adaptation as
- * future work).  docs/hybrid.md, "The optimised delegation server", says
+ * future work).  Files: this one (ops, requests, start-up, fork),
+ * src/mpserver/server.c (the server thread), src/mpserver/client.c (how a
+ * client waits).  docs/hybrid.md, "The optimised delegation server", says
  * when to use it and why it is a separate algorithm and not RCL options.
  *
  * Algorithm 5, as here:
@@ -150,12 +152,6 @@
 __thread const liblock_t *ll_mps_serving;
 _Atomic uint64_t ll_mps_generation = 1;
 
-#define MPS_BACKOFF_MAX 10000000ull /* cycles */
-/* Adaptive estimates stay below this (cycles; the thesis's hand-tuned
- * delays were 1,500-5,000): a preempted server or client must not teach
- * a client to busy-wait for a scheduler time slice. */
-#define MPS_ADAPTIVE_MAX 20000ull
-#define MPS_RECHECK 65536u          /* cycles between fenced checks of a sleeping server */
 
 /* The generation is bumped in every forked child.  The handler is
  * registered by an early constructor, so it runs before the child handlers
@@ -300,154 +296,11 @@ static struct mps_chunk *my_chunk(struct mps_lock *s, ll_thread_t *self, unsigne
     return c;
 }
 
-/* ---- waiting ----------------------------------------------------------- */
-
-static inline void delay(uint64_t cycles)
-{
-    uint64_t t0 = ll_cycles();
-    while (ll_cycles() - t0 < cycles)
-        ll_pause();
-}
-
-static inline void server_check_fenced(struct mps_lock *s)
-{
-    atomic_thread_fence(memory_order_seq_cst);
-    ll_mps_wake_server(s);
-}
-
-/* Sleep until the reply is in (I4); returns the reply word (park_once: or
- * PENDING after a spurious wake-up). */
-static uint64_t park_once(struct mps_lock *s, struct mps_slot *p)
-{
-    server_check_fenced(s);
-    atomic_exchange_explicit(&p->parked, 1, memory_order_seq_cst);
-    atomic_fetch_add_explicit(&s->sleepers, 1, memory_order_seq_cst);
-    uint64_t w;
-    while (((w = atomic_load_explicit(&p->resp, memory_order_acquire)) & 3u) == MPS_PENDING &&
-           atomic_load_explicit(&p->parked, memory_order_acquire))
-        ll_futex_wait(&p->parked, 1, NULL);
-    atomic_exchange_explicit(&p->parked, 0, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&s->sleepers, 1, memory_order_relaxed);
-    return atomic_load_explicit(&p->resp, memory_order_acquire);
-}
-
-static uint64_t park_for(struct mps_lock *s, struct mps_slot *p)
-{
-    uint64_t w;
-    while (((w = park_once(s, p)) & 3u) == MPS_PENDING)
-        ;
-    return w;
-}
-
-/* Wait for the reply to the request posted at t0 and return the reply
- * word.  `learn`: update the adaptive estimate. */
-static uint64_t wait_reply(liblock_t *l, struct mps_lock *s, struct mps_slot *p, struct mps_cpriv *cp,
-                           uint64_t t0, int learn)
-{
-    int policy = l->_wait;
-    if (policy == LIBLOCK_WAIT_PARK)
-        return park_for(s, p);
-    uint64_t budget = policy == LIBLOCK_WAIT_SPIN_THEN_PARK ? ll_spin_budget_cycles() : 0;
-    uint64_t gap = 0, first = 0, w;
-    if (s->backoff_mode == MPS_BO_FIXED) {
-        first = gap = s->backoff;
-    } else if (s->backoff_mode == MPS_BO_ADAPTIVE && learn) {
-        first = cp->est - cp->est / 8;
-        gap = cp->est / 8 < 64 ? 64 : cp->est / 8;
-    }
-    if (first)
-        delay(first);
-    uint64_t last_check = t0, slow_start = 0;
-    int counted = 0, polls = 0;
-    for (;;) {
-        w = atomic_load_explicit(&p->resp, memory_order_acquire);
-        if ((w & 3u) != MPS_PENDING)
-            break;
-        polls++;
-        uint64_t now = ll_cycles();
-        if (budget && (int64_t)(now - t0) > (int64_t)(budget + first)) {
-            learn = 0; /* a wait that slept says nothing about the server's response time */
-            w = park_for(s, p);
-            break;
-        }
-        if (now - last_check > MPS_RECHECK) {
-            server_check_fenced(s);
-            last_check = now;
-        }
-        if (policy == LIBLOCK_WAIT_YIELD || (policy == LIBLOCK_WAIT_SPIN && polls > 1024)) {
-            ll_yield(); /* the reply may need this CPU (server or holder) */
-            if (policy == LIBLOCK_WAIT_SPIN && (polls & LL_SPIN_CHECK_MASK) == 0)
-                ll_spin_note_slow(&slow_start, &counted);
-        } else if (gap) {
-            delay(gap);
-        } else {
-            ll_pause();
-        }
-    }
-    if (polls > 1024)
-        learn = 0; /* the wait went through sched_yield: it measured the scheduler, not the server */
-    if (learn && s->backoff_mode == MPS_BO_ADAPTIVE) {
-        uint64_t took = ll_cycles() - t0;
-        if (polls == 0)
-            cp->est -= cp->est / 16;
-        else if (took > cp->est) { /* bounded step: one slow reply (a preempted server) must not
-                                      set the delay of the following requests */
-            uint64_t up = (took - cp->est) / 4, lim = cp->est / 8 + 128;
-            cp->est += up < lim ? up : lim;
-        }
-        else
-            cp->est -= (cp->est - took) / 4;
-        uint64_t cap = budget && budget / 2 < MPS_ADAPTIVE_MAX ? budget / 2 : MPS_ADAPTIVE_MAX;
-        if (cp->est > cap)
-            cp->est = cap;
-    }
-    return w;
-}
-
 static inline uint64_t reply_value(struct mps_slot *p, uint64_t w)
 {
     if ((w & 3u) == MPS_OUTLINE)
         return atomic_load_explicit(&p->ret, memory_order_relaxed); /* ordered by the word (see reply()) */
     return w >> 2;
-}
-
-/* trylock must not block: if the server is inside a delegated section
- * (which may block, e.g. on a lock our caller holds) before it answers, we
- * withdraw the request by CAS of our PENDING word to "busy" and fail with
- * EBUSY -- the lock was in use (by that section) at that moment.  The
- * server answers a TRY by CAS from the same word, so exactly one of the two
- * wins. */
-static int try_wait(liblock_t *l, struct mps_lock *s, struct mps_slot *p, struct mps_cpriv *cp, uint64_t t0,
-                    uint64_t seq, uint64_t *out)
-{
-    (void)l;
-    (void)cp;
-    uint64_t pend = MPS_PENDING_WORD(seq), last_check = t0;
-    for (;;) {
-        uint64_t w = atomic_load_explicit(&p->resp, memory_order_acquire);
-        if ((w & 3u) != MPS_PENDING) {
-            *out = w >> 2;
-            return 0;
-        }
-        if (atomic_load_explicit(&s->in_cs, memory_order_relaxed) ||
-            atomic_load_explicit(&s->locked, memory_order_relaxed)) {
-            uint64_t e = pend;
-            if (atomic_compare_exchange_strong_explicit(&p->resp, &e, 0, memory_order_acquire,
-                                                        memory_order_acquire)) {
-                *out = 0;
-                return 0;
-            }
-            continue; /* the server answered first */
-        }
-        uint64_t now = ll_cycles();
-        if (now - last_check > MPS_RECHECK) {
-            server_check_fenced(s);
-            last_check = now;
-            ll_yield(); /* the server may need this CPU */
-        } else {
-            ll_pause();
-        }
-    }
 }
 
 /* Post one request and (unless it is an UNLOCK) wait for its reply.
@@ -469,7 +322,7 @@ static int request(liblock_t *l, unsigned op, void *(*cs)(void *), void *arg, ui
     struct mps_cpriv *cp = &c->cpriv[k];
     /* I1: a previous asynchronous UNLOCK must have been served */
     if (LL_UNLIKELY((atomic_load_explicit(&p->resp, memory_order_acquire) & 3u) == MPS_PENDING))
-        wait_reply(l, s, p, cp, ll_cycles(), 0);
+        ll_mps_wait_reply(l, s, p, cp, ll_cycles(), 0);
     p->cs = cs;
     p->arg = arg;
     uint64_t seq = ++cp->seq;
@@ -481,14 +334,14 @@ static int request(liblock_t *l, unsigned op, void *(*cs)(void *), void *arg, ui
         /* Nobody waits on this request, so the Dekker half of I4 is done
          * now: a server that went to sleep because the lock was held must
          * see the UNLOCK or be woken. */
-        server_check_fenced(s);
+        ll_mps_server_check_fenced(s);
         return 0;
     }
     if (atomic_load_explicit(&s->server_parked, memory_order_relaxed))
         ll_mps_wake_server(s);
     if (op == MPS_TRY)
-        return try_wait(l, s, p, cp, t0, seq, out);
-    uint64_t w = wait_reply(l, s, p, cp, t0, op != MPS_LOCK);
+        return ll_mps_try_wait(l, s, p, cp, t0, seq, out);
+    uint64_t w = ll_mps_wait_reply(l, s, p, cp, t0, op != MPS_LOCK);
     *out = reply_value(p, w);
     return 0;
 }
@@ -508,7 +361,7 @@ static void settle_own(liblock_t *l, struct mps_lock *s)
     struct mps_slot *p = mps_slot(s, c, k);
     if ((atomic_load_explicit(&p->resp, memory_order_acquire) & 3u) == MPS_PENDING &&
         ensure_server(l, s) == 0)
-        wait_reply(l, s, p, &c->cpriv[k], ll_cycles(), 0);
+        ll_mps_wait_reply(l, s, p, &c->cpriv[k], ll_cycles(), 0);
 }
 
 /* ---- ops ----------------------------------------------------------------- */

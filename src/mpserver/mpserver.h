@@ -58,6 +58,13 @@ struct mps_chunk {
     uint64_t last[MPS_CHUNK];             /* server-private: last request word served */
 };
 
+#define MPS_BACKOFF_MAX 10000000ull /* cycles */
+/* Adaptive estimates stay below this (cycles; the thesis's hand-tuned
+ * delays were 1,500-5,000): a preempted server or client must not teach
+ * a client to busy-wait for a scheduler time slice. */
+#define MPS_ADAPTIVE_MAX 20000ull
+#define MPS_RECHECK 65536u          /* cycles between fenced checks of a sleeping server */
+
 /* Back-off modes */
 enum { MPS_BO_NONE = 0, MPS_BO_FIXED = 1, MPS_BO_ADAPTIVE = 2 };
 
@@ -97,6 +104,13 @@ extern _Atomic uint64_t ll_mps_generation; /* bumped in every forked child */
 int ll_mps_server_start(liblock_t *l, struct mps_lock *s); /* 0 or errno; caller holds start_lock */
 void ll_mps_server_stop(struct mps_lock *s);               /* join; caller ensures gen is current */
 void ll_mps_wake_server(struct mps_lock *s);               /* if it sleeps */
+
+/* client.c: waiting for a reply (see mp-server.c) */
+void ll_mps_server_check_fenced(struct mps_lock *s);
+uint64_t ll_mps_wait_reply(liblock_t *l, struct mps_lock *s, struct mps_slot *p, struct mps_cpriv *cp, uint64_t t0,
+                           int learn);
+int ll_mps_try_wait(liblock_t *l, struct mps_lock *s, struct mps_slot *p, struct mps_cpriv *cp, uint64_t t0,
+                    uint64_t seq, uint64_t *out);
 
 static inline struct mps_slot *mps_slot(struct mps_lock *s, struct mps_chunk *c, unsigned k)
 {
