@@ -38,7 +38,7 @@ CFLAGS_ALL := $(BASEFLAGS) $(OPT) $(DEFS) $(EXTRA_CFLAGS)
 
 LOCK_SRCS := $(sort $(wildcard src/locks/*.c))
 LOCK_NAMES := $(basename $(notdir $(LOCK_SRCS)))
-LIB_SRCS  := $(sort $(wildcard src/platform/*.c src/core/*.c src/rcl/*.c)) $(LOCK_SRCS)
+LIB_SRCS  := $(sort $(wildcard src/platform/*.c src/core/*.c src/rcl/*.c src/mpserver/*.c)) $(LOCK_SRCS)
 LIB_OBJS  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/registry.o
 # The shared interception layer (src/shim/) is compiled twice: as is for the
 # interposer, with -DLL_SHIM_PROFILE (into $(BUILD)/obj-profile) for the profiler.
@@ -130,7 +130,7 @@ $(BUILD)/tests/%: tests/%.cc $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=gnu++17 -g $(OPT) -pthread -Iinclude -Itests $< -o $@ $(LIB_A) $(LIBS)
 
-$(BUILD)/bin/%: bench/%.c $(LIB_A) $(wildcard bench/*.h)
+$(BUILD)/bin/%: bench/%.c $(LIB_A) $(wildcard bench/*.h bench/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -fvisibility=default -Ibench $< -o $@ $(LIB_A) $(LIBS)
 

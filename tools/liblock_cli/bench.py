@@ -100,16 +100,17 @@ def add_arguments(p):
     sp.add_argument("--context", default="0,2,5,10,20", help="context lines (default 0,2,5,10,20)")
     sp.add_argument("--delays", default="0,300,1000,3000", help="client delays swept for the peak (cycles)")
 
-    from . import _oversub, _apps, _report
+    from . import _oversub, _apps, _report, _delegation
     _oversub.add_arguments(sub, common)
     _apps.add_arguments(sub, common)
+    _delegation.add_arguments(sub, common)
     _report.add_arguments(sub)
 
 
 def run(args, env):
     if not args.experiment:
         print("liblock bench: name an experiment: contention, threads, headline, latency-map, store-cas, "
-              "null-rpc, multi-rpc, cost-model, oversubscription, apps, report (see `liblock bench -h`)",
+              "null-rpc, multi-rpc, cost-model, oversubscription, apps, delegation, report (see `liblock bench -h`)",
               file=sys.stderr)
         return 2
     if args.experiment == "report":
@@ -128,6 +129,9 @@ def run(args, env):
     if args.experiment == "oversubscription":
         from . import _oversub
         return _oversub.run(args, env)
+    if args.experiment == "delegation":
+        from . import _delegation
+        return _delegation.run(args, env)
     if args.experiment == "apps":
         from . import _apps
         return _apps.run(args, env)

@@ -1,0 +1,581 @@
+/*
+ * mp-server - a dedicated server thread per lock runs every critical
+ * section, requested through one cache line per client, with the two x86
+ * optimisations of Petrovic's thesis: client back-off between polls and
+ * streaming-store (MOVNTI) replies.
+ *
+ * Source: seed 004 chapter 7 (section 7.1, Algorithm 5 "baseline delegation
+ * algorithm", and section 7.1.2 "Backoff with local spinning" and "Streaming
+ * stores"); digest 004 sections 8, 11 and 13.1.  Adaptive back-off is ours
+ * (the thesis tunes the delay by hand and leaves run-time adaptation as
+ * future work).  Files: this one (ops, requests, start-up, fork),
+ * src/mpserver/server.c (the server thread), src/mpserver/client.c (how a
+ * client waits).  docs/hybrid.md, "The optimised delegation server", says
+ * when to use it and why it is a separate algorithm and not RCL options.
+ *
+ * Algorithm 5, as here:
+ *   client i:  slot[i].{cs,arg} <- request; slot[i].resp <- PENDING;
+ *              slot[i].req <- seq<<2|op           (release: publishes the rest)
+ *              wait until slot[i].resp != PENDING (polling policy below)
+ *   server:    loop over the slots in index order (or a random permutation,
+ *              the thesis's control experiment): if slot[k].req differs from
+ *              the last request word served for k (server-private last[k]),
+ *              serve it and write the reply word.
+ * The request flag of Algorithm 5 is a sequence number here, so the server
+ * never writes a slot except for its reply: with streaming replies it never
+ * takes a client's line in M state (section 7.1.2's point).
+ *
+ * Operations (op field of the request word):
+ *   EXEC   run cs(arg) on the server thread, reply its return value;
+ *   LOCK   liblock_lock: grant when `locked` is 0 (set it), else leave the
+ *          request pending and look again at the next pass;
+ *   TRY    liblock_trylock: grant (set `locked`) or reply "busy" at once;
+ *   UNLOCK liblock_unlock: clear `locked`.  Asynchronous: the client posts
+ *          it and returns; its next request on this lock first waits for
+ *          the UNLOCK's reply (usually already in).  An unlock has returned
+ *          before the server serves it, so trylock treats a holder whose
+ *          UNLOCK is in flight as gone and waits for the server instead of
+ *          failing (held_for_real); lock and execute simply wait.  The
+ *          server publishes locked_by before setting `locked` and clears
+ *          `locked` before locked_by, so a reader that sees locked with
+ *          locked_by == -1 knows a release is under way.
+ * EXEC requests are not served while `locked` is set, so delegated critical
+ * sections and lock()/unlock() sections exclude one another; the server is
+ * the only thread that runs delegated sections and the only writer of
+ * `locked`, so it needs no atomic read-modify-write at all.
+ *
+ * Invariants:
+ *  I1 a slot has at most one outstanding request (its client posts only
+ *     when resp is not PENDING), and the server serves each request word
+ *     exactly once (it records it in last[k] before replying);
+ *  I2 `locked` is 1 exactly from the grant of a LOCK/TRY to the service of
+ *     the holder's UNLOCK; while it is 1 no EXEC and no other grant is
+ *     served: mutual exclusion between every kind of critical section;
+ *  I3 the slot scan is round-robin: a pending EXEC waits at most one pass
+ *     once the lock is free; a pending LOCK is overtaken only by requests
+ *     between the last UNLOCK's slot and its own in scan order, so each grant
+ *     moves the holder strictly closer to it: starvation-free (not FIFO);
+ *  I4 a client sleeps only after announcing it (parked=1, sleepers++); the
+ *     server looks for sleepers after every pass and, fenced, before it
+ *     sleeps itself; the server sleeps only after announcing it
+ *     (server_parked=1) and a fenced rescan; every posted request is followed
+ *     by a fenced read of server_parked before its client sleeps or, for an
+ *     UNLOCK (nobody waits for it), at once.
+ *
+ * Memory ordering (x86-TSO and C11):
+ *  - Request: cs/arg/resp=PENDING are stored before req (release); the
+ *    server's acquire load of req sees them.  TSO: stores are not reordered.
+ *  - Reply, normal mode: every store of the critical section, then resp
+ *    (release); the client's acquire load of resp sees them (C11
+ *    release/acquire; TSO: stores in order).  The next request of any client
+ *    is served by the same thread, after in program order.
+ *  - Reply, streaming mode: ONE MOVNTI of the word holding value and flag
+ *    (aligned 8-byte stores are single-copy atomic, so value and flag arrive
+ *    together; no fence, which is the point: the store drains from the
+ *    write-combining buffer while the server works on the next request).  A
+ *    MOVNTI may become visible BEFORE the ordinary stores that precede it,
+ *    so the client may see the reply before the critical section's writes.
+ *    That is harmless only while no thread but the server reads the
+ *    protected data: the thesis's condition ("data the server touches is
+ *    never accessed by another thread").  liblock keeps it true for lock()
+ *    holders by an SFENCE before every LOCK/TRY grant (the holder then sees
+ *    everything earlier critical sections wrote), and for the rare return
+ *    values >= 2^62 by an SFENCE between the out-of-line value and the word.
+ *    It cannot keep it for data the caller reads after execute() returns
+ *    (a pointer into memory the critical section just wrote) nor for data
+ *    another server writes (the two-lock queue): streaming is therefore off
+ *    by default and turned on per process with LIBLOCK_MPSERVER_STREAM=1.
+ *    The server also SFENCEs at its first empty pass after replying (so a
+ *    reply never waits in a write-combining buffer while it idles), before
+ *    it sleeps and when it stops.  C11 has no non-temporal store: it is
+ *    modelled as a relaxed store, correct only under the condition above.
+ *  - UNLOCK: the holder's critical-section stores precede its req
+ *    (release); the server's acquire of req precedes every later section.
+ *  - Sleeping client (I4): client: parked=1 (seq_cst exchange), sleepers++
+ *    (seq_cst), reload resp, futex_wait(parked, 1).  Server: after a pass,
+ *    a relaxed read of sleepers; if non-zero, for each slot whose parked is
+ *    1 and whose reply is in: exchange parked 1->0 and futex_wake.  The
+ *    relaxed read may miss a sleeper announced concurrently, but the server
+ *    reads again after the next pass, and before sleeping itself it runs a
+ *    seq_cst exchange (full fence, drains streaming stores) and a full
+ *    sweep: Dekker between (reply; fence; read parked) and (parked=1; fence;
+ *    read reply) -- one side sees the other.
+ *  - Sleeping server (I4): server: SFENCE; server_parked=1 (seq_cst
+ *    exchange); rescan the slots; futex_wait.  Client: after posting, a
+ *    relaxed read of server_parked (fast path: wake it if set); the Dekker
+ *    half is a seq_cst fence and a re-read, done before the client sleeps
+ *    and every ~2^16 cycles of polling, so a post that raced with the
+ *    server's announcement delays the reply by at most that long.
+ *
+ * Back-off (section 7.1.2): LIBLOCK_MPSERVER_BACKOFF=N waits N cycles
+ * (rdtsc) before each poll of the reply, so the client does not pull its
+ * line back to S while the server's prefetcher has it (the "spinning-
+ * prefetching collision").  LIBLOCK_MPSERVER_BACKOFF=adaptive learns, per
+ * client slot, the server's response time: first poll after est - est/8,
+ * then every est/8; a hit at the first poll lowers est by 1/16 (probe
+ * down), a miss moves it a quarter of the way to the measured time, by at
+ * most est/8 + 128 cycles (one slow reply must not set the next delays); a wait
+ * that ended asleep or went through sched_yield teaches nothing, and est
+ * stays below 20,000 cycles and half the spin phase (a preempted server
+ * must not teach clients to busy-wait for milliseconds).
+ * Applies to EXEC and TRY replies (LOCK waits for another holder: no
+ * learning).  Other options, read at liblock_init: LIBLOCK_MPSERVER_STRIDE
+ * (1 or 2 lines per slot: 2 defeats the adjacent-line prefetcher, as on the
+ * thesis's Xeon), LIBLOCK_MPSERVER_SHUFFLE=1 (random scan order: the control
+ * experiment), LIBLOCK_MPSERVER_CPU (pin the server thread).
+ *
+ * Delegation semantics (docs/api.md "Delegated critical sections"): a
+ * delegated section runs on the lock's server thread, which holds no lock
+ * and runs nothing else, so it may take other locks in its caller's order,
+ * signal and broadcast condition variables; liblock_lock/execute of the same
+ * lock inside it return EDEADLK, trylock EBUSY, cond_wait EPERM (it would
+ * stop the lock's only servicing thread).  Thread-local state is the server
+ * thread's.
+ * Oversubscription: the server spins one futex round trip
+ * (ll_spin_budget_cycles) with nothing to serve, then sleeps; clients poll
+ * (spin, yield) or poll then sleep (spin-then-park, default) or sleep at
+ * once (park).
+ * fork: the child has no server thread; the first request in the child
+ * (ll_mps_generation differs from the lock's) starts one, after applying
+ * the UNLOCKs still pending in the parent's slots and dropping other
+ * pending requests (their threads do not exist in the child).  A lock held
+ * by the forking thread stays held by it.  exit: the server is not stopped,
+ * so exit handlers and other threads are served until the process ends.
+ */
+#include "../mpserver/mpserver.h"
+#include "../platform/nt_store.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+__thread const liblock_t *ll_mps_serving;
+_Atomic uint64_t ll_mps_generation = 1;
+
+
+/* The generation is bumped in every forked child.  The handler is
+ * registered by an early constructor, so it runs before the child handlers
+ * registered later (the interposer's rebuilds locks in its own); and a
+ * server whose recorded pid is the caller's is never restarted, whatever
+ * the order (ensure_server). */
+static void mps_child(void) { atomic_fetch_add_explicit(&ll_mps_generation, 1, memory_order_relaxed); }
+static pthread_once_t mps_once = PTHREAD_ONCE_INIT;
+static void mps_once_init(void) { pthread_atfork(NULL, NULL, mps_child); }
+__attribute__((constructor(101))) static void mps_ctor(void) { pthread_once(&mps_once, mps_once_init); }
+
+static int mps_init(liblock_t *l, const liblock_attr_t *attr)
+{
+    (void)attr;
+    struct mps_lock *s = LL_STATE(l, struct mps_lock);
+    pthread_once(&mps_once, mps_once_init);
+    s->self = l;
+    s->stride = (unsigned)ll_env_long("LIBLOCK_MPSERVER_STRIDE", 1, 1, 2);
+    s->stream = (int)ll_env_long("LIBLOCK_MPSERVER_STREAM", 0, 0, 1);
+    s->shuffle = (int)ll_env_long("LIBLOCK_MPSERVER_SHUFFLE", 0, 0, 1);
+    s->cpu = (int)ll_env_long("LIBLOCK_MPSERVER_CPU", -1, -1, 1 << 20);
+    const char *b = getenv("LIBLOCK_MPSERVER_BACKOFF");
+    if (b && strcmp(b, "adaptive") == 0) {
+        s->backoff_mode = MPS_BO_ADAPTIVE;
+    } else {
+        s->backoff = (uint64_t)ll_env_long("LIBLOCK_MPSERVER_BACKOFF", 0, 0, (long)MPS_BACKOFF_MAX);
+        s->backoff_mode = s->backoff ? MPS_BO_FIXED : MPS_BO_NONE;
+    }
+    atomic_store_explicit(&s->locked_by, -1, memory_order_relaxed);
+    return 0;
+}
+
+/* ---- start-up, fork ---------------------------------------------------- */
+
+/* The start lock's value is the generation of its holder, so a holder that
+ * was another thread of the parent (it does not exist in a forked child) is
+ * recognised and overtaken. */
+static void start_lock(struct mps_lock *s, uint64_t g)
+{
+    for (;;) {
+        uint64_t v = atomic_load_explicit(&s->start_lock, memory_order_relaxed);
+        if ((v == 0 || v != g) &&
+            atomic_compare_exchange_weak_explicit(&s->start_lock, &v, g, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return;
+        ll_yield();
+    }
+}
+
+/* In a forked child, before its server starts: apply the UNLOCKs pending in
+ * the parent's slots, drop every other pending request (its thread does
+ * not exist here), wake nobody (no thread sleeps). */
+static void fork_fixup(struct mps_lock *s)
+{
+    atomic_store_explicit(&s->sleepers, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->server_parked, 0, memory_order_relaxed);
+    _Atomic(struct mps_chunk *) *dir = atomic_load_explicit(&s->dir, memory_order_relaxed);
+    if (!dir)
+        return;
+    for (unsigned j = 0; j < MPS_MAX_CHUNKS; j++) {
+        struct mps_chunk *c = atomic_load_explicit(&dir[j], memory_order_relaxed);
+        if (!c)
+            continue;
+        for (unsigned k = 0; k < MPS_CHUNK; k++) {
+            struct mps_slot *p = mps_slot(s, c, k);
+            uint64_t r = atomic_load_explicit(&p->req, memory_order_relaxed);
+            atomic_store_explicit(&p->parked, 0, memory_order_relaxed);
+            /* unserved, or served without its reply (the parent's server
+             * was between the two when fork copied memory) */
+            int unreplied = (atomic_load_explicit(&p->resp, memory_order_relaxed) & 3u) == MPS_PENDING;
+            if (r == c->last[k] && !unreplied)
+                continue;
+            int release = MPS_OP(r) == MPS_UNLOCK ||
+                          (MPS_OP(r) != MPS_EXEC && r == c->last[k] &&
+                           atomic_load_explicit(&s->locked_by, memory_order_relaxed) == (int)(j * MPS_CHUNK + k));
+            if (release) { /* an unlock, or a grant nobody received */
+                atomic_store_explicit(&s->locked, 0, memory_order_relaxed);
+                atomic_store_explicit(&s->locked_by, -1, memory_order_relaxed);
+            }
+            c->last[k] = r;
+            atomic_store_explicit(&p->resp, 0, memory_order_relaxed);
+        }
+    }
+}
+
+static int ensure_server(liblock_t *l, struct mps_lock *s)
+{
+    uint64_t g = atomic_load_explicit(&ll_mps_generation, memory_order_relaxed);
+    if (LL_LIKELY(atomic_load_explicit(&s->gen, memory_order_acquire) == g))
+        return 0;
+    start_lock(s, g);
+    int e = 0;
+    uint64_t cur = atomic_load_explicit(&s->gen, memory_order_relaxed);
+    if (cur != g && cur != 0 && s->pid == getpid()) {
+        /* our server was started in this process before the generation
+         * was bumped (a fork handler that ran before ours): keep it */
+        atomic_store_explicit(&s->gen, g, memory_order_release);
+    } else if (cur != g) {
+        if (cur != 0)
+            fork_fixup(s); /* state copied from the parent; its server is not here */
+        if (!atomic_load_explicit(&s->dir, memory_order_relaxed)) {
+            void *d = calloc(MPS_MAX_CHUNKS, sizeof(_Atomic(struct mps_chunk *)));
+            if (!d)
+                e = ENOMEM;
+            else
+                atomic_store_explicit(&s->dir, d, memory_order_release);
+        }
+        if (!e)
+            e = ll_mps_server_start(l, s);
+        if (!e) {
+            s->pid = getpid();
+            atomic_store_explicit(&s->gen, g, memory_order_release);
+        }
+    }
+    atomic_store_explicit(&s->start_lock, 0, memory_order_release);
+    return e;
+}
+
+/* The calling thread's slot (its chunk allocated on first use). */
+static struct mps_chunk *my_chunk(struct mps_lock *s, ll_thread_t *self, unsigned *k)
+{
+    unsigned id = self->id;
+    if (LL_UNLIKELY(id >= MPS_CHUNK * MPS_MAX_CHUNKS))
+        return NULL;
+    _Atomic(struct mps_chunk *) *dir = atomic_load_explicit(&s->dir, memory_order_acquire);
+    _Atomic(struct mps_chunk *) *e = &dir[id / MPS_CHUNK];
+    struct mps_chunk *c = atomic_load_explicit(e, memory_order_acquire);
+    if (LL_UNLIKELY(!c)) {
+        struct mps_chunk *n = ll_alloc_aligned(sizeof *n);
+        if (!n)
+            return NULL;
+        if (atomic_compare_exchange_strong_explicit(e, &c, n, memory_order_acq_rel, memory_order_acquire))
+            c = n;
+        else
+            free(n);
+    }
+    unsigned hw = atomic_load_explicit(&s->hw, memory_order_relaxed);
+    while (hw <= id && !atomic_compare_exchange_weak_explicit(&s->hw, &hw, id + 1, memory_order_release,
+                                                              memory_order_relaxed))
+        ;
+    *k = id % MPS_CHUNK;
+    return c;
+}
+
+static inline uint64_t reply_value(struct mps_slot *p, uint64_t w)
+{
+    if ((w & 3u) == MPS_OUTLINE)
+        return atomic_load_explicit(&p->ret, memory_order_relaxed); /* ordered by the word (see reply()) */
+    return w >> 2;
+}
+
+/* Post one request and (unless it is an UNLOCK) wait for its reply.
+ * Returns 0 and the reply value, or an errno. */
+static int request(liblock_t *l, unsigned op, void *(*cs)(void *), void *arg, uint64_t *out)
+{
+    struct mps_lock *s = LL_STATE(l, struct mps_lock);
+    ll_thread_t *self = ll_self();
+    if (LL_UNLIKELY(!self))
+        return ENOMEM;
+    int e = ensure_server(l, s);
+    if (LL_UNLIKELY(e))
+        return e;
+    unsigned k;
+    struct mps_chunk *c = my_chunk(s, self, &k);
+    if (LL_UNLIKELY(!c))
+        return self->id >= MPS_CHUNK * MPS_MAX_CHUNKS ? EAGAIN : ENOMEM;
+    struct mps_slot *p = mps_slot(s, c, k);
+    struct mps_cpriv *cp = &c->cpriv[k];
+    /* I1: a previous asynchronous UNLOCK must have been served */
+    if (LL_UNLIKELY((atomic_load_explicit(&p->resp, memory_order_acquire) & 3u) == MPS_PENDING))
+        ll_mps_wait_reply(l, s, p, cp, ll_cycles(), 0);
+    p->cs = cs;
+    p->arg = arg;
+    uint64_t seq = ++cp->seq;
+    atomic_store_explicit(&p->resp, MPS_PENDING_WORD(seq), memory_order_relaxed);
+    uint64_t r = (seq << 2) | op;
+    uint64_t t0 = ll_cycles();
+    atomic_store_explicit(&p->req, r, memory_order_release);
+    if (op == MPS_UNLOCK) {
+        /* Nobody waits on this request, so the Dekker half of I4 is done
+         * now: a server that went to sleep because the lock was held must
+         * see the UNLOCK or be woken. */
+        ll_mps_server_check_fenced(s);
+        return 0;
+    }
+    if (atomic_load_explicit(&s->server_parked, memory_order_relaxed))
+        ll_mps_wake_server(s);
+    if (op == MPS_TRY)
+        return ll_mps_try_wait(l, s, p, cp, t0, seq, out);
+    uint64_t w = ll_mps_wait_reply(l, s, p, cp, t0, op != MPS_LOCK);
+    *out = reply_value(p, w);
+    return 0;
+}
+
+/* Wait until the calling thread's previous request on l (an asynchronous
+ * UNLOCK) has been served. */
+static void settle_own(liblock_t *l, struct mps_lock *s)
+{
+    ll_thread_t *self = ll_self_tls;
+    _Atomic(struct mps_chunk *) *dir = atomic_load_explicit(&s->dir, memory_order_acquire);
+    if (!self || !dir || self->id >= MPS_CHUNK * MPS_MAX_CHUNKS)
+        return;
+    struct mps_chunk *c = atomic_load_explicit(&dir[self->id / MPS_CHUNK], memory_order_acquire);
+    if (!c)
+        return;
+    unsigned k = self->id % MPS_CHUNK;
+    struct mps_slot *p = mps_slot(s, c, k);
+    if ((atomic_load_explicit(&p->resp, memory_order_acquire) & 3u) == MPS_PENDING &&
+        ensure_server(l, s) == 0)
+        ll_mps_wait_reply(l, s, p, &c->cpriv[k], ll_cycles(), 0);
+}
+
+/* ---- ops ----------------------------------------------------------------- */
+
+static int held_by_caller(const liblock_t *l)
+{
+    if (ll_mps_serving == l)
+        return 1;
+    ll_thread_t *self = ll_self_tls;
+    return self && self->nheld && ll_hold_find(self, l);
+}
+
+static void *mps_execute(liblock_t *l, void *(*cs)(void *), void *arg)
+{
+    if (LL_UNLIKELY(held_by_caller(l))) {
+        errno = EDEADLK;
+        return NULL;
+    }
+    uint64_t v = 0;
+    int e = request(l, MPS_EXEC, cs, arg, &v);
+    if (LL_UNLIKELY(e)) {
+        errno = e;
+        return NULL;
+    }
+    return (void *)(uintptr_t)v;
+}
+
+static int mps_lock(liblock_t *l, void *node)
+{
+    (void)node;
+    if (ll_mps_serving == l)
+        return EDEADLK;
+    uint64_t v = 0;
+    return request(l, MPS_LOCK, NULL, NULL, &v);
+}
+
+/* Is the lock held by a thread that has not asked to release it?  (Held,
+ * and the holder's slot has no UNLOCK in flight.)  An asynchronous UNLOCK
+ * still in flight has already returned to its caller, so for trylock the
+ * lock is free: a trylock that happens after an unlock (in any thread)
+ * must not fail because the server has not served that unlock yet. */
+static int held_for_real(struct mps_lock *s)
+{
+    if (!atomic_load_explicit(&s->locked, memory_order_acquire))
+        return 0;
+    int h = atomic_load_explicit(&s->locked_by, memory_order_acquire);
+    if (h < 0)
+        return 0; /* a release under way (server.c stores locked before locked_by): look again */
+    _Atomic(struct mps_chunk *) *dir = atomic_load_explicit(&s->dir, memory_order_acquire);
+    if (!dir)
+        return 1;
+    struct mps_chunk *c = atomic_load_explicit(&dir[(unsigned)h / MPS_CHUNK], memory_order_acquire);
+    if (!c)
+        return 1;
+    struct mps_slot *p = mps_slot(s, c, (unsigned)h % MPS_CHUNK);
+    uint64_t r = atomic_load_explicit(&p->req, memory_order_acquire);
+    return !(MPS_OP(r) == MPS_UNLOCK &&
+             (atomic_load_explicit(&p->resp, memory_order_acquire) & 3u) == MPS_PENDING);
+}
+
+static int mps_trylock(liblock_t *l, void *node)
+{
+    (void)node;
+    struct mps_lock *s = LL_STATE(l, struct mps_lock);
+    if (ll_mps_serving == l)
+        return EBUSY;
+    int e = ensure_server(l, s); /* (in a forked child: first applies the parent's pending UNLOCKs) */
+    if (LL_UNLIKELY(e))
+        return e;
+    settle_own(l, s); /* our own UNLOCK first */
+    /* Fail only on a real holder (or a running delegated section, see
+     * try_wait); a release in flight is waited for and we try again.
+     * Each retry follows a release by somebody, so a bounded number of
+     * them is enough; after that the lock was taken by others during the
+     * call, and EBUSY is a correct answer. */
+    for (int tries = 0; tries < 64; tries++) {
+        for (unsigned spins = 0; atomic_load_explicit(&s->locked, memory_order_acquire); spins++) {
+            if (held_for_real(s))
+                return EBUSY;
+            if (spins < 64) /* the server serves the UNLOCK within a scan */
+                ll_pause();
+            else
+                ll_yield();
+        }
+        uint64_t v = 0;
+        e = request(l, MPS_TRY, NULL, NULL, &v);
+        if (e || v)
+            return e;
+        if (atomic_load_explicit(&s->in_cs, memory_order_relaxed) || held_for_real(s))
+            return EBUSY;
+    }
+    return EBUSY;
+}
+
+static int mps_unlock(liblock_t *l, void *node)
+{
+    (void)node;
+    uint64_t v;
+    return request(l, MPS_UNLOCK, NULL, NULL, &v);
+}
+
+/* Any request pending?  UNLOCKs in flight are waited for (they are served
+ * within a pass: "unlock; destroy" must work). */
+static int busy(struct mps_lock *s)
+{
+    _Atomic(struct mps_chunk *) *dir = atomic_load_explicit(&s->dir, memory_order_acquire);
+    if (!dir)
+        return 0;
+    for (unsigned j = 0; j < MPS_MAX_CHUNKS; j++) {
+        struct mps_chunk *c = atomic_load_explicit(&dir[j], memory_order_acquire);
+        if (!c)
+            continue;
+        for (unsigned k = 0; k < MPS_CHUNK; k++) {
+            struct mps_slot *p = mps_slot(s, c, k);
+            for (;;) {
+                uint64_t r = atomic_load_explicit(&p->req, memory_order_acquire);
+                if ((atomic_load_explicit(&p->resp, memory_order_acquire) & 3u) != MPS_PENDING)
+                    break;
+                if (MPS_OP(r) != MPS_UNLOCK)
+                    return 1;
+                ll_yield();
+            }
+        }
+    }
+    return 0;
+}
+
+static int mps_destroy(liblock_t *l)
+{
+    struct mps_lock *s = LL_STATE(l, struct mps_lock);
+    if (ll_mps_serving == l)
+        return EBUSY;
+    uint64_t g = atomic_load_explicit(&ll_mps_generation, memory_order_relaxed);
+    uint64_t cur = atomic_load_explicit(&s->gen, memory_order_acquire);
+    int ours = cur == g || (cur != 0 && s->pid == getpid());
+    if (ours && busy(s))
+        return EBUSY;
+    if (atomic_load_explicit(&s->locked, memory_order_acquire))
+        return EBUSY; /* (in a forked child: held by a thread of the parent) */
+    if (ours)
+        ll_mps_server_stop(s);
+    atomic_store_explicit(&s->gen, 0, memory_order_relaxed);
+    _Atomic(struct mps_chunk *) *dir = atomic_load_explicit(&s->dir, memory_order_relaxed);
+    if (dir) {
+        for (unsigned j = 0; j < MPS_MAX_CHUNKS; j++)
+            free(atomic_load_explicit(&dir[j], memory_order_relaxed));
+        free(dir);
+        atomic_store_explicit(&s->dir, NULL, memory_order_relaxed);
+    }
+    return 0;
+}
+
+static int mps_cond_release(liblock_t *l)
+{
+    if (ll_mps_serving == l)
+        return EPERM; /* inside a delegated section: would stop the server */
+    ll_thread_t *self = ll_self_tls;
+    if (!self || !ll_hold_find(self, l))
+        return EPERM;
+    return ll_api_unlock(l);
+}
+
+static int mps_cond_reacquire(liblock_t *l) { return ll_api_lock(l); }
+
+static int mps_thread_register(liblock_t *l)
+{
+    struct mps_lock *s = LL_STATE(l, struct mps_lock);
+    ll_thread_t *self = ll_self();
+    if (!self)
+        return ENOMEM;
+    int e = ensure_server(l, s);
+    if (e)
+        return e;
+    unsigned k;
+    return my_chunk(s, self, &k) ? 0 : self->id >= MPS_CHUNK * MPS_MAX_CHUNKS ? EAGAIN : ENOMEM;
+}
+
+extern const struct ll_ops ll_ops_mp_server;
+
+/* For the benchmark (bench/delegation.c, weak reference): server counters.
+ * batch = served / busy_passes is the thesis's "combining rate" analogue;
+ * busy_cycles / served the server's cycles per request while busy. */
+int ll_mpserver_debug_stats(liblock_t *l, uint64_t out[6])
+{
+    if (!l || l->_magic != LL_LOCK_MAGIC || LL_OPS(l) != &ll_ops_mp_server)
+        return EINVAL;
+    struct mps_lock *s = LL_STATE(l, struct mps_lock);
+    out[0] = atomic_load_explicit(&s->served, memory_order_relaxed);
+    out[1] = atomic_load_explicit(&s->passes, memory_order_relaxed);
+    out[2] = atomic_load_explicit(&s->busy_passes, memory_order_relaxed);
+    out[3] = atomic_load_explicit(&s->busy_cycles, memory_order_relaxed);
+    out[4] = atomic_load_explicit(&s->parks, memory_order_relaxed);
+    out[5] = (uint64_t)s->stream * 2 + (uint64_t)ll_nt_available();
+    return 0;
+}
+
+const struct ll_ops ll_ops_mp_server = {
+    .name = "mp-server",
+    .description = "dedicated server thread per lock, one line per client; optional client back-off and streaming-store replies",
+    .source = "seed 004 chapter 7 (Algorithm 5 with back-off and streaming stores), digest 004 sections 8, 11, 13.1",
+    .props = LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_DETECTS_UNLOCK,
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK) |
+                LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) | LL_POLICY_BIT(LIBLOCK_WAIT_PARK),
+    .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
+    .oversubscribed = "clients poll their line about one futex round trip, then sleep until the server wakes them; the server thread sleeps after one futex round trip with nothing to serve",
+    .state_size = sizeof(struct mps_lock),
+    .node_size = 0,
+    .init = mps_init,
+    .destroy = mps_destroy,
+    .lock = mps_lock,
+    .trylock = mps_trylock,
+    .unlock = mps_unlock,
+    .execute = mps_execute,
+    .cond_release = mps_cond_release,
+    .cond_reacquire = mps_cond_reacquire,
+    .thread_register = mps_thread_register,
+};
