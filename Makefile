@@ -30,7 +30,7 @@ CFLAGS_ALL := $(BASEFLAGS) $(OPT) $(DEFS) $(EXTRA_CFLAGS)
 
 LOCK_SRCS := $(sort $(wildcard src/locks/*.c))
 LOCK_NAMES := $(basename $(notdir $(LOCK_SRCS)))
-LIB_SRCS  := $(sort $(wildcard src/platform/*.c src/core/*.c src/rcl/*.c)) $(LOCK_SRCS)
+LIB_SRCS  := $(sort $(wildcard src/platform/*.c src/core/*.c src/rcl/*.c src/transport/*.c)) $(LOCK_SRCS)
 LIB_OBJS  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/registry.o
 INTERPOSE_SRCS := $(sort $(wildcard src/interpose/*.c))
 PROFILE_SRCS := $(sort $(wildcard src/profile/*.c))
