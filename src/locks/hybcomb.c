@@ -596,6 +596,16 @@ int ll_hybcomb_stats(const liblock_t *l, struct ll_hybcomb_stats *o)
     return 0;
 }
 
+int64_t ll_hybcomb_debug_tail_ops(const liblock_t *l)
+{
+    const struct hc_lock *s = LL_STATE(l, const struct hc_lock);
+    uintptr_t lr = atomic_load_explicit(&s->last_reg, memory_order_acquire);
+    if (lr & HC_FREE)
+        return -1;
+    int64_t n = atomic_load_explicit(&((struct hc_node *)lr)->n_ops, memory_order_acquire);
+    return n < HC_CLOSED ? n : -1;
+}
+
 const struct ll_ops ll_ops_hybcomb = {
     .name = "hybcomb",
     .description = "HybComb: combiner identity in shared memory (CAS, SWAP fallback), requests in FAA-indexed slots of the combiner's node, replies through per-thread mailboxes",

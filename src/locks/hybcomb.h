@@ -29,4 +29,9 @@ struct ll_hybcomb_stats {
 /* 0, or EINVAL when l is not an initialised hybcomb lock. */
 int ll_hybcomb_stats(const liblock_t *l, struct ll_hybcomb_stats *out);
 
+/* For tests: the n_ops of the last registered combiner's node (requests
+ * registered with it so far, failed FAAs beyond MAX_OPS included) if that
+ * node is open for requests, else -1. */
+int64_t ll_hybcomb_debug_tail_ops(const liblock_t *l);
+
 #endif
