@@ -76,8 +76,13 @@
 #include "../transport/mailbox.h"
 
 #define HYB_ALLOW 1ull
+#define HYB_READY1 2ull /* spin-then-park: "you are first in line" */
+#define HYB_READY2 3ull /* spin-then-park: "you are second in line" */
 #define HYB_LEVEL_WORDS 64 /* 4096 levels */
 #define HYB_LEVEL_SHIFT 48
+
+/* Place in the queue, published in the aux word of a level's ALLOW lane. */
+enum { R_GRANTED = 0, R_FAR = 1, R_FIRST = 2, R_SECOND = 3 };
 
 struct hyb_lock {
     _Atomic uint64_t tail; /* 0 = UNLOCKED, else mailbox | level << 48 */
@@ -85,6 +90,7 @@ struct hyb_lock {
 
 struct hyb_node {
     ll_mbox_t *mb;
+    uint64_t next; /* the successor, once its message has been taken from the lane; 0 if unknown */
     uint32_t level;
 };
 _Static_assert(sizeof(struct hyb_node) <= LL_NODE_BYTES, "hyblock node too large");
@@ -113,6 +119,16 @@ static inline uint64_t enc(ll_mbox_t *mb, uint32_t lv) { return (uint64_t)(uintp
 static inline ll_mbox_t *dec_mb(uint64_t v) { return (ll_mbox_t *)(uintptr_t)(v & ((1ull << HYB_LEVEL_SHIFT) - 1)); }
 static inline uint32_t dec_lv(uint64_t v) { return (uint32_t)(v >> HYB_LEVEL_SHIFT); }
 
+static inline _Atomic uint32_t *rank_word(uint64_t who)
+{
+    return &ll_mbox_lane(dec_mb(who), LL_LANE_HYBLOCK(dec_lv(who)) + 1)->aux;
+}
+
+static inline void send_to(uint64_t who, unsigned off, uint64_t msg, int policy)
+{
+    ll_mbox_send1(dec_mb(who), LL_LANE_HYBLOCK(dec_lv(who)) + off, msg, policy);
+}
+
 /* Our mailbox and a fresh level, or an errno. */
 static int begin(struct hyb_node *n)
 {
@@ -122,7 +138,20 @@ static int begin(struct hyb_node *n)
     if (LL_UNLIKELY((uintptr_t)mb >> HYB_LEVEL_SHIFT))
         return ENOMEM; /* cannot be packed (never seen on Linux x86-64/arm64) */
     n->mb = mb;
+    n->next = 0;
     return level_get(mb, &n->level);
+}
+
+/* Early wake-up: if our successor's id has arrived, take it (it becomes
+ * `next`, the thesis's variable) and tell it its place. */
+static inline void tell_successor(struct hyb_node *n, uint64_t msg)
+{
+    if (!n->next) {
+        if (ll_mbox_is_empty(n->mb, LL_LANE_HYBLOCK(n->level)))
+            return;
+        n->next = ll_mbox_receive1(n->mb, LL_LANE_HYBLOCK(n->level), LIBLOCK_WAIT_SPIN);
+    }
+    send_to(n->next, 1, msg, LIBLOCK_WAIT_SPIN_THEN_PARK);
 }
 
 static int hyb_init(liblock_t *l, const liblock_attr_t *attr)
@@ -137,15 +166,45 @@ static int hyb_lock(liblock_t *l, void *vnode)
 {
     struct hyb_lock *s = LL_STATE(l, struct hyb_lock);
     struct hyb_node *n = vnode;
+    const int policy = l->_wait;
     int r = begin(n);
     if (LL_UNLIKELY(r))
         return r;
     uint64_t me = enc(n->mb, n->level);
+    if (policy != LIBLOCK_WAIT_SPIN_THEN_PARK) {
+        uint64_t prev = atomic_exchange_explicit(&s->tail, me, memory_order_acq_rel);
+        if (prev) {
+            send_to(prev, 0, me, policy); /* "I am behind you" */
+            (void)ll_mbox_receive1(n->mb, LL_LANE_HYBLOCK(n->level) + 1, policy); /* ALLOW */
+        }
+        return 0;
+    }
+    _Atomic uint32_t *mine = rank_word(me);
+    atomic_store_explicit(mine, R_FAR, memory_order_relaxed); /* until we know better */
     uint64_t prev = atomic_exchange_explicit(&s->tail, me, memory_order_acq_rel);
     if (prev) {
-        ll_mbox_send1(dec_mb(prev), LL_LANE_HYBLOCK(dec_lv(prev)), me, l->_wait); /* "I am behind you" */
-        (void)ll_mbox_receive1(n->mb, LL_LANE_HYBLOCK(n->level) + 1, l->_wait); /* ALLOW */
+        uint32_t pr = atomic_load_explicit(rank_word(prev), memory_order_relaxed);
+        uint32_t rank = pr == R_GRANTED ? R_FIRST : pr == R_FIRST ? R_SECOND : R_FAR;
+        if (rank != R_FAR)
+            atomic_store_explicit(mine, rank, memory_order_relaxed);
+        send_to(prev, 0, me, policy);
+        for (;;) {
+            uint64_t m = ll_mbox_receive1(n->mb, LL_LANE_HYBLOCK(n->level) + 1,
+                                          rank == R_FAR ? LIBLOCK_WAIT_PARK : policy);
+            if (m == HYB_ALLOW)
+                break;
+            if (m == HYB_READY1) {
+                rank = R_FIRST;
+                atomic_store_explicit(mine, R_FIRST, memory_order_relaxed);
+                tell_successor(n, HYB_READY2);
+            } else if (rank == R_FAR) {
+                rank = R_SECOND;
+                atomic_store_explicit(mine, R_SECOND, memory_order_relaxed);
+            }
+        }
     }
+    atomic_store_explicit(mine, R_GRANTED, memory_order_relaxed);
+    tell_successor(n, HYB_READY1);
     return 0;
 }
 
@@ -158,9 +217,11 @@ static int hyb_trylock(liblock_t *l, void *vnode)
     int r = begin(n);
     if (LL_UNLIKELY(r))
         return r;
+    uint64_t me = enc(n->mb, n->level);
+    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
+        atomic_store_explicit(rank_word(me), R_GRANTED, memory_order_relaxed);
     uint64_t expect = 0;
-    if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, enc(n->mb, n->level), memory_order_acq_rel,
-                                                memory_order_relaxed))
+    if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, me, memory_order_acq_rel, memory_order_relaxed))
         return 0;
     level_put(n->level);
     return EBUSY;
@@ -171,17 +232,20 @@ static int hyb_unlock(liblock_t *l, void *vnode)
     struct hyb_lock *s = LL_STATE(l, struct hyb_lock);
     struct hyb_node *n = vnode;
     unsigned succ_lane = LL_LANE_HYBLOCK(n->level);
-    if (ll_mbox_is_empty(n->mb, succ_lane)) {
-        uint64_t expect = enc(n->mb, n->level);
-        if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, 0, memory_order_release,
-                                                    memory_order_relaxed)) {
-            level_put(n->level);
-            return 0;
+    uint64_t succ = n->next;
+    if (!succ) {
+        if (ll_mbox_is_empty(n->mb, succ_lane)) {
+            uint64_t expect = enc(n->mb, n->level);
+            if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, 0, memory_order_release,
+                                                        memory_order_relaxed)) {
+                level_put(n->level);
+                return 0;
+            }
         }
+        /* A successor exists; its id is in our lane or on its way. */
+        succ = ll_mbox_receive1(n->mb, succ_lane, l->_wait);
     }
-    /* A successor exists; its id is in our lane or on its way. */
-    uint64_t succ = ll_mbox_receive1(n->mb, succ_lane, l->_wait);
-    ll_mbox_send1(dec_mb(succ), LL_LANE_HYBLOCK(dec_lv(succ)) + 1, HYB_ALLOW, l->_wait);
+    send_to(succ, 1, HYB_ALLOW, l->_wait);
     level_put(n->level);
     return 0;
 }
@@ -199,7 +263,7 @@ const struct ll_ops ll_ops_hyblock = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
-    .oversubscribed = "each waiter spins for the spin budget on its mailbox lane, then sleeps; FIFO: a hand-off to a thread that is not running costs one wake-up, made by the releaser's send",
+    .oversubscribed = "only the next two waiters spin, the others sleep on their mailbox lane; a waiter is told by message when it becomes first or second in line, so its wake-up overlaps the critical sections ahead; FIFO: a hand-off to a thread that is not running costs at most one wake-up",
     .state_size = sizeof(struct hyb_lock),
     .node_size = sizeof(struct hyb_node),
     .init = hyb_init,

@@ -23,7 +23,9 @@
  *
  * A lane:     line 1 (the sender's): tail, the count of words sent mod 2^31,
  *                     and the CAP words of the ring; the receiver reads it;
- *             line 2 (the receiver's): head, the count of words received.
+ *             line 2 (the receiver's): head, the count of words received,
+ *                     and aux, a word the owner publishes for its senders
+ *                     (what it means is up to the protocol).
  * send(k):    wait until CAP - (tail - head) >= k; write the k words into
  *             ring[(tail + i) % CAP]; publish tail + k with a release store
  *             (an exchange when the receiver may be parked, see below).
@@ -82,6 +84,8 @@ struct ll_lane {
     uint32_t _pad;
     uint64_t ring[LL_MBOX_CAP];
     LL_ALIGNED _Atomic uint32_t head; /* receiver's line: words received (mod 2^31) */
+    _Atomic uint32_t aux;             /* written by the owner, read by anyone: protocol-defined
+                                         (hyblock: the owner's place in the queue) */
 };
 
 typedef struct ll_mbox ll_mbox_t;
