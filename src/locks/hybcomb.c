@@ -204,7 +204,7 @@ static __thread struct {
     const liblock_t *combining; /* lock whose critical sections this thread runs now */
     int hooked;
     struct ll_exit_hook hook;
-} hc_tls;
+} hc_tls __attribute__((tls_model("initial-exec"))); /* one %fs-relative access per call, as ll_self_tls */
 
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct hc_node *pool; /* nodes of exited threads and destroyed locks; never freed */

@@ -95,16 +95,21 @@ struct hyb_node {
 };
 _Static_assert(sizeof(struct hyb_node) <= LL_NODE_BYTES, "hyblock node too large");
 
-static __thread uint64_t hyb_levels[HYB_LEVEL_WORDS]; /* bit set = level in use */
+_Static_assert(sizeof(((ll_mbox_t *)0)->levels) * 8 == HYB_LEVEL_WORDS * 64, "level bitmap size");
 
-static int level_get(ll_mbox_t *mb, uint32_t *out)
+/* Levels in use: a bitmap in our own mailbox (owner only, clear whenever
+ * the mailbox is pooled, since a thread holding a lock keeps it). */
+static inline int level_get(ll_mbox_t *mb, uint32_t *out)
 {
+    uint64_t *hyb_levels = mb->levels;
     for (unsigned w = 0; w < HYB_LEVEL_WORDS; w++) {
         if (~hyb_levels[w]) {
             uint32_t lv = w * 64 + (uint32_t)__builtin_ctzll(~hyb_levels[w]);
-            int r = ll_mbox_reserve(mb, LL_LANE_HYBLOCK(lv) + 2);
-            if (r)
-                return r;
+            if (LL_UNLIKELY(!ll_mbox_has_lanes(mb, LL_LANE_HYBLOCK(lv) + 2))) {
+                int r = ll_mbox_reserve(mb, LL_LANE_HYBLOCK(lv) + 2);
+                if (r)
+                    return r;
+            }
             hyb_levels[w] |= 1ull << (lv % 64);
             *out = lv;
             return 0;
@@ -113,7 +118,7 @@ static int level_get(ll_mbox_t *mb, uint32_t *out)
     return EAGAIN;
 }
 
-static inline void level_put(uint32_t lv) { hyb_levels[lv / 64] &= ~(1ull << (lv % 64)); }
+static inline void level_put(ll_mbox_t *mb, uint32_t lv) { mb->levels[lv / 64] &= ~(1ull << (lv % 64)); }
 
 static inline uint64_t enc(ll_mbox_t *mb, uint32_t lv) { return (uint64_t)(uintptr_t)mb | ((uint64_t)lv << HYB_LEVEL_SHIFT); }
 static inline ll_mbox_t *dec_mb(uint64_t v) { return (ll_mbox_t *)(uintptr_t)(v & ((1ull << HYB_LEVEL_SHIFT) - 1)); }
@@ -223,7 +228,7 @@ static int hyb_trylock(liblock_t *l, void *vnode)
     uint64_t expect = 0;
     if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, me, memory_order_acq_rel, memory_order_relaxed))
         return 0;
-    level_put(n->level);
+    level_put(n->mb, n->level);
     return EBUSY;
 }
 
@@ -238,7 +243,7 @@ static int hyb_unlock(liblock_t *l, void *vnode)
             uint64_t expect = enc(n->mb, n->level);
             if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, 0, memory_order_release,
                                                         memory_order_relaxed)) {
-                level_put(n->level);
+                level_put(n->mb, n->level);
                 return 0;
             }
         }
@@ -246,7 +251,7 @@ static int hyb_unlock(liblock_t *l, void *vnode)
         succ = ll_mbox_receive1(n->mb, succ_lane, l->_wait);
     }
     send_to(succ, 1, HYB_ALLOW, l->_wait);
-    level_put(n->level);
+    level_put(n->mb, n->level);
     return 0;
 }
 

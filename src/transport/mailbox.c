@@ -20,14 +20,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
-struct ll_mbox {
-    _Atomic(struct ll_lane *) chunk[LL_MBOX_MAX_CHUNKS]; /* written by the owner (release), read by senders */
-    unsigned nchunks;                                    /* owner only */
-    struct ll_mbox *pool_next;                           /* under pool_mu */
-    struct ll_exit_hook hook;
-};
-
-static __thread ll_mbox_t *mbox_tls;
+__thread ll_mbox_t *ll_mbox_tls __attribute__((tls_model("initial-exec")));
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static ll_mbox_t *pool;
 static _Atomic unsigned long created;
@@ -49,7 +42,7 @@ static int all_empty(ll_mbox_t *m)
 static void mbox_thread_exit(ll_thread_t *self, void *arg)
 {
     ll_mbox_t *m = arg;
-    mbox_tls = NULL;
+    ll_mbox_tls = NULL;
     /* A thread that exits holding a lock may still be named in a hyblock
      * lock word, so a waiter may write to it later: keep it too. */
     if (self->nheld || !all_empty(m))
@@ -74,11 +67,9 @@ int ll_mbox_reserve(ll_mbox_t *m, unsigned nlanes)
     return 0;
 }
 
-ll_mbox_t *ll_mbox_self(void)
+ll_mbox_t *ll_mbox_self_slow(void)
 {
-    ll_mbox_t *m = mbox_tls;
-    if (LL_LIKELY(m != NULL))
-        return m;
+    ll_mbox_t *m;
     ll_thread_t *self = ll_self();
     if (!self)
         return NULL;
@@ -100,14 +91,8 @@ ll_mbox_t *ll_mbox_self(void)
     m->hook.fn = mbox_thread_exit;
     m->hook.arg = m;
     ll_thread_on_exit(self, &m->hook);
-    mbox_tls = m;
+    ll_mbox_tls = m;
     return m;
-}
-
-struct ll_lane *ll_mbox_lane(ll_mbox_t *m, unsigned lane)
-{
-    struct ll_lane *v = atomic_load_explicit(&m->chunk[lane / LL_MBOX_CHUNK], memory_order_acquire);
-    return &v[lane % LL_MBOX_CHUNK];
 }
 
 static inline int parks(int policy) { return policy == LIBLOCK_WAIT_SPIN_THEN_PARK || policy == LIBLOCK_WAIT_PARK; }

@@ -88,15 +88,37 @@ struct ll_lane {
                                          (hyblock: the owner's place in the queue) */
 };
 
-typedef struct ll_mbox ll_mbox_t;
+typedef struct ll_mbox {
+    _Atomic(struct ll_lane *) chunk[LL_MBOX_MAX_CHUNKS]; /* written by the owner (release), read by senders */
+    unsigned nchunks;                                    /* owner only */
+    struct ll_mbox *pool_next;                           /* mailbox.c's pool */
+    struct ll_exit_hook hook;
+    uint64_t levels[64]; /* owner only: hyblock's levels in use (all clear when pooled) */
+} ll_mbox_t;
 
-/* The calling thread's mailbox (created on first use); NULL on ENOMEM. */
-ll_mbox_t *ll_mbox_self(void);
+/* The calling thread's mailbox (created on first use); NULL on ENOMEM.
+ * initial-exec TLS, as ll_self_tls: one %fs-relative load. */
+extern __thread ll_mbox_t *ll_mbox_tls __attribute__((tls_model("initial-exec")));
+ll_mbox_t *ll_mbox_self_slow(void);
+static inline ll_mbox_t *ll_mbox_self(void)
+{
+    ll_mbox_t *m = ll_mbox_tls;
+    return LL_LIKELY(m != NULL) ? m : ll_mbox_self_slow();
+}
 /* Owner only: make lanes [0, nlanes) exist.  0, EINVAL (too many), ENOMEM. */
 int ll_mbox_reserve(ll_mbox_t *self, unsigned nlanes);
 /* Lane `lane` of mailbox m; it must exist (reserved by m's owner before
  * m's address and that lane number reached the caller). */
-struct ll_lane *ll_mbox_lane(ll_mbox_t *m, unsigned lane);
+static inline struct ll_lane *ll_mbox_lane(ll_mbox_t *m, unsigned lane)
+{
+    struct ll_lane *v = atomic_load_explicit(&m->chunk[lane / LL_MBOX_CHUNK], memory_order_acquire);
+    return &v[lane % LL_MBOX_CHUNK];
+}
+/* Owner only: do lanes [0, nlanes) exist already? */
+static inline int ll_mbox_has_lanes(const ll_mbox_t *self, unsigned nlanes)
+{
+    return self->nchunks * LL_MBOX_CHUNK >= nlanes;
+}
 
 /* Send k words (any k; k <= LL_MBOX_CAP go in one publication) to lane
  * `lane` of mailbox `to`, blocking while the lane is full.  The caller
