@@ -209,6 +209,21 @@ static __thread struct {
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct hc_node *pool; /* nodes of exited threads and destroyed locks; never freed */
 
+/* The pool's mutex, taken with a bounded number of attempts: a forked
+ * child may have inherited it locked by a thread that does not exist
+ * there (the interposer initialises locks in its fork handler), so the
+ * pool is never waited for indefinitely.  When it cannot be had, a pop
+ * allocates afresh and a push leaves the item out of the pool. */
+static int pool_lock(void)
+{
+    for (int i = 0; i < 1000; i++) {
+        if (pthread_mutex_trylock(&pool_mu) == 0)
+            return 1;
+        ll_yield();
+    }
+    return 0;
+}
+
 static void pool_push_list(struct hc_node *first)
 {
     if (!first)
@@ -216,7 +231,8 @@ static void pool_push_list(struct hc_node *first)
     struct hc_node *last = first;
     while (last->spare_next)
         last = last->spare_next;
-    pthread_mutex_lock(&pool_mu);
+    if (!pool_lock())
+        return; /* left out of the pool (never freed: stale clients may FAA them) */
     last->spare_next = pool;
     pool = first;
     pthread_mutex_unlock(&pool_mu);
@@ -248,11 +264,13 @@ static struct hc_node *node_get(void)
         ll_thread_on_exit(self, &hc_tls.hook);
         hc_tls.hooked = 1;
     }
-    pthread_mutex_lock(&pool_mu);
-    n = pool;
-    if (n)
-        pool = n->spare_next;
-    pthread_mutex_unlock(&pool_mu);
+    n = NULL;
+    if (pool_lock()) {
+        n = pool;
+        if (n)
+            pool = n->spare_next;
+        pthread_mutex_unlock(&pool_mu);
+    }
     if (!n) {
         n = ll_alloc_aligned(sizeof *n);
         if (!n)
@@ -278,11 +296,13 @@ static int hc_init(liblock_t *l, const liblock_attr_t *attr)
     s->drain = (int)ll_env_long("LIBLOCK_HYBCOMB_DRAIN", 1, 0, 1);
     if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
         (void)ll_spin_budget_cycles();
-    pthread_mutex_lock(&pool_mu);
-    struct hc_node *d = pool;
-    if (d)
-        pool = d->spare_next;
-    pthread_mutex_unlock(&pool_mu);
+    struct hc_node *d = NULL;
+    if (pool_lock()) {
+        d = pool;
+        if (d)
+            pool = d->spare_next;
+        pthread_mutex_unlock(&pool_mu);
+    }
     if (!d) {
         d = ll_alloc_aligned(sizeof *d);
         if (!d)

@@ -27,6 +27,21 @@ static _Atomic unsigned long created;
 
 unsigned long ll_mbox_debug_created(void) { return atomic_load_explicit(&created, memory_order_relaxed); }
 
+/* The pool's mutex, taken with a bounded number of attempts: a forked
+ * child may have inherited it locked by a thread that does not exist
+ * there (the interposer initialises locks in its fork handler), so the
+ * pool is never waited for indefinitely.  When it cannot be had, a pop
+ * allocates afresh and a push leaves the item out of the pool. */
+static int pool_lock(void)
+{
+    for (int i = 0; i < 1000; i++) {
+        if (pthread_mutex_trylock(&pool_mu) == 0)
+            return 1;
+        ll_yield();
+    }
+    return 0;
+}
+
 static int all_empty(ll_mbox_t *m)
 {
     for (unsigned c = 0; c < m->nchunks; c++) {
@@ -47,7 +62,8 @@ static void mbox_thread_exit(ll_thread_t *self, void *arg)
      * lock word, so a waiter may write to it later: keep it too. */
     if (self->nheld || !all_empty(m))
         return; /* kept out of the pool for ever (see the header) */
-    pthread_mutex_lock(&pool_mu);
+    if (!pool_lock())
+        return;
     m->pool_next = pool;
     pool = m;
     pthread_mutex_unlock(&pool_mu);
@@ -73,11 +89,13 @@ ll_mbox_t *ll_mbox_self_slow(void)
     ll_thread_t *self = ll_self();
     if (!self)
         return NULL;
-    pthread_mutex_lock(&pool_mu);
-    m = pool;
-    if (m)
-        pool = m->pool_next;
-    pthread_mutex_unlock(&pool_mu);
+    m = NULL;
+    if (pool_lock()) {
+        m = pool;
+        if (m)
+            pool = m->pool_next;
+        pthread_mutex_unlock(&pool_mu);
+    }
     if (!m) {
         m = ll_alloc_aligned(sizeof *m);
         if (!m)
