@@ -38,7 +38,7 @@ CFLAGS_ALL := $(BASEFLAGS) $(OPT) $(DEFS) $(EXTRA_CFLAGS)
 
 LOCK_SRCS := $(sort $(wildcard src/locks/*.c))
 LOCK_NAMES := $(basename $(notdir $(LOCK_SRCS)))
-LIB_SRCS  := $(sort $(wildcard src/platform/*.c src/core/*.c src/rcl/*.c src/mpserver/*.c)) $(LOCK_SRCS)
+LIB_SRCS  := $(sort $(wildcard src/platform/*.c src/core/*.c src/rcl/*.c src/mpserver/*.c src/transport/*.c)) $(LOCK_SRCS)
 LIB_OBJS  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/registry.o
 # The shared interception layer (src/shim/) is compiled twice: as is for the
 # interposer, with -DLL_SHIM_PROFILE (into $(BUILD)/obj-profile) for the profiler.
@@ -162,7 +162,7 @@ deps:
 # AddressSanitizer+UBSan trees), then tests/run.sh runs every test program
 # and script under a time bound, the sanitizer subsets at a smaller scale,
 # and prints "N passed, N failed".
-TSAN_TESTS ?= test_stress test_api test_cond test_wait test_lifo_cond test_fairness test_rcl test_rcl_park test_malthus
+TSAN_TESTS ?= test_stress test_api test_cond test_wait test_lifo_cond test_fairness test_rcl test_rcl_park test_malthus test_mailbox test_hybrid
 ASAN_TESTS ?= test_threads test_api test_stress test_rcl test_rcl_park test_parking
 TSAN_LIBS := -pthread -lm -fsanitize=thread $(filter-out -pthread -lm,$(LIBS))
 ASAN_LIBS := -pthread -lm -fsanitize=address,undefined $(filter-out -pthread -lm,$(LIBS))

@@ -84,6 +84,17 @@ void ll_free_on_node(void *p, size_t size);
 int ll_futex_wait(_Atomic uint32_t *addr, uint32_t val, const struct timespec *rel); /* 0, EAGAIN, ETIMEDOUT, EINTR */
 int ll_futex_wake(_Atomic uint32_t *addr, int n);
 void ll_yield(void);
+/* x86 user-mode waiting instructions (src/platform/uwait.c): detection by
+ * CPUID, and one bounded wait for a word to change (UMONITOR/UMWAIT or
+ * MONITORX/MWAITX).  ll_uwait_kind() is LL_UWAIT_NONE where neither exists;
+ * callers then pause instead (nothing is emulated). */
+enum { LL_UWAIT_NONE = 0, LL_UWAIT_WAITPKG = 1, LL_UWAIT_MONITORX = 2, LL_UWAIT_DISABLED = 3 };
+int ll_cpu_has_waitpkg(void);             /* CPUID.(7,0):ECX[5] */
+int ll_cpu_has_monitorx(void);            /* CPUID.0x80000001:ECX[29] */
+int ll_uwait_kind(void);                  /* which one the library uses (LIBLOCK_UWAIT=0: DISABLED) */
+const char *ll_uwait_name(void);          /* "umwait", "mwaitx", "not available", "off (...)" */
+/* Return when (*w & ~LL_PARKED) != v, at the TSC deadline, or spuriously. */
+void ll_uwait_change(_Atomic uint32_t *w, uint32_t v, uint64_t deadline_tsc);
 /* Environment helpers for LIBLOCK_* variables. */
 long ll_env_long(const char *name, long dflt, long min, long max);
 double ll_env_double(const char *name, double dflt, double min, double max);

@@ -1,7 +1,9 @@
 /* liblock-info: print the algorithm registry as JSON lines (used by
  * `liblock list`, the benchmarks and the docs).  With --spin-budget it
  * prints instead the spin phase of spin-then-park on this machine (measured
- * now, or LIBLOCK_SPIN_NS) as one JSON object. */
+ * now, or LIBLOCK_SPIN_NS) as one JSON object; with --machine, what the
+ * library found out about the machine (CPUs, cache line, topology source,
+ * the x86 user-mode waiting instructions) as one JSON object. */
 #include <stdio.h>
 #include <string.h>
 #include "internal.h"
@@ -24,6 +26,15 @@ int main(int argc, char **argv)
         unsigned long long ns = (unsigned long long)ll_spin_budget_ns(&src);
         printf("{\"spin_budget_ns\": %llu, \"source\": ", ns);
         json_str(src);
+        printf("}\n");
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--machine") == 0) {
+        printf("{\"cpus\": %d, \"cacheline\": %d, \"topology\": ", ll_ncpus(), ll_cacheline());
+        json_str(ll_topology_source());
+        printf(", \"waitpkg\": %s, \"monitorx\": %s, \"uwait\": ", ll_cpu_has_waitpkg() ? "true" : "false",
+               ll_cpu_has_monitorx() ? "true" : "false");
+        json_str(ll_uwait_name());
         printf("}\n");
         return 0;
     }

@@ -22,6 +22,13 @@ def spin_budget(env):
     return d["spin_budget_ns"], d["source"]
 
 
+def machine(env):
+    """What the library found out about this machine (liblock-info --machine)."""
+    out = subprocess.run([env.program("liblock-info"), "--machine"], check=True, capture_output=True,
+                         text=True).stdout
+    return json.loads(out)
+
+
 def run(args, env):
     algos = algorithms(env)
     if args.json:
@@ -45,4 +52,15 @@ def run(args, env):
     print(f"spin-then-park spins {ns} ns before parking ({src}; LIBLOCK_SPIN_NS overrides).")
     print("Pure 'spin' is for dedicated cores: with more threads than CPUs a FIFO lock hands the lock to")
     print("threads that are not running (ask for it with --wait spin or LIBLOCK_WAIT=spin).")
+    m = machine(env)
+    avail = lambda b: "available" if b else "not available"
+    print()
+    print("Machine:")
+    print(f"  CPUs                     {m['cpus']} (topology from {m['topology']}), cache line {m['cacheline']} B")
+    print(f"  UMWAIT/TPAUSE (WAITPKG)  {avail(m['waitpkg'])}")
+    print(f"  MONITORX/MWAITX          {avail(m['monitorx'])}")
+    how = {"umwait": "UMWAIT", "mwaitx": "MWAITX"}.get(m["uwait"], "pause loop")
+    print(f"  mailbox waits (hyblock, hybcomb) spin with: {how}"
+          + ("" if how != "pause loop" else f" ({m['uwait']})")
+          + ("; LIBLOCK_UWAIT=0 turns it off" if how != "pause loop" else ""))
     return 0

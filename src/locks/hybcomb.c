@@ -1,0 +1,649 @@
+/*
+ * hybcomb - HybComb, hybrid combining: combiner identity in shared memory,
+ * requests and replies by message (Petrovic's thesis, seed 004 section
+ * 6.1.3, Algorithm 4; digest 004 sections 9 and 13.3), over the
+ * shared-memory transport of src/transport/mailbox.h.
+ *
+ * Algorithm 4 (thread id, node my_node = {id, n_ops = MAX_OPS, done = false};
+ * lock = {last_registered_combiner, departed_combiner}, both first pointing
+ * to a dummy node {-, MAX_OPS, done = true}):
+ *   loop: last = lock.last_reg
+ *         if FAA(last.n_ops, 1) < MAX_OPS: send(last.id, req); return receive(1)
+ *         elif CAS(lock.last_reg, last, my_node): my_node.n_ops = 0;
+ *              wait until last.done; break
+ *   ret = f(args)                                   -- own operation first
+ *   while queue not empty: serve one request        -- optional pre-close drain
+ *   total = min(SWAP(my_node.n_ops, MAX_OPS), MAX_OPS)   -- close registration
+ *   serve requests until `total` have been served
+ *   my_node <-> lock.departed (swap); my_node.done = false;
+ *   lock.departed.done = true                       -- hand the role over
+ *
+ * How messages travel here (digest 13.3).  On x86 the FAA on n_ops returns
+ * a unique index i < MAX_OPS, so the request needs no shared queue: the
+ * client writes it into slot req[i] of the combiner's node (one cache line
+ * per slot, one writer per slot per epoch), and the combiner sweeps
+ * req[0..total) in order, which the hardware prefetcher likes.  A slot is
+ * full when its seq equals the node's current epoch (the node's count of
+ * openings; 64 bits, so a stale slot never matches).  The reply is one
+ * 64-bit word sent to lane LL_LANE_REPLY of the client's mailbox: a thread
+ * waits for at most one reply at a time, so that lane has one writer, the
+ * combiner that runs its request.
+ *
+ * Changes from Algorithm 4, and why:
+ *  1. CLOSED instead of MAX_OPS.  Registration is closed by storing
+ *     CLOSED = 2^62 (not MAX_OPS), and a FAA result r registers only if
+ *     r < CLOSED and r < the epoch's MAX_OPS.  Nodes are shared by all
+ *     hybcomb locks (change 3) and MAX_OPS is per lock, so a closed value
+ *     of "MAX_OPS" could be below the next opening's limit.  total =
+ *     min(SWAP(n_ops, CLOSED), MAX_OPS) as in the thesis.
+ *  2. FREE tag.  A departing combiner that finds no successor CASes
+ *     last_reg from its node X to X|FREE instead of setting X.done (it
+ *     tests before handing over, so the CAS cannot hit a recycled node).
+ *     An arrival that registers behind a FREE-tagged node does not wait
+ *     (the thesis's "dummy with done = true"), a FAA is skipped on it (it is
+ *     closed anyway), trylock is CAS(last_reg, X|FREE, mine) -- exact:
+ *     the tag is set only on the tail of an empty queue and removed by any
+ *     registration, so trylock never queues behind a combiner -- and
+ *     destroy knows the lock is idle.  Cost: one CAS per pass that empties
+ *     the queue.
+ *  3. Nodes are per thread, not per lock: a thread keeps a small stack of
+ *     spare nodes (one per nesting level) and a departing combiner pushes
+ *     the old dummy it takes; nodes migrate between locks.  A node is never
+ *     freed (stale clients may still FAA it; exited threads give theirs to
+ *     a global pool), and a client that registered (r < MAX_OPS) on a node
+ *     that is by now open for ANOTHER lock (it read last_reg of our lock,
+ *     the node moved on) sees node.lock != ours, writes its slot as
+ *     cancelled (fn = NULL, skipped by that combiner, which waits for it
+ *     like any registered slot) and tries again.
+ *  4. Starvation freedom (section 9.4's middle ground): after
+ *     LIBLOCK_HYBCOMB_CAS_TRIES failed registration CASes in one call the
+ *     thread registers with SWAP, which always succeeds and inserts it at
+ *     the tail of the combiner queue, so every call finishes in a bounded
+ *     number of its own steps plus the queue ahead of it (FIFO).
+ *  5. lock/unlock (liblock_lock is promised on every algorithm and must
+ *     exclude delegated sections).  lock() registers a node like a combiner
+ *     but never opens it (n_ops stays >= CLOSED, so no client can register
+ *     with it), waits for its predecessor, and returns holding the combiner
+ *     role; unlock() departs as a combiner does.  Requests registered with
+ *     combiners queued behind it wait; nothing runs concurrently with it.
+ *  6. Delegation semantics (docs/api.md, "Delegated critical sections";
+ *     docs/combining.md; ARCHITECTURE.md section 8).  A combiner opens its
+ *     node only if ll_may_run_foreign(self) at the call (it holds no
+ *     liblock lock and is not inside a delegated critical section);
+ *     otherwise it registers closed, runs its own request and departs, as
+ *     lock/cs/unlock would.  unlock() never runs a foreign critical
+ *     section (it never opened).  Every critical section run in the
+ *     combiner role runs between ll_cs_enter/ll_cs_leave, so a nested
+ *     lock/execute of the same lock returns EDEADLK (trylock EBUSY) and the
+ *     thread counts as running delegated work.  A client (FAA path) runs
+ *     nothing while it waits; its own thread may hold other locks, as with
+ *     cc-synch.
+ *  7. Waiting: the next combiner waits on its predecessor's done word
+ *     through the waiting layer (ll_wait_while / ll_wake); a client waits
+ *     for its reply in ll_mbox_receive (spin budget, UMWAIT/MWAITX where
+ *     present, then park); the combiner waits for a registered slot that
+ *     is not written yet (its client was preempted between FAA and store)
+ *     by pausing for the spin budget and then yielding, so on an
+ *     oversubscribed CPU the client gets to run.  The futex_wake calls for
+ *     parked clients are made after the hand-over (deferred_wake.h).
+ *
+ * Proof sketch (the thesis's section 6.1.3, digest 9.5, adapted).
+ *   CS_queue: the nodes from the dummy (lock.departed, done = 1) to the
+ *   tail lock.last_reg, each registered node's predecessor being the value
+ *   its CAS/SWAP replaced.  Insertion = a successful CAS or a SWAP on
+ *   last_reg (each returns a distinct previous value: modification order of
+ *   one word), removal = departure.  L1: the structure is maintained (the
+ *   FREE tag only marks "tail == dummy").  P1 (mutual exclusion): a thread
+ *   runs critical sections in the combiner role only after reading
+ *   done = 1 on its predecessor, or after its registration replaced a
+ *   FREE-tagged value (the previous combiner had left and nobody was
+ *   queued); a node's done is set, or its tag put in, once per
+ *   registration of that node, by its departing owner, and a registration
+ *   replaces a given value only once: one combiner at a time.  L2: n_ops < CLOSED only between an opening (store 0) and the
+ *   closing SWAP, both by the node's owner while it is in CS_queue.
+ *   L3/L4: a client whose FAA returned r < min(CLOSED, max) did so between
+ *   that opening and closing, so r < total and the combiner waits for slot
+ *   r before departing; with change 3 the client's slot is on the node of
+ *   the right lock or cancelled.  L5: a client's reply lane receives only
+ *   its reply (one request outstanding per thread).  L6: every registered
+ *   request is answered (the combiner sweeps 0..total and every slot
+ *   below total is eventually written).  P2: deadlock-free, and with
+ *   change 4 starvation-free.
+ * Orderings, argued for C11 (x86-TSO gives each of them for free: every
+ *   locked RMW is a full fence and plain stores are released in order, so
+ *   on x86 the only cost is the RMWs themselves).
+ *  - Opening: the owner writes lock, epoch, open_max and req, then stores
+ *    n_ops = 0 with release.  A client's FAA (acq_rel) that returns r <
+ *    CLOSED read from that store or a later FAA in its release sequence,
+ *    so it synchronises with the opening and sees those fields.  A client
+ *    whose FAA returns r >= CLOSED reads none of them.
+ *  - Request: the client writes fn/arg/reply, then seq = epoch with
+ *    release; the combiner's acquire load of seq sees them.
+ *  - Reply: the mailbox's release store (or exchange) of the lane tail
+ *    after the critical section; the client's acquire load of it (mailbox.h).
+ *  - Hand-over: the departing combiner's writes (every critical section it
+ *    ran, lock.departed, the reset of the node it takes) happen before
+ *    ll_wake(done = 1) (release exchange); the successor's ll_wait_while
+ *    returns after an acquire load.  The FREE-tag CAS is release and every
+ *    registration (CAS/SWAP) is acq_rel, so a thread registering behind a
+ *    FREE tag sees the previous pass too.
+ *  - Node reuse: the departing thread resets done = 0 on the node it takes
+ *    from lock.departed: it was that node's only waiter and has already
+ *    returned from the wait.  The reset is published to whoever waits on
+ *    the node next by the release of the registration that inserts it.
+ *  - A closed node's slot array may be replaced (a lock with a larger
+ *    MAX_OPS): every client of earlier openings has written its slot,
+ *    which the combiner read (acquire) before closing, so nobody writes
+ *    the old array any more.
+ *
+ * Parameters (read at liblock_init; docs/hybrid.md):
+ *   LIBLOCK_HYBCOMB_MAX_OPS   requests of other threads one combiner takes
+ *                             (default 200, the thesis's; 1..1000000);
+ *   LIBLOCK_HYBCOMB_DRAIN     1: serve requests already written before
+ *                             closing (the thesis's optional loop), 0: close
+ *                             right after the own operation (default 1);
+ *   LIBLOCK_HYBCOMB_CAS_TRIES failed CASes before the SWAP fallback
+ *                             (default 8; 0 = always SWAP).
+ * Policies: spin, yield, spin-then-park (default).  FIFO among combiners
+ * (queue order) and starvation-free (change 4); requests are run in slot
+ * order within an opening, which is FAA order.
+ * Condition variables: for lock() holders (the generic src/core/cond.c,
+ * unlock hands over); inside a critical section run by execute() on the
+ * combiner role, cond_wait returns EPERM, as on cc-synch.
+ */
+#include "../internal.h"
+#include "../transport/mailbox.h"
+#include "deferred_wake.h"
+#include "hybcomb.h"
+
+#include <stdlib.h>
+
+#define HC_CLOSED (INT64_C(1) << 62)
+#define HC_FREE ((uintptr_t)1)
+#define HC_MAX_OPS_DEFAULT 200
+#define HC_CAS_TRIES_DEFAULT 8
+
+struct hc_req {
+    _Atomic uint64_t seq; /* = the node's epoch when the slot holds a request of that opening */
+    void *(*fn)(void *);  /* NULL: cancelled (change 3) */
+    void *arg;
+    ll_mbox_t *reply;
+} __attribute__((aligned(LL_CACHELINE)));
+
+struct hc_node {
+    LL_ALIGNED _Atomic int64_t n_ops; /* clients' FAA; >= HC_CLOSED when not accepting */
+    LL_ALIGNED _Atomic uint32_t done; /* combining_done: the next combiner's waiting word */
+    /* Written by the owner while the node is closed, read by clients after
+     * a registering FAA (synchronised by the opening store). */
+    const void *lock;
+    uint64_t epoch;
+    uint32_t open_max;
+    uint32_t req_cap; /* owner only */
+    struct hc_req *req;
+    struct hc_node *spare_next; /* per-thread spare stack / global pool */
+};
+
+struct hc_lock {
+    LL_ALIGNED _Atomic uintptr_t last_reg; /* struct hc_node * | HC_FREE */
+    LL_ALIGNED struct hc_node *departed;   /* the dummy; read and written in the combiner role only */
+    unsigned max_ops, cas_tries;
+    int drain;
+    /* statistics written in the combiner role (plain) */
+    uint64_t passes, own, served, cancelled_seen, max_pass;
+    /* registration statistics (relaxed atomics, registration path only) */
+    LL_ALIGNED _Atomic uint64_t cas, cas_failed, swaps, cancelled;
+};
+
+struct hc_hold {
+    struct hc_node *node;
+};
+_Static_assert(sizeof(struct hc_hold) <= LL_NODE_BYTES, "hybcomb hold too large");
+
+static __thread struct {
+    struct hc_node *spares;
+    const liblock_t *combining; /* lock whose critical sections this thread runs now */
+    int hooked;
+    struct ll_exit_hook hook;
+} hc_tls __attribute__((tls_model("initial-exec"))); /* one %fs-relative access per call, as ll_self_tls */
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct hc_node *pool; /* nodes of exited threads and destroyed locks; never freed */
+
+/* The pool's mutex, taken with a bounded number of attempts: a forked
+ * child may have inherited it locked by a thread that does not exist
+ * there (the interposer initialises locks in its fork handler), so the
+ * pool is never waited for indefinitely.  When it cannot be had, a pop
+ * allocates afresh and a push leaves the item out of the pool. */
+static int pool_lock(void)
+{
+    for (int i = 0; i < 1000; i++) {
+        if (pthread_mutex_trylock(&pool_mu) == 0)
+            return 1;
+        ll_yield();
+    }
+    return 0;
+}
+
+static void pool_push_list(struct hc_node *first)
+{
+    if (!first)
+        return;
+    struct hc_node *last = first;
+    while (last->spare_next)
+        last = last->spare_next;
+    if (!pool_lock())
+        return; /* left out of the pool (never freed: stale clients may FAA them) */
+    last->spare_next = pool;
+    pool = first;
+    pthread_mutex_unlock(&pool_mu);
+}
+
+static void hc_thread_exit(ll_thread_t *self, void *arg)
+{
+    (void)self;
+    (void)arg;
+    pool_push_list(hc_tls.spares);
+    hc_tls.spares = NULL;
+    hc_tls.hooked = 0;
+}
+
+/* A node with n_ops >= CLOSED and done = 0, or NULL (ENOMEM). */
+static struct hc_node *node_get(void)
+{
+    struct hc_node *n = hc_tls.spares;
+    if (LL_LIKELY(n != NULL)) {
+        hc_tls.spares = n->spare_next;
+        return n;
+    }
+    if (!hc_tls.hooked) {
+        ll_thread_t *self = ll_self();
+        if (!self)
+            return NULL;
+        hc_tls.hook.fn = hc_thread_exit;
+        hc_tls.hook.arg = NULL;
+        ll_thread_on_exit(self, &hc_tls.hook);
+        hc_tls.hooked = 1;
+    }
+    n = NULL;
+    if (pool_lock()) {
+        n = pool;
+        if (n)
+            pool = n->spare_next;
+        pthread_mutex_unlock(&pool_mu);
+    }
+    if (!n) {
+        n = ll_alloc_aligned(sizeof *n);
+        if (!n)
+            return NULL;
+        atomic_store_explicit(&n->n_ops, HC_CLOSED, memory_order_relaxed);
+    }
+    atomic_store_explicit(&n->done, 0, memory_order_relaxed);
+    return n;
+}
+
+static inline void node_put(struct hc_node *n)
+{
+    n->spare_next = hc_tls.spares;
+    hc_tls.spares = n;
+}
+
+static int hc_init(liblock_t *l, const liblock_attr_t *attr)
+{
+    (void)attr;
+    struct hc_lock *s = LL_STATE(l, struct hc_lock);
+    s->max_ops = (unsigned)ll_env_long("LIBLOCK_HYBCOMB_MAX_OPS", HC_MAX_OPS_DEFAULT, 1, 1000000);
+    s->cas_tries = (unsigned)ll_env_long("LIBLOCK_HYBCOMB_CAS_TRIES", HC_CAS_TRIES_DEFAULT, 0, 1000000);
+    s->drain = (int)ll_env_long("LIBLOCK_HYBCOMB_DRAIN", 1, 0, 1);
+    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
+        (void)ll_spin_budget_cycles();
+    struct hc_node *d = NULL;
+    if (pool_lock()) {
+        d = pool;
+        if (d)
+            pool = d->spare_next;
+        pthread_mutex_unlock(&pool_mu);
+    }
+    if (!d) {
+        d = ll_alloc_aligned(sizeof *d);
+        if (!d)
+            return ENOMEM;
+        atomic_store_explicit(&d->n_ops, HC_CLOSED, memory_order_relaxed);
+    }
+    atomic_store_explicit(&d->done, 1, memory_order_relaxed);
+    s->departed = d;
+    atomic_store_explicit(&s->last_reg, (uintptr_t)d | HC_FREE, memory_order_release);
+    return 0;
+}
+
+static int hc_destroy(liblock_t *l)
+{
+    struct hc_lock *s = LL_STATE(l, struct hc_lock);
+    uintptr_t lr = atomic_load_explicit(&s->last_reg, memory_order_acquire);
+    if (!(lr & HC_FREE))
+        return EBUSY;
+    struct hc_node *d = (struct hc_node *)(lr & ~HC_FREE);
+    atomic_store_explicit(&d->done, 0, memory_order_relaxed);
+    d->spare_next = NULL;
+    pool_push_list(d); /* stale clients of this lock may still FAA it: never freed */
+    atomic_store_explicit(&s->last_reg, 0, memory_order_relaxed);
+    return 0;
+}
+
+/* Insert `mine` at the tail of the combiner queue (CAS, then SWAP after
+ * cas_tries failures counted in *fails).  Returns the predecessor value,
+ * or 0 if the CAS failed and the caller should look again. */
+static uintptr_t try_register(struct hc_lock *s, struct hc_node *mine, uintptr_t seen, unsigned *fails)
+{
+    if (*fails >= s->cas_tries) {
+        atomic_fetch_add_explicit(&s->swaps, 1, memory_order_relaxed);
+        return atomic_exchange_explicit(&s->last_reg, (uintptr_t)mine, memory_order_acq_rel);
+    }
+    atomic_fetch_add_explicit(&s->cas, 1, memory_order_relaxed);
+    if (atomic_compare_exchange_strong_explicit(&s->last_reg, &seen, (uintptr_t)mine, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return seen;
+    atomic_fetch_add_explicit(&s->cas_failed, 1, memory_order_relaxed);
+    ++*fails;
+    return 0;
+}
+
+/* Wait until the predecessor (value replaced by our registration) hands
+ * the combiner role over. */
+static inline void wait_turn(liblock_t *l, uintptr_t pred)
+{
+    if (pred & HC_FREE)
+        return; /* the queue was empty */
+    ll_wait_while(&((struct hc_node *)pred)->done, 0, l->_wait);
+}
+
+/* Register for the combiner role without accepting requests (lock(),
+ * and execute() by a thread that may not run foreign sections). */
+static struct hc_node *register_closed(liblock_t *l, struct hc_lock *s)
+{
+    struct hc_node *mine = node_get();
+    if (!mine)
+        return NULL;
+    unsigned fails = 0;
+    uintptr_t pred;
+    do {
+        uintptr_t seen = atomic_load_explicit(&s->last_reg, memory_order_relaxed);
+        pred = try_register(s, mine, seen, &fails);
+    } while (!pred);
+    wait_turn(l, pred);
+    return mine;
+}
+
+/* Leave the combiner role: take the dummy, make our node the dummy, and
+ * either mark the queue empty (no successor) or hand over.  The empty test
+ * comes BEFORE the hand-over: until our done is set (or the tag is in)
+ * nobody can take our node from lock.departed and register it again, so
+ * the CAS cannot succeed on a recycled node (ABA).  A tagged node's done
+ * is never waited on, so it is left as it is. */
+static void depart(liblock_t *l, struct hc_lock *s, struct hc_node *mine)
+{
+    struct hc_node *d = s->departed;
+    s->departed = mine;
+    atomic_store_explicit(&d->done, 0, memory_order_relaxed); /* we were its only waiter */
+    node_put(d);
+    uintptr_t expect = (uintptr_t)mine;
+    if (atomic_load_explicit(&s->last_reg, memory_order_relaxed) == expect &&
+        atomic_compare_exchange_strong_explicit(&s->last_reg, &expect, expect | HC_FREE, memory_order_release,
+                                                memory_order_relaxed))
+        return;
+    ll_wake(&mine->done, 1, l->_wait); /* a successor registered behind us */
+}
+
+/* Open `mine` for requests of lock l: returns 1, or 0 if the slot array
+ * could not be allocated (then the node stays closed). */
+static int open_node(struct hc_lock *s, struct hc_node *mine, const liblock_t *l)
+{
+    if (mine->req_cap < s->max_ops) {
+        struct hc_req *v = ll_alloc_aligned((size_t)s->max_ops * sizeof *v);
+        if (!v)
+            return 0;
+        free(mine->req); /* closed, every earlier client has written its slot */
+        mine->req = v;
+        mine->req_cap = s->max_ops;
+    }
+    mine->lock = l;
+    mine->epoch++;
+    mine->open_max = s->max_ops;
+    atomic_store_explicit(&mine->n_ops, 0, memory_order_release);
+    return 1;
+}
+
+/* Wait for slot i of the current opening to be written: its client did
+ * the FAA and is about to store (maybe preempted in between). */
+static struct hc_req *wait_slot(liblock_t *l, struct hc_node *mine, uint32_t i)
+{
+    struct hc_req *r = &mine->req[i];
+    if (LL_LIKELY(atomic_load_explicit(&r->seq, memory_order_acquire) == mine->epoch))
+        return r;
+    uint64_t start = ll_cycles();
+    uint64_t budget = l->_wait == LIBLOCK_WAIT_SPIN ? UINT64_MAX
+                      : l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK ? ll_spin_budget_cycles()
+                                                                : 0;
+    while (atomic_load_explicit(&r->seq, memory_order_acquire) != mine->epoch) {
+        if (budget && ll_cycles() - start < budget)
+            ll_pause();
+        else
+            ll_yield();
+    }
+    return r;
+}
+
+static inline void serve(liblock_t *l, struct hc_lock *s, struct hc_req *r, struct ll_deferred_wakes *dw)
+{
+    if (LL_UNLIKELY(!r->fn)) {
+        s->cancelled_seen++;
+        return;
+    }
+    uint64_t ret = (uint64_t)(uintptr_t)r->fn(r->arg);
+    _Atomic uint32_t *w = ll_mbox_post(r->reply, LL_LANE_REPLY, &ret, 1, l->_wait);
+    if (w) {
+        if (dw->n < LL_DEFER_MAX)
+            dw->w[dw->n++] = w;
+        else
+            ll_futex_wake(w, 1 << 30);
+    }
+    s->served++;
+}
+
+/* The combiner role, reached through execute(): own request, then (if the
+ * node was opened) the registered ones, then depart. */
+static void *combine(liblock_t *l, struct hc_lock *s, struct hc_node *mine, int opened, void *(*cs)(void *),
+                     void *arg)
+{
+    struct ll_cs_scope sc = ll_cs_enter(&hc_tls.combining, l);
+    void *ret = cs(arg);
+    struct ll_deferred_wakes dw;
+    dw.n = 0;
+    uint32_t done = 0;
+    if (opened) {
+        uint32_t max = mine->open_max;
+        if (s->drain)
+            while (done < max && atomic_load_explicit(&mine->req[done].seq, memory_order_acquire) == mine->epoch)
+                serve(l, s, &mine->req[done++], &dw);
+        int64_t total = atomic_exchange_explicit(&mine->n_ops, HC_CLOSED, memory_order_acq_rel);
+        if (total > (int64_t)max)
+            total = max;
+        while (done < (uint32_t)total)
+            serve(l, s, wait_slot(l, mine, done++), &dw);
+    }
+    s->passes++;
+    s->own++;
+    if (done > s->max_pass)
+        s->max_pass = done;
+    ll_cs_leave(&hc_tls.combining, sc);
+    depart(l, s, mine);
+    ll_wake_flush(&dw);
+    return ret;
+}
+
+static int held_by_caller(const liblock_t *l)
+{
+    if (hc_tls.combining == l)
+        return 1;
+    ll_thread_t *self = ll_self_tls;
+    return self && self->nheld && ll_hold_find(self, l);
+}
+
+static void *hc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
+{
+    struct hc_lock *s = LL_STATE(l, struct hc_lock);
+    if (LL_UNLIKELY(held_by_caller(l))) {
+        errno = EDEADLK;
+        return NULL;
+    }
+    ll_mbox_t *mb = ll_mbox_self();
+    if (LL_UNLIKELY(!mb)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    int foreign_ok = ll_may_run_foreign(ll_self_tls);
+    struct hc_node *mine = NULL;
+    unsigned fails = 0;
+    uintptr_t pred;
+    for (;;) {
+        uintptr_t lr = atomic_load_explicit(&s->last_reg, memory_order_acquire);
+        if (!(lr & HC_FREE)) {
+            struct hc_node *last = (struct hc_node *)lr;
+            int64_t i = atomic_fetch_add_explicit(&last->n_ops, 1, memory_order_acq_rel);
+            if (i < HC_CLOSED && i < (int64_t)last->open_max) {
+                struct hc_req *r = &last->req[i];
+                int ours = last->lock == l;
+                r->fn = ours ? cs : NULL;
+                r->arg = arg;
+                r->reply = mb;
+                atomic_store_explicit(&r->seq, last->epoch, memory_order_release);
+                if (ours) {
+                    if (mine)
+                        node_put(mine);
+                    return (void *)(uintptr_t)ll_mbox_receive1(mb, LL_LANE_REPLY, l->_wait);
+                }
+                atomic_fetch_add_explicit(&s->cancelled, 1, memory_order_relaxed);
+                continue; /* that node is open for another lock now (change 3) */
+            }
+        }
+        if (!mine && !(mine = node_get())) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        if ((pred = try_register(s, mine, lr, &fails)) != 0)
+            break;
+    }
+    int opened = foreign_ok && open_node(s, mine, l);
+    wait_turn(l, pred);
+    return combine(l, s, mine, opened, cs, arg);
+}
+
+static int hc_lock(liblock_t *l, void *hold)
+{
+    struct hc_lock *s = LL_STATE(l, struct hc_lock);
+    if (hc_tls.combining == l)
+        return EDEADLK; /* called from a critical section of this lock */
+    struct hc_node *mine = register_closed(l, s);
+    if (!mine)
+        return ENOMEM;
+    s->passes++;
+    ((struct hc_hold *)hold)->node = mine;
+    return 0;
+}
+
+static int hc_trylock(liblock_t *l, void *hold)
+{
+    struct hc_lock *s = LL_STATE(l, struct hc_lock);
+    if (hc_tls.combining == l)
+        return EBUSY;
+    uintptr_t lr = atomic_load_explicit(&s->last_reg, memory_order_relaxed);
+    if (!(lr & HC_FREE))
+        return EBUSY;
+    struct hc_node *mine = node_get();
+    if (!mine)
+        return ENOMEM;
+    if (!atomic_compare_exchange_strong_explicit(&s->last_reg, &lr, (uintptr_t)mine, memory_order_acq_rel,
+                                                 memory_order_relaxed)) {
+        node_put(mine);
+        return EBUSY;
+    }
+    s->passes++;
+    ((struct hc_hold *)hold)->node = mine;
+    return 0;
+}
+
+static int hc_unlock(liblock_t *l, void *hold)
+{
+    depart(l, LL_STATE(l, struct hc_lock), ((struct hc_hold *)hold)->node); /* never runs others' requests */
+    return 0;
+}
+
+static int hc_cond_release(liblock_t *l)
+{
+    if (hc_tls.combining == l)
+        return EPERM;
+    ll_thread_t *self = ll_self_tls;
+    if (!self || !ll_hold_find(self, l))
+        return EPERM;
+    return ll_api_unlock(l);
+}
+
+static int hc_cond_reacquire(liblock_t *l) { return ll_api_lock(l); }
+
+static int hc_thread_register(liblock_t *l)
+{
+    (void)l;
+    return ll_mbox_self() ? 0 : ENOMEM;
+}
+
+const struct ll_ops ll_ops_hybcomb;
+
+int ll_hybcomb_stats(const liblock_t *l, struct ll_hybcomb_stats *o)
+{
+    if (!l || !o || l->_magic != LL_LOCK_MAGIC || l->_ops != &ll_ops_hybcomb)
+        return EINVAL;
+    const struct hc_lock *s = LL_STATE(l, const struct hc_lock);
+    o->max_ops = s->max_ops;
+    o->cas_tries = s->cas_tries;
+    o->drain = s->drain;
+    o->passes = s->passes;
+    o->own = s->own;
+    o->served = s->served;
+    o->cancelled = atomic_load_explicit(&s->cancelled, memory_order_relaxed);
+    o->cas = atomic_load_explicit(&s->cas, memory_order_relaxed);
+    o->cas_failed = atomic_load_explicit(&s->cas_failed, memory_order_relaxed);
+    o->swaps = atomic_load_explicit(&s->swaps, memory_order_relaxed);
+    o->max_pass = s->max_pass;
+    return 0;
+}
+
+int64_t ll_hybcomb_debug_tail_ops(const liblock_t *l)
+{
+    const struct hc_lock *s = LL_STATE(l, const struct hc_lock);
+    uintptr_t lr = atomic_load_explicit(&s->last_reg, memory_order_acquire);
+    if (lr & HC_FREE)
+        return -1;
+    int64_t n = atomic_load_explicit(&((struct hc_node *)lr)->n_ops, memory_order_acquire);
+    return n < HC_CLOSED ? n : -1;
+}
+
+const struct ll_ops ll_ops_hybcomb = {
+    .name = "hybcomb",
+    .description = "HybComb: combiner identity in shared memory (CAS, SWAP fallback), requests in FAA-indexed slots of the combiner's node, replies through per-thread mailboxes",
+    .source = "seed 004 section 6.1.3, Algorithm 4 (digest 004 sections 9, 13.3)",
+    .props = LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
+                LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
+    .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
+    .oversubscribed = "execute: clients wait for their reply on their own mailbox lane and sleep after the spin budget; the combiner yields while a registered client that was preempted has not written its request; lock/unlock and combiner hand-over: FIFO, one wake-up per hand-off to a sleeping thread",
+    .state_size = sizeof(struct hc_lock),
+    .node_size = sizeof(struct hc_hold),
+    .init = hc_init,
+    .destroy = hc_destroy,
+    .lock = hc_lock,
+    .trylock = hc_trylock,
+    .unlock = hc_unlock,
+    .execute = hc_execute,
+    .cond_release = hc_cond_release,
+    .cond_reacquire = hc_cond_reacquire,
+    .thread_register = hc_thread_register,
+};
