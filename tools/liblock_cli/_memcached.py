@@ -123,10 +123,9 @@ def prepare(args, env):
         log(f"building untransformed {version} in {orig}")
         configure_build(orig, logf)
     sites = hot_sites(args.profile, args.top_locks)
-    stamp = json.dumps({"sites": sites, "wrappers": WRAPPERS, "flags": TRANSFORM_FLAGS,
-                        "tool": _tool_stamp(env)}, sort_keys=True)
+    stamp = json.dumps({"sites": sites, "wrappers": WRAPPERS, "flags": TRANSFORM_FLAGS}, sort_keys=True)
     stampf = os.path.join(tr, ".liblock-transform")
-    if not (os.path.exists(stampf) and open(stampf).read() == stamp
+    if args.rebuild or not (os.path.exists(stampf) and open(stampf).read() == stamp
             and os.path.exists(os.path.join(tr, "memcached-debug.bin"))):
         shutil.rmtree(tr, ignore_errors=True)
         shutil.copytree(src, tr, symlinks=True)
@@ -154,14 +153,6 @@ def prepare(args, env):
     with open(os.path.join(tr, "transform-report.json")) as f:
         report = json.load(f)["sections"]
     return wd, orig, tr, report, version, sites
-
-
-def _tool_stamp(env):
-    h = []
-    for m in ("_transform_c.py", "_transform_wrap.py", "transform.py"):
-        p = os.path.join(os.path.dirname(__file__), m)
-        h.append(str(os.path.getmtime(p)) if os.path.exists(p) else "")
-    return ",".join(h)
 
 
 WRAPPER_SH = """#!/bin/sh

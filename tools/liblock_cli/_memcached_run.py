@@ -24,6 +24,8 @@ def add_arguments(sp):
                         "locks' call sites are transformed (default bench/memcached/hot-sites.json)")
     g.add_argument("--top-locks", type=int, default=0, help="take the call sites of this many locks (default all)")
     g.add_argument("--build-dir", help="where the source and builds are cached (default BUILD/apps/memcached)")
+    g.add_argument("--rebuild", action="store_true",
+                   help="transform and build the transformed tree again (it is rebuilt when the sites change)")
     g.add_argument("--tests", default="all",
                    help="memcached tests (t/NAME.t names, comma-separated; 'all' = every t/*.t plus sizes and "
                         "testapp; 'none' skips the suite)")
