@@ -23,6 +23,7 @@ from . import _transform_wrap as W
 K = ci.CursorKind
 LOCK = {"pthread_mutex_lock"}
 UNLOCK = {"pthread_mutex_unlock"}
+TRYLOCK = {"pthread_mutex_trylock"}
 CONDWAIT = {"pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait"}
 SETJMP = {"setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp", "longjmp", "_longjmp", "siglongjmp",
           "__longjmp_chk", "__builtin_setjmp", "__builtin_longjmp"}
@@ -308,8 +309,15 @@ class FileTransform:
         self.held = [sec.key]
         self.pure_writes = set()
         sec.inner_names = {x.spelling for s in body for x in s.walk_preorder() if x.kind == K.VAR_DECL}
+        self.held_line = {}
         for s in body:
             self.walk(sec, s, 0, 0)
+        left = [k for k in self.held if k != sec.key]
+        if left:
+            # a delegated section runs on a server thread: a lock it leaves held
+            # cannot be released by the caller afterwards (docs/transform.md)
+            line, text = self.held_line.get(left[0], (sec.line, "?"))
+            raise Refused(f"locks {text} inside (line {line}) and does not unlock it before the section ends")
         self.raw_names(sec)
         for v in key_vars(sec.key):
             if v in sec.any_writes:
@@ -513,14 +521,17 @@ class FileTransform:
                         sec.waits = True
                 except Refused:
                     pass
-            if name in self.lock_names:
+            if name in self.lock_names or name in TRYLOCK:
                 try:
-                    m = self.call_mutex(c)
+                    m = self.call_mutex(c) if name in self.lock_names else \
+                        (self.canon(args[0]) if len(args) == 1 else None)
                 except Refused:
                     raise Refused("a lock inside with a mutex expression not understood")
                 if m is not None:
                     self.held.append(m[0])
-                    sec.nested.append(c.extent.start.line)
+                    self.held_line.setdefault(m[0], (c.extent.start.line, m[1]))
+                    if name in self.lock_names:
+                        sec.nested.append(c.extent.start.line)
             if name in self.unlock_names and self.call_mutex(c) is not None:
                 key = self.call_mutex(c)[0]
                 if key not in self.held:
