@@ -841,8 +841,16 @@ static int w_raw_trylock(struct ip_mutex *w)
 
 static int w_raw_unlock(struct ip_mutex *w)
 {
-    if (w->api)
-        return ll_api_unlock(&w->lock);
+    if (w->api) {
+        int r = ll_api_unlock(&w->lock);
+        /* A normal mutex this thread does not hold: on rcl, one a delegated
+         * critical section locked and left to its caller (docs/rcl.md); glibc
+         * lets any thread unlock a normal mutex, and so does the server. */
+        if (LL_UNLIKELY(r == EPERM) && w->type == PTHREAD_MUTEX_NORMAL &&
+            strcmp(LL_OPS(&w->lock)->name, "rcl") == 0)
+            r = LL_OPS(&w->lock)->unlock(&w->lock, NULL);
+        return r;
+    }
     return w->holds ? w_node_release(w) : LL_OPS(&w->lock)->unlock(&w->lock, NULL);
 }
 

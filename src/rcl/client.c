@@ -567,7 +567,8 @@ int rcl_lock_unlock(liblock_t *l, void *node)
             return errno;
         ovf_request(s, lk, RCL_OP_UNLOCK, l->_wait); /* locked through the overflow slot */
     }
-    t->napi_held--;
+    if (t->napi_held > 0) /* 0: a lock handed over by a delegated CS (server.c, hand_over_holds) */
+        t->napi_held--;
     return 0;
 }
 

@@ -11,6 +11,10 @@
  *  - the thread created inside the section must be an ordinary thread:
  *    SCHED_OTHER, allowed on a CPU other than the RCL server's (the last
  *    CPU by default), never a real-time thread confined to the server CPU;
+ *  - each worker also runs a section on D that trylocks E inside and leaves
+ *    it locked, and unlocks E itself after the section (memcached's
+ *    lru_pull_tail and item_trylock): E must be released (later sections
+ *    and lock/unlock sections on E go on), counts exact;
  *  - main then signals the waiter from a section on A and joins everything.
  * Exit 0 and "ok ..." on success; a one-line reason and exit 1 otherwise.
  */
@@ -26,7 +30,9 @@
 #define ITERS 3000
 
 static pthread_mutex_t A = PTHREAD_MUTEX_INITIALIZER, B[2] = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER};
+static pthread_mutex_t D = PTHREAD_MUTEX_INITIALIZER, E = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t C = PTHREAD_COND_INITIALIZER;
+static long count_e, count_e_locked;
 static long count_a, count_b[2];
 static int stop, waiting, child_policy[2] = {-1, -1}, child_other_cpu[2] = {-1, -1};
 static pthread_t child[2];
@@ -66,6 +72,12 @@ static void *cs_wait(void *arg)
 
 static void *cs_inc_a(void *arg) { (void)arg; count_a++; return (void *)1; }
 static void *cs_inc_b(void *arg) { count_b[(long)arg]++; return (void *)1; }
+static void *cs_take_e(void *arg)
+{
+    (void)arg;
+    return pthread_mutex_trylock(&E) == 0 ? (void *)1 : (void *)2; /* 1: E left locked for the caller */
+}
+static void *cs_inc_e(void *arg) { (void)arg; count_e++; return (void *)1; }
 static void *cs_waiting(void *arg) { *(int *)arg = waiting; return (void *)1; }
 static void *cs_stop(void *arg)
 {
@@ -87,6 +99,20 @@ static void *worker(void *arg)
     for (int i = 0; i < ITERS; i++) {
         if (!liblock_execute_mutex(&B[(id + i) % 2], cs_inc_b, (void *)((id + i) % 2)) ||
             !liblock_execute_mutex(&A, cs_inc_a, NULL)) {
+            printf("a section could not run\n");
+            exit(1);
+        }
+        if (i % 10 == 0) {
+            void *r = liblock_execute_mutex(&D, cs_take_e, NULL);
+            if (r == (void *)1) {
+                count_e_locked++; /* under E */
+                pthread_mutex_unlock(&E);
+            }
+            pthread_mutex_lock(&E);
+            count_e++;
+            pthread_mutex_unlock(&E);
+        }
+        if (!liblock_execute_mutex(&E, cs_inc_e, NULL)) {
             printf("a section could not run\n");
             exit(1);
         }
@@ -124,6 +150,10 @@ int main(void)
         printf("the waiting section returned %p\n", r);
         return 1;
     }
+    if (count_e != WORKERS * ITERS + WORKERS * (ITERS / 10)) {
+        printf("count e=%ld, expected %d\n", count_e, WORKERS * ITERS + WORKERS * (ITERS / 10));
+        return 1;
+    }
     if (count_a != WORKERS * ITERS || count_b[0] + count_b[1] != WORKERS * ITERS) {
         printf("counts a=%ld b=%ld, expected %d each\n", count_a, count_b[0] + count_b[1], WORKERS * ITERS);
         return 1;
@@ -134,6 +164,7 @@ int main(void)
                    k ? "given" : "default", child_policy[k], child_other_cpu[k] == 1 ? "" : ", confined to the server CPU");
             return 1;
         }
-    printf("ok a=%ld b=%ld\n", count_a, count_b[0] + count_b[1]);
+    printf("ok a=%ld b=%ld e=%ld (%ld taken inside a section)\n", count_a, count_b[0] + count_b[1], count_e,
+           count_e_locked);
     return 0;
 }
