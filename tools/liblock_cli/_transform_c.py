@@ -24,6 +24,7 @@ K = ci.CursorKind
 LOCK = {"pthread_mutex_lock"}
 UNLOCK = {"pthread_mutex_unlock"}
 TRYLOCK = {"pthread_mutex_trylock"}
+TLSCALLS = {"pthread_getspecific", "pthread_setspecific"}
 CONDWAIT = {"pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait"}
 SETJMP = {"setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp", "longjmp", "_longjmp", "siglongjmp",
           "__longjmp_chk", "__builtin_setjmp", "__builtin_longjmp"}
@@ -464,6 +465,10 @@ class FileTransform:
     def walk(self, sec, c, loops, switches):
         k = c.kind
         if k == K.DECL_REF_EXPR:
+            r = c.referenced
+            if r is not None and r.kind == K.VAR_DECL and r.tls_kind != ci.TLSKind.NONE:
+                raise Refused(f"uses the thread-local variable {r.spelling} (a delegated section runs on the "
+                              f"server's thread)")
             d, off = self.refname(c)
             if is_local(d, sec.func) and not (sec.bstart <= d.extent.start.offset < sec.bend):
                 offs = [off] if off is not None else []
@@ -511,6 +516,8 @@ class FileTransform:
                 raise Refused(f"calls {name}")
             if name in ALLOCA:
                 raise Refused(f"calls {name}")
+            if name in TLSCALLS:
+                raise Refused(f"calls {name} (a delegated section runs on the server's thread)")
             if name in VASTART:
                 raise Refused("va_start inside: the variable arguments are the enclosing function's")
             if name in self.waiters:

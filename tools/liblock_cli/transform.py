@@ -125,6 +125,8 @@ def run(args, env):
         new = ft.apply(sel)
         for sec in ft.sections:
             entry = ft.report_entry(sec)
+            if args.only:
+                entry["selected"] = bool(sel(sec))
             report.append(entry)
             if sec.status == "refused":
                 print(f"{path}:{sec.line}: refused: {sec.reason}", file=sys.stderr)
