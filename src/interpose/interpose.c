@@ -177,6 +177,7 @@
  */
 #include "../internal.h"
 #include "../core/cond_lifo.h" /* ll_sem_debug_queued, for tests */
+#include "../rcl/rcl.h"       /* rcl_unlock_handed */
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -843,12 +844,11 @@ static int w_raw_unlock(struct ip_mutex *w)
 {
     if (w->api) {
         int r = ll_api_unlock(&w->lock);
-        /* A normal mutex this thread does not hold: on rcl, one a delegated
-         * critical section locked and left to its caller (docs/rcl.md); glibc
-         * lets any thread unlock a normal mutex, and so does the server. */
-        if (LL_UNLIKELY(r == EPERM) && w->type == PTHREAD_MUTEX_NORMAL &&
-            strcmp(LL_OPS(&w->lock)->name, "rcl") == 0)
-            r = LL_OPS(&w->lock)->unlock(&w->lock, NULL);
+        /* A normal mutex this thread does not hold: on rcl, it may be one a
+         * delegated critical section locked and left to its caller
+         * (docs/rcl.md, "What a delegated critical section may do") */
+        if (LL_UNLIKELY(r == EPERM) && w->type == PTHREAD_MUTEX_NORMAL && LL_OPS(&w->lock)->lock == rcl_lock_lock)
+            r = rcl_unlock_handed(&w->lock);
         return r;
     }
     return w->holds ? w_node_release(w) : LL_OPS(&w->lock)->unlock(&w->lock, NULL);
@@ -1799,11 +1799,27 @@ LL_EXPORT int liblock_interpose_sem_queued(sem_t *s)
 }
 
 /* ---- fork ------------------------------------------------------------------------------ */
-static void fork_prepare(void) { R.mutex_lock(&reg_mutex); }
-static void fork_parent(void) { R.mutex_unlock(&reg_mutex); }
+/* Between this prepare handler and our parent/child handler, the prepare,
+ * parent and child handlers of other components run with reg_mutex held by
+ * this thread; one that locks a mutex not set up yet would wait for
+ * reg_mutex forever (liblock.so's own RCL handlers, when a program linked
+ * with -llock runs under the interposer: a transformed memcached's
+ * daemon()).  Such a mutex becomes glibc's for life, like an allocator's met
+ * during set-up (ip_in_setup); mutexes already set up are unaffected. */
+static void fork_prepare(void)
+{
+    R.mutex_lock(&reg_mutex);
+    ip_in_setup++;
+}
+static void fork_parent(void)
+{
+    ip_in_setup--;
+    R.mutex_unlock(&reg_mutex);
+}
 
 static void fork_child(void)
 {
+    ip_in_setup--; /* (fork_prepare) */
     R.mutex_init(&reg_mutex, NULL);
     uintptr_t me = self_tag();
     for (struct ip_mutex *w = reg_mutexes; w; w = w->next) {

@@ -15,7 +15,10 @@
  *    it locked, and unlocks E itself after the section (memcached's
  *    lru_pull_tail and item_trylock): E must be released (later sections
  *    and lock/unlock sections on E go on), counts exact;
- *  - main then signals the waiter from a section on A and joins everything.
+ *  - main then signals the waiter from a section on A and joins everything;
+ *  - last, fork(): the program is linked with liblock.so and runs under the
+ *    interposer, so two copies of liblock's fork handlers run (memcached's
+ *    daemon() hung in them); the child exits at once.
  * Exit 0 and "ok ..." on success; a one-line reason and exit 1 otherwise.
  */
 #define _GNU_SOURCE
@@ -24,6 +27,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define WORKERS 3
@@ -164,6 +168,14 @@ int main(void)
                    k ? "given" : "default", child_policy[k], child_other_cpu[k] == 1 ? "" : ", confined to the server CPU");
             return 1;
         }
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(0);
+    int st;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        printf("fork: the child did not exit normally\n");
+        return 1;
+    }
     printf("ok a=%ld b=%ld e=%ld (%ld taken inside a section)\n", count_a, count_b[0] + count_b[1], count_e,
            count_e_locked);
     return 0;
