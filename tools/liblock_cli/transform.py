@@ -16,7 +16,8 @@ def add_arguments(p):
                    help="transform only these sections: FILE:LINE of the lock call (as the profiler prints "
                         "sites), LINE, or a function name")
     p.add_argument("--wrapper", nargs="+", metavar="LOCK:UNLOCK", default=[],
-                   help="functions that lock/unlock the mutex they are given, like pthread_mutex_lock/unlock")
+                   help="functions that lock/unlock a mutex: given as their argument (q_lock(&m)) or computed from "
+                        "their arguments (item_lock(hv); transform the file defining LOCK in the same run)")
     p.add_argument("--report", metavar="FILE", help="write a JSON report of every section (- for stdout)")
     p.add_argument("--diff", action="store_true", help="print a unified diff of each changed file")
     p.add_argument("files", nargs="*", metavar="FILE.c [-- COMPILER FLAGS]")
