@@ -95,7 +95,8 @@ def hot_sites(profile, top):
             if isinstance(s, str) and ":" in s and s not in sites:
                 sites.append(s)
     if not sites:
-        raise SystemExit(f"liblock bench apps memcached: {profile}: no call_sites[].site in its top {top} locks")
+        which = f"its top {top} locks" if top > 0 else "its locks"
+        raise SystemExit(f"liblock bench apps memcached: {profile}: no call_sites[].site in {which}")
     return sites
 
 

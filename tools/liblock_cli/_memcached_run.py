@@ -135,6 +135,7 @@ def run_suite(args, env, trees, d):
 def run(args, env):
     if not args.profile:
         args.profile = os.path.join(env.root or "", "bench", "memcached", "hot-sites.json")
+    M.hot_sites(args.profile, args.top_locks)  # a bad profile fails before anything is fetched or built
     d = R.out_dir(env, "memcached", args.out)
     date0 = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     wd, orig, tr, report, version, sites = M.prepare(args, env)
