@@ -67,7 +67,7 @@ PROFILE_SO := $(if $(PROFILE_SRCS),$(BUILD)/lib/liblock-profile.so)
 # Acquisition counter preloaded by `liblock bench apps` (bench/lockcount/).
 LOCKCOUNT_SO := $(BUILD)/lib/liblock-lockcount.so
 
-.PHONY: all deps test demo install clean sanitizer-test sanitizer-build FORCE
+.PHONY: all deps test demo memcached-rcl install clean sanitizer-test sanitizer-build FORCE
 all: $(LIB_SO) $(LIB_A) $(INTERPOSE_SO) $(PROFILE_SO) $(LOCKCOUNT_SO) $(TEST_BINS) $(TEST_CXX_BINS) $(BENCH_BINS) $(APP_BINS) $(TOOL_BINS)
 
 # The registry is generated from the file names in src/locks/: NAME.c must
@@ -183,6 +183,12 @@ sanitizer-test: sanitizer-build
 demo: deps
 	$(MAKE) all
 	@scripts/demo.sh $(BUILD)
+
+# liblock transform on Debian's memcached: its own tests natively, under rcl and mcs, then memcslap
+# throughput (docs/memcached.md; tens of minutes, not part of `make test`).  MEMCACHED_ARGS: options.
+memcached-rcl: deps
+	$(MAKE) all
+	LIBLOCK_BUILD=$(abspath $(BUILD)) tools/liblock bench apps memcached $(MEMCACHED_ARGS)
 
 install: $(LIB_SO) $(LIB_A) $(INTERPOSE_SO) $(PROFILE_SO) $(TOOL_BINS) $(BENCH_BINS)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin \

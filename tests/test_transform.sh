@@ -82,6 +82,7 @@ for src in tests/transform/*.c; do
     b=$(basename "$src" .c)
     [ "$b" = execute_mutex ] && continue
     wrap=(); [ "$b" = wrapper ] && wrap=(--wrapper q_lock:q_unlock)
+    [ "$b" = wrapper_computed ] && wrap=(--wrapper b_lock:b_unlock g_lock:g_unlock)
     if ! "$liblock" transform "${wrap[@]}" --out "$tmp/out" --report "$tmp/$b.json" "$src" -- -Itests/transform \
             2>"$tmp/$b.err"; then
         fail "$b: liblock transform failed: $(cat "$tmp/$b.err")"; continue

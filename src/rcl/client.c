@@ -567,8 +567,23 @@ int rcl_lock_unlock(liblock_t *l, void *node)
             return errno;
         ovf_request(s, lk, RCL_OP_UNLOCK, l->_wait); /* locked through the overflow slot */
     }
-    t->napi_held--;
+    if (t->napi_held > 0) /* 0: a lock handed over by a delegated CS (server.c, hand_over_holds) */
+        t->napi_held--;
     return 0;
+}
+
+/* Unlock an RCL lock this thread does not hold but a delegated CS left held
+ * for its caller (server.c, hand_over_holds): memcached's lru_pull_tail
+ * takes an item lock inside its delegated section and releases it after.
+ * Only a lock marked `handed` is unlocked (the mark is cleared first, so
+ * one hand-over allows one unlock); any other answers EPERM as before. */
+int rcl_unlock_handed(liblock_t *l)
+{
+    struct rcl_lock *lk = l->_state;
+    if (!atomic_load_explicit(&lk->handed, memory_order_acquire) ||
+        !atomic_exchange_explicit(&lk->handed, 0, memory_order_acq_rel))
+        return EPERM;
+    return rcl_lock_unlock(l, NULL);
 }
 
 /* The server of a lock that is bound (held or used), without binding. */
@@ -665,6 +680,7 @@ int rcl_lock_init(liblock_t *l, const liblock_attr_t *attr)
     }
     struct rcl_lock *lk = l->_state;
     atomic_store_explicit(&lk->is_locked, 0, memory_order_relaxed);
+    atomic_store_explicit(&lk->handed, 0, memory_order_relaxed);
     l->_aux = s; /* NULL: bound on first use */
     return 0;
 }

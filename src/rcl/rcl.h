@@ -50,7 +50,7 @@ static inline int rcl_is_op(rcl_fn f) { return (uintptr_t)(void *)f - (uintptr_t
  * which the server writes twice per CS. */
 struct rcl_lock {
     _Atomic uint32_t is_locked;
-    uint32_t pad0;
+    _Atomic uint32_t handed; /* left held by a delegated CS for its caller (server.c, hand_over_holds) */
 };
 
 /* A servicing thread. */
@@ -153,6 +153,7 @@ int rcl_lock_destroy(liblock_t *l);
 int rcl_lock_lock(liblock_t *l, void *node);
 int rcl_lock_trylock(liblock_t *l, void *node);
 int rcl_lock_unlock(liblock_t *l, void *node);
+int rcl_unlock_handed(liblock_t *l); /* unlock a lock a delegated CS left held; EPERM if it was not */
 void *rcl_execute(liblock_t *l, void *(*cs)(void *), void *arg);
 int rcl_cond_release(liblock_t *l);
 int rcl_cond_reacquire(liblock_t *l);

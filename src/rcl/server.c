@@ -218,6 +218,28 @@ static inline void note_coloc(struct rcl_server *s, const struct rcl_slot *r)
         atomic_store_explicit(&s->coloc_recent, 1, memory_order_relaxed);
 }
 
+/* A delegated CS returned holding locks it took (memcached's lru_pull_tail
+ * takes an item lock inside its LRU-lock section and releases it after the
+ * section, on its own thread).  The servicing thread forgets them: a hold
+ * record left on it would make its next CS on that lock fail with EDEADLK,
+ * and the lock belongs to the caller now: an RCL lock is marked `handed`,
+ * and the interposer lets the caller's unlock of such a normal mutex
+ * through (rcl_unlock_handed; docs/rcl.md, "What a delegated critical
+ * section may do").  Only the records go; the locks stay held.  (The
+ * release store of `handed` is read, with acquire, by the caller after it
+ * got the reply, which is published later by this thread.) */
+static __attribute__((noinline)) void hand_over_holds(ll_thread_t *self, unsigned depth)
+{
+    ll_warn_once("rcl_handover", "liblock: rcl: a delegated critical section returned with a lock it took still "
+                                 "held; its caller must release it (docs/rcl.md)");
+    while (self->nheld > depth) {
+        liblock_t *l = self->held[self->nheld - 1]->lock;
+        if (LL_OPS(l)->lock == rcl_lock_lock) /* an RCL lock: its caller may unlock it (rcl_unlock_handed) */
+            atomic_store_explicit(&((struct rcl_lock *)l->_state)->handed, 1, memory_order_release);
+        ll_hold_pop_at(self, self->nheld - 1);
+    }
+}
+
 /* Serve slot i if possible; returns the lock of the CS it ran, or NULL
  * (then *ops is incremented if it answered a lock/trylock/unlock request). */
 static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, unsigned i, unsigned *ops)
@@ -263,7 +285,11 @@ static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, 
     rcl_add32(s, &s->n_free, -1);
     struct rcl_tls *t = &rcl_tls;
     t->held[t->nheld++] = lk;
+    ll_thread_t *self0 = ll_self_tls;
+    unsigned depth = self0 ? self0->nheld : 0;
     void *ret = f(r->ctx);
+    if (LL_UNLIKELY(ll_self_tls != NULL && ll_self_tls->nheld > depth))
+        hand_over_holds(ll_self_tls, depth);
     /* reply first: the bookkeeping below is off the client's critical path */
     wake = reply(r, ret);
     t->nheld--;

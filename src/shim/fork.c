@@ -6,11 +6,27 @@
 #define reg_mutexes shim_reg_mutexes
 #define reg_conds shim_reg_conds
 
-static void fork_prepare(void) { R.mutex_lock(&reg_mutex); }
-static void fork_parent(void) { R.mutex_unlock(&reg_mutex); }
+/* Between this prepare handler and our parent/child handler, the prepare,
+ * parent and child handlers of other components run with reg_mutex held by
+ * this thread; one that locks a mutex not set up yet would wait for
+ * reg_mutex forever (liblock.so's own RCL handlers, when a program linked
+ * with -llock runs under the interposer: a transformed memcached's
+ * daemon()).  Such a mutex becomes glibc's for life, like an allocator's met
+ * during set-up (ip_in_setup); mutexes already set up are unaffected. */
+static void fork_prepare(void)
+{
+    R.mutex_lock(&reg_mutex);
+    ip_in_setup++;
+}
+static void fork_parent(void)
+{
+    ip_in_setup--;
+    R.mutex_unlock(&reg_mutex);
+}
 
 static void fork_child(void)
 {
+    ip_in_setup--; /* (fork_prepare) */
     R.mutex_init(&reg_mutex, NULL);
     uintptr_t me = self_tag();
     for (struct ip_mutex *w = reg_mutexes; w; w = w->next) {

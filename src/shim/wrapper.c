@@ -14,6 +14,7 @@
  * does not use the pointer word (__list.__prev) of a non-robust mutex.
  */
 #include "shim.h"
+#include "../rcl/rcl.h" /* rcl_unlock_handed */
 
 void mutex_set_fns(struct ip_mutex *w)
 {
@@ -262,8 +263,15 @@ int w_raw_unlock(struct ip_mutex *w)
 {
     if (SHIM_GLIBC(w))
         return R.mutex_unlock(GM(w));
-    if (w->api)
-        return ll_api_unlock(&w->lock);
+    if (w->api) {
+        int r = ll_api_unlock(&w->lock);
+        /* A normal mutex this thread does not hold: on rcl, it may be one a
+         * delegated critical section locked and left to its caller
+         * (docs/rcl.md, "What a delegated critical section may do") */
+        if (LL_UNLIKELY(r == EPERM) && w->type == PTHREAD_MUTEX_NORMAL && LL_OPS(&w->lock)->lock == rcl_lock_lock)
+            r = rcl_unlock_handed(&w->lock);
+        return r;
+    }
     return w->holds ? w_node_release(w) : LL_OPS(&w->lock)->unlock(&w->lock, NULL);
 }
 

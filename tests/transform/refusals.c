@@ -1,4 +1,4 @@
-/* expect: transformed=0 refused=14 -- one section per refusal; all are left
+/* expect: transformed=0 refused=18 -- one section per refusal; all are left
  * unchanged and the program still runs (and counts) exactly */
 #include "common.h"
 #include <alloca.h>
@@ -6,7 +6,10 @@
 #include <stdarg.h>
 #include <string.h>
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER, ms[2] = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER};
-static long c[14];
+static long c[17];
+static __thread long tl;
+static pthread_key_t key;
+__attribute__((constructor)) static void make_key(void) { pthread_key_create(&key, NULL); }
 static void unlock_elsewhere(void) { pthread_mutex_unlock(&m); }
 #define BUMP() (c[6] += one)
 #define LOCKED(stmt) do { pthread_mutex_lock(&m); stmt; pthread_mutex_unlock(&m); } while (0)
@@ -104,6 +107,23 @@ static void work(int id)
             pthread_mutex_unlock(&m);
         }
         pthread_mutex_unlock(&m);
+        /* refused: takes ms[0] inside and leaves it locked (released after the
+         * section: a delegated section's thread cannot hand a lock to its
+         * caller); and the ms[0] section, which unlocks m inside */
+        pthread_mutex_lock(&m);
+        pthread_mutex_lock(&ms[0]);
+        c[14]++;
+        pthread_mutex_unlock(&m);
+        pthread_mutex_unlock(&ms[0]);
+        /* refused: a thread-local variable, and pthread_getspecific, inside
+         * (a delegated section would see the server thread's) */
+        pthread_mutex_lock(&m);
+        tl++;
+        c[15] += tl > 0;
+        pthread_mutex_unlock(&m);
+        pthread_mutex_lock(&m);
+        c[16] += pthread_getspecific(key) == NULL; /* never set: NULL in every thread */
+        pthread_mutex_unlock(&m);
         /* refused: the whole section inside a macro */
         LOCKED(c[12]++);
         add_args(2, 1, 2);
@@ -111,7 +131,7 @@ static void work(int id)
 }
 static void report(void)
 {
-    for (int i = 0; i < 14; i++)
+    for (int i = 0; i < 17; i++)
         printf("%ld ", c[i]);
     printf("\n");
 }

@@ -49,6 +49,10 @@ def add_arguments(sub, common):
     sp.add_argument("--scale", type=float, default=1.0,
                     help="work per program relative to the default (bbuf 50,000 items, pyqueue 20,000 items, "
                          "sqlite 40,000 inserts; default 1)")
+    sp.add_argument("program", nargs="?", choices=["memcached"],
+                    help="memcached: the real-code acceptance of `liblock transform` instead (docs/memcached.md)")
+    from . import _memcached_run
+    _memcached_run.add_arguments(sp)
     sp.add_argument("--all-rounds", action="store_true",
                     help="run every round even when an algorithm's median at a point is already decided past the "
                          "bound (default: skip it, see docs/bench.md)")
@@ -137,6 +141,9 @@ def probes(env):
 
 
 def run(args, env):
+    if args.program == "memcached":
+        from . import _memcached_run
+        return _memcached_run.run(args, env)
     reg = {a["name"]: a for a in registry(env)}
     if args.algorithms in ("all", ""):
         algos = list(reg)

@@ -18,9 +18,13 @@ import textwrap
 
 from clang import cindex as ci
 
+from . import _transform_wrap as W
+
 K = ci.CursorKind
 LOCK = {"pthread_mutex_lock"}
 UNLOCK = {"pthread_mutex_unlock"}
+TRYLOCK = {"pthread_mutex_trylock"}
+TLSCALLS = {"pthread_getspecific", "pthread_setspecific"}
 CONDWAIT = {"pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait"}
 SETJMP = {"setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp", "longjmp", "_longjmp", "siglongjmp",
           "__longjmp_chk", "__builtin_setjmp", "__builtin_longjmp"}
@@ -101,6 +105,9 @@ class FileTransform:
             self.src = f.read()
         self.lock_names = set(LOCK) | {w[0] for w in wrappers}
         self.unlock_names = set(UNLOCK) | {w[1] for w in wrappers}
+        self.wrappers = list(wrappers)
+        self.wrap_pair = {n: i for i, w in enumerate(wrappers) for n in w}
+        self.wrapper_defs = {}   # computed lock wrapper defined here -> _transform_wrap.WrapperDef
         index = index or ci.Index.create()
         self.tu = index.parse(path, args=list(flags),
                               options=ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
@@ -177,13 +184,30 @@ class FileTransform:
             ch = children(stmt)
             if len(ch) == 2 and ch[0].kind == K.COMPOUND_STMT and len(children(ch[0])) == 1:
                 stmt = children(ch[0])[0]
-        call = as_call(stmt)
-        if not call or call[0] not in names or len(call[1]) != 1:
+        call = strip(stmt)
+        if call is None or call.kind != K.CALL_EXPR or call.spelling not in names:
             return None
         try:
-            return self.canon(call[1][0])
+            return self.call_mutex(call)
         except Refused:
             return ("?", stmt.extent.start.offset), None
+
+    def call_mutex(self, call):
+        """(key, text) of the mutex a lock/unlock call names, None when it is
+        not one (a plain lock with other than one argument).  A computed
+        wrapper (--wrapper whose function takes something other than one
+        `pthread_mutex_t *`, like memcached's item_lock(hv)) is keyed by its
+        pair and its argument list, and its mutex is
+        __liblock_mutex_LOCK(args) (_transform_wrap.py)."""
+        args = list(call.get_arguments())
+        if call.spelling in self.wrap_pair and W.computed(call):
+            i = self.wrap_pair[call.spelling]
+            canon = [self.canon(a) for a in args]
+            return ("w", i, tuple(k for k, _ in canon)), \
+                f"{W.mutex_fn(self.wrappers[i][0])}({', '.join(t for _, t in canon)})"
+        if len(args) != 1:
+            return None
+        return self.canon(args[0])
 
     # ---- discovery ------------------------------------------------------------------
     def waiting_functions(self):
@@ -211,8 +235,10 @@ class FileTransform:
         if self.errors:
             return
         self.waiters = self.waiting_functions()
+        self.wrapper_defs = W.find_definitions(self)
         for f in self.tu.cursor.get_children():
-            if f.kind == K.FUNCTION_DECL and f.is_definition() and self.in_file(f):
+            if f.kind == K.FUNCTION_DECL and f.is_definition() and self.in_file(f) \
+                    and f.spelling not in self.wrap_pair:  # a wrapper's own body is not a section
                 body = [c for c in children(f) if c.kind == K.COMPOUND_STMT]
                 if body:
                     self.scan(f, body[0])
@@ -272,16 +298,27 @@ class FileTransform:
         st = sec.lock_stmt
         if st.kind == K.DO_STMT:
             st = children(children(st)[0])[0]
-        arg = strip(as_call(st)[1][0])
-        pt = arg.type.get_canonical()
-        if pt.kind != ci.TypeKind.POINTER or "pthread_mutex_t" not in (arg.type.get_pointee().spelling + " " +
-                                                                      pt.get_pointee().spelling):
-            raise Refused(f"the lock's argument is not a pthread_mutex_t * ({arg.type.spelling})")
+        sec.lock_fn = strip(st).spelling  # pthread_mutex_lock or a --wrapper (--only by the wrapper's site)
+        if sec.key[0] == "w":
+            W.check_section(self, sec, strip(st))
+        else:
+            arg = strip(as_call(st)[1][0])
+            pt = arg.type.get_canonical()
+            if pt.kind != ci.TypeKind.POINTER or "pthread_mutex_t" not in (arg.type.get_pointee().spelling + " " +
+                                                                          pt.get_pointee().spelling):
+                raise Refused(f"the lock's argument is not a pthread_mutex_t * ({arg.type.spelling})")
         self.held = [sec.key]
         self.pure_writes = set()
         sec.inner_names = {x.spelling for s in body for x in s.walk_preorder() if x.kind == K.VAR_DECL}
+        self.held_line = {}
         for s in body:
             self.walk(sec, s, 0, 0)
+        left = [k for k in self.held if k != sec.key]
+        if left:
+            # a delegated section runs on a server thread: a lock it leaves held
+            # cannot be released by the caller afterwards (docs/transform.md)
+            line, text = self.held_line.get(left[0], (sec.line, "?"))
+            raise Refused(f"locks {text} inside (line {line}) and does not unlock it before the section ends")
         self.raw_names(sec)
         for v in key_vars(sec.key):
             if v in sec.any_writes:
@@ -428,6 +465,10 @@ class FileTransform:
     def walk(self, sec, c, loops, switches):
         k = c.kind
         if k == K.DECL_REF_EXPR:
+            r = c.referenced
+            if r is not None and r.kind == K.VAR_DECL and r.tls_kind != ci.TLSKind.NONE:
+                raise Refused(f"uses the thread-local variable {r.spelling} (a delegated section runs on the "
+                              f"server's thread)")
             d, off = self.refname(c)
             if is_local(d, sec.func) and not (sec.bstart <= d.extent.start.offset < sec.bend):
                 offs = [off] if off is not None else []
@@ -475,6 +516,8 @@ class FileTransform:
                 raise Refused(f"calls {name}")
             if name in ALLOCA:
                 raise Refused(f"calls {name}")
+            if name in TLSCALLS:
+                raise Refused(f"calls {name} (a delegated section runs on the server's thread)")
             if name in VASTART:
                 raise Refused("va_start inside: the variable arguments are the enclosing function's")
             if name in self.waiters:
@@ -485,15 +528,19 @@ class FileTransform:
                         sec.waits = True
                 except Refused:
                     pass
-            if name in self.lock_names and len(args) == 1:
+            if name in self.lock_names or name in TRYLOCK:
                 try:
-                    key, _ = self.canon(args[0])
+                    m = self.call_mutex(c) if name in self.lock_names else \
+                        (self.canon(args[0]) if len(args) == 1 else None)
                 except Refused:
                     raise Refused("a lock inside with a mutex expression not understood")
-                self.held.append(key)
-                sec.nested.append(c.extent.start.line)
-            if name in self.unlock_names and len(args) == 1:
-                key = self.canon(args[0])[0]
+                if m is not None:
+                    self.held.append(m[0])
+                    self.held_line.setdefault(m[0], (c.extent.start.line, m[1]))
+                    if name in self.lock_names:
+                        sec.nested.append(c.extent.start.line)
+            if name in self.unlock_names and self.call_mutex(c) is not None:
+                key = self.call_mutex(c)[0]
                 if key not in self.held:
                     raise Refused(f"unlocks another mutex inside (line {c.extent.start.line})")
                 if key == sec.key:
@@ -689,9 +736,12 @@ class FileTransform:
             edits.append((sec.start, sec.end, site))
             sec.status = "transformed"
             done.append(sec)
+        wedits, anchors = W.edits(self, done)
+        edits = wedits + edits  # the mutex functions of computed wrappers, before their uses
         if not edits:
             return None
-        first = min(a for a, _, _ in edits)
+        # the includes go before the first function changed (a function's start, never inside one)
+        first = min([self.line_start(sec.func.extent.start.offset) for sec in done] + anchors)
         # (offset, order): the include block first, then insertions in the order made
         keyed = [((first, -1), (first, first, "#include <liblock.h>\n#include <stdint.h>\n#include <stdlib.h>\n\n"))]
         keyed += [((a, n), (a, b, r)) for n, (a, b, r) in enumerate(edits)]

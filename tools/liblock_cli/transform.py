@@ -16,7 +16,8 @@ def add_arguments(p):
                    help="transform only these sections: FILE:LINE of the lock call (as the profiler prints "
                         "sites), LINE, or a function name")
     p.add_argument("--wrapper", nargs="+", metavar="LOCK:UNLOCK", default=[],
-                   help="functions that lock/unlock the mutex they are given, like pthread_mutex_lock/unlock")
+                   help="functions that lock/unlock a mutex: given as their argument (q_lock(&m)) or computed from "
+                        "their arguments (item_lock(hv); transform the file defining LOCK in the same run)")
     p.add_argument("--report", metavar="FILE", help="write a JSON report of every section (- for stdout)")
     p.add_argument("--diff", action="store_true", help="print a unified diff of each changed file")
     p.add_argument("files", nargs="*", metavar="FILE.c [-- COMPILER FLAGS]")
@@ -48,16 +49,27 @@ def split_flags(args):
     return args.files, []
 
 
-def selector(only):
+def same_file(f, path):
+    return os.path.basename(f) == os.path.basename(path) or path.endswith(f)
+
+
+def selector(only, wranges=None):
+    """--only: FILE:LINE of a lock call (or of the lock call inside a
+    --wrapper's body, which selects every section locked through that
+    wrapper: the profiler names the caller of pthread_mutex_lock), LINE, or
+    the enclosing function's name."""
     if not only:
         return lambda sec: True
+    wranges = wranges or {}
 
     def sel(sec):
         for s in only:
             if ":" in s:
                 f, _, line = s.rpartition(":")
-                if line.isdigit() and int(line) == sec.line and \
-                        (os.path.basename(f) == os.path.basename(sec_path(sec)) or sec_path(sec).endswith(f)):
+                if line.isdigit() and int(line) == sec.line and same_file(f, sec_path(sec)):
+                    return True
+                w = wranges.get(getattr(sec, "lock_fn", None))
+                if line.isdigit() and w and w[1] <= int(line) <= w[2] and same_file(f, w[0]):
                     return True
             elif s.isdigit() and int(s) == sec.line:
                 return True
@@ -89,9 +101,10 @@ def run(args, env):
     from clang import cindex
     from liblock_cli._transform_c import FileTransform
     index = cindex.Index.create()
+    from liblock_cli._transform_wrap import definition_ranges
     report, rc = [], 0
-    sel = selector(args.only)
-    for path in files:
+    parsed, wranges = [], {}
+    for path in files:  # every file first: a wrapper defined in one may be used in another
         if not os.path.isfile(path):
             print(f"liblock transform: {path}: no such file", file=sys.stderr)
             rc = 1
@@ -106,9 +119,15 @@ def run(args, env):
             rc = 1
             continue
         ft.run()
+        wranges.update(definition_ranges(ft))
+        parsed.append((path, ft))
+    sel = selector(args.only, wranges)
+    for path, ft in parsed:
         new = ft.apply(sel)
         for sec in ft.sections:
             entry = ft.report_entry(sec)
+            if args.only:
+                entry["selected"] = bool(sel(sec))
             report.append(entry)
             if sec.status == "refused":
                 print(f"{path}:{sec.line}: refused: {sec.reason}", file=sys.stderr)

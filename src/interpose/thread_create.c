@@ -1,0 +1,103 @@
+/*
+ * thread_create.c - pthread_create under the interposer, for threads created
+ * inside a delegated critical section.
+ *
+ * A critical section delegated to an RCL server (`liblock_execute_mutex` in a
+ * program transformed by `liblock transform`, run with `--lock rcl`) runs on
+ * one of the server's servicing threads: SCHED_FIFO, bound to the server CPU
+ * (docs/rcl.md).  A thread it creates with the default attributes would
+ * inherit both (PTHREAD_INHERIT_SCHED, and Linux copies the affinity), so a
+ * program's ordinary worker - memcached starts its LRU crawler and LRU
+ * maintainer inside critical sections - would run as a real-time thread on
+ * the server's CPU: competing with the servicing threads at their own
+ * priority, and, as an RCL client confined to a server CPU, colocated (a
+ * wake-up and two context switches per request).  The thread is the
+ * program's, not the server's: it gets what its caller would have given it.
+ *
+ * So when the caller is a servicing thread (rcl_tls.my_server), the new
+ * thread is created SCHED_OTHER (priority 0) with the CPUs the process
+ * could use when the interposer was loaded; the application-side affinity
+ * narrowing (docs/rcl.md, "Keeping application threads off the server
+ * CPU") then applies to it like to any client.  Attributes the caller set
+ * explicitly are kept: an explicit scheduling policy (PTHREAD_EXPLICIT_SCHED)
+ * and an explicit affinity.  With attributes given, the reset is done by the
+ * new thread itself before it calls the start routine (a trampoline); with
+ * none, through attributes, so the thread never runs on the server CPU.
+ * Threads created anywhere else go straight to glibc.
+ */
+#include "../internal.h"
+#include "../rcl/rcl.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static create_fn real_create;
+static cpu_set_t start_mask; /* the process's CPUs when the interposer was loaded */
+static int have_mask;
+
+__attribute__((constructor)) static void ip_thread_mask(void)
+{
+    have_mask = sched_getaffinity(0, sizeof start_mask, &start_mask) == 0;
+}
+
+struct ip_start {
+    void *(*fn)(void *);
+    void *arg;
+    int sched, affinity; /* reset these in the new thread */
+};
+
+static void *ip_start_off_server(void *p)
+{
+    struct ip_start s = *(struct ip_start *)p;
+    free(p);
+    if (s.sched) {
+        struct sched_param sp = {0};
+        pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+    }
+    if (s.affinity && have_mask)
+        pthread_setaffinity_np(pthread_self(), sizeof start_mask, &start_mask);
+    return s.fn(s.arg);
+}
+
+LL_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    create_fn real = __atomic_load_n(&real_create, __ATOMIC_ACQUIRE);
+    if (LL_UNLIKELY(!real)) {
+        real = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
+        if (!real)
+            return EAGAIN;
+        __atomic_store_n(&real_create, real, __ATOMIC_RELEASE);
+    }
+    if (LL_LIKELY(rcl_tls.my_server == NULL))
+        return real(th, attr, fn, arg);
+    if (!attr) {
+        pthread_attr_t a;
+        if (pthread_attr_init(&a) != 0)
+            return EAGAIN;
+        struct sched_param sp = {0};
+        pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
+        pthread_attr_setschedpolicy(&a, SCHED_OTHER);
+        pthread_attr_setschedparam(&a, &sp);
+        if (have_mask)
+            pthread_attr_setaffinity_np(&a, sizeof start_mask, &start_mask);
+        int r = real(th, &a, fn, arg);
+        pthread_attr_destroy(&a);
+        return r;
+    }
+    int inherit = PTHREAD_INHERIT_SCHED;
+    cpu_set_t m;
+    pthread_attr_getinheritsched(attr, &inherit);
+    /* glibc reports every CPU for attributes without an affinity */
+    int aff_set = pthread_attr_getaffinity_np(attr, sizeof m, &m) == 0 && CPU_COUNT(&m) < CPU_SETSIZE;
+    struct ip_start *s = malloc(sizeof *s);
+    if (!s)
+        return EAGAIN;
+    *s = (struct ip_start){fn, arg, inherit == PTHREAD_INHERIT_SCHED, !aff_set};
+    int r = real(th, attr, ip_start_off_server, s);
+    if (r)
+        free(s);
+    return r;
+}

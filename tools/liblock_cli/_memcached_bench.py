@@ -1,0 +1,146 @@
+"""memcslap Get and Set throughput of memcached (thesis seed 000 §8.4,
+digest §8, scaled to this machine): memcached with --mc-threads workers
+(default: the CPUs), memcslap with 2x as many client threads on the same
+machine; Get: each client thread loads then gets 30,000 keys, Set: 10,000
+sets per client thread (the thesis's preloads of 30,000 and 10,000).
+
+Configurations, interleaved in each round (order rotated), with the
+wake-up/ping-pong probe at the start of each round:
+  glibc           unmodified memcached, no interposer
+  BEST            unmodified memcached under `liblock run --lock BEST`
+  rcl             unmodified memcached under `liblock run --lock rcl` (lock/unlock are requests)
+  tr-glibc        transformed memcached, no interposer (the transform's own cost)
+  tr-rcl          transformed memcached under `--lock rcl` (the hot sections run on the server)
+Reported: ops/s per run, and per round each configuration / glibc of the
+same round (median over rounds, min-max)."""
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+from . import _runner as R
+from . import _apps as A
+from . import _memcached as M
+
+LINE = re.compile(r"Time to (get|set)\s+(\d+) keys by\s+(\d+) threads:\s+([\d.]+) seconds")
+
+
+def configs(args):
+    return [("glibc", "orig", None), (args.best, "orig", args.best), ("rcl", "orig", "rcl"),
+            ("tr-glibc", "tr", None), ("tr-rcl", "tr", "rcl")]
+
+
+def _wait_port(port, proc, secs=60.0):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < secs:
+        if proc.poll() is not None:
+            return False
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def one_run(env, tree, lock, mc_threads, clients, port):
+    """{"get": ops/s, "set": ops/s} or an error string."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("LIBLOCK_") and k != "LD_PRELOAD"}
+    if lock:
+        e.update(LD_PRELOAD=env.lib("liblock-interpose.so"), LIBLOCK_LOCK=lock, LIBLOCK_STRICT="1")
+    mc = subprocess.Popen([os.path.join(tree, "memcached"), "-p", str(port), "-U", "0", "-l", "127.0.0.1",
+                           "-u", "root", "-m", "256", "-t", str(mc_threads)], env=e,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    out = {}
+    try:
+        if not _wait_port(port, mc):
+            return "memcached did not start"
+        for test, per in (("set", 10000), ("get", 30000)):
+            r = subprocess.run(["memcslap", "-s", f"127.0.0.1:{port}", "-t", test, "-c", str(clients),
+                                "-e", str(per)], capture_output=True, text=True, timeout=180)
+            m = [x for x in LINE.finditer(r.stdout + r.stderr) if x.group(1) == test]
+            if r.returncode != 0 or not m or float(m[-1].group(4)) <= 0:
+                return f"memcslap {test}: exit {r.returncode} {(r.stderr.strip().splitlines() or [''])[-1][:80]}"
+            n, secs = int(m[-1].group(2)), float(m[-1].group(4))
+            out[test] = round(n / secs, 1)
+        return out
+    except subprocess.TimeoutExpired:
+        return "memcslap past 180 s"
+    finally:
+        try:
+            os.killpg(mc.pid, signal.SIGTERM)
+            mc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(mc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def measure(args, env, trees, d):
+    mc_threads = args.mc_threads or (os.cpu_count() or 2)
+    clients = 2 * mc_threads
+    cfgs = configs(args)
+    rows = []
+    port = 30000 + os.getpid() % 20000
+    M.log(f"memcslap: {args.reps} rounds x {len(cfgs)} configurations; memcached -t {mc_threads}, "
+          f"memcslap -c {clients}")
+    for rep in range(args.reps):
+        pr = A.probes(env)
+        for i in range(len(cfgs)):
+            name, tree, lock = cfgs[(i + rep) % len(cfgs)]
+            port += 1
+            res = one_run(env, trees[tree], lock, mc_threads, clients, port)
+            row = {"rep": rep, "config": name, "tree": tree, "lock": lock or "glibc", "mc_threads": mc_threads,
+                   "clients": clients, **pr}
+            if isinstance(res, dict):
+                row.update(status="ok", get_ops=res["get"], set_ops=res["set"])
+            else:
+                row.update(status="failed", error=res)
+                M.log(f"  {name} round {rep + 1}: {res}")
+            rows.append(row)
+        R.write_csv(os.path.join(d, "bench.csv"), rows, ["rep", "config", "status", "get_ops", "set_ops"])
+    return rows
+
+
+def _med(v):
+    v = sorted(v)
+    return None if not v else v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def print_table(rows, args, meta):
+    names = [c[0] for c in configs(args)]
+    desc = {"glibc": "unmodified, glibc", args.best: f"unmodified, interposed {args.best}",
+            "rcl": "unmodified, interposed rcl", "tr-glibc": "transformed, glibc (liblock.so linked)",
+            "tr-rcl": "transformed, interposed rcl"}
+    pp = [r["probe_ns"] for r in rows if R._num(r.get("probe_ns"))]
+    wk = [r["wake_ns"] for r in rows if R._num(r.get("wake_ns"))]
+    print()
+    print(f"memcslap throughput, {os.cpu_count()} CPUs, memcached -t {rows[0]['mc_threads'] if rows else '?'}, "
+          f"memcslap -c {rows[0]['clients'] if rows else '?'}; {args.reps} interleaved rounds; ratio = ops/s / "
+          f"glibc's in the same round, median [min-max]")
+    if pp:
+        print(f"probes per round: ping-pong {', '.join(f'{float(p):.0f}' for p in pp[::len(names)] or pp)} ns; "
+              f"wake-up {', '.join(f'{float(w) / 1e3:.1f}' for w in wk[::len(names)] or wk)} us")
+    print(f"{'configuration':<42} {'Get ops/s':>10} {'Get ratio':>20} {'Set ops/s':>10} {'Set ratio':>20}")
+    summary = {}
+    for n in names:
+        cells = []
+        for t in ("get", "set"):
+            vals = [r[f"{t}_ops"] for r in rows if r["config"] == n and r["status"] == "ok"]
+            ratios = []
+            for r in rows:
+                if r["config"] == n and r["status"] == "ok":
+                    g = [x for x in rows if x["rep"] == r["rep"] and x["config"] == "glibc" and x["status"] == "ok"]
+                    if g:
+                        ratios.append(r[f"{t}_ops"] / g[0][f"{t}_ops"])
+            m, rm = _med(vals), _med(ratios)
+            fails = sum(1 for r in rows if r["config"] == n and r["status"] != "ok")
+            cells.append(f"{m / 1e3:.1f}K" if m else "-")
+            cells.append((f"{rm:.2f} [{min(ratios):.2f}-{max(ratios):.2f}]" if rm else "-")
+                         + (f" ({fails} failed)" if fails else ""))
+            summary[f"{n}.{t}"] = {"ops_median": m, "ratio_median": rm, "failed": fails}
+        print(f"{desc.get(n, n):<42} {cells[0]:>10} {cells[1]:>20} {cells[2]:>10} {cells[3]:>20}")
+    meta["bench"] = summary
