@@ -191,19 +191,19 @@ static int do_fork(void)
 
 static pthread_mutex_t site1, site2;
 static pthread_mutex_t site_static = PTHREAD_MUTEX_INITIALIZER;
-static long site_counter;
+static long site_count[3]; /* one per mutex: each is protected by its own */
 
 static void *site_worker(void *a)
 {
     for (int i = 0; i < 2000; i++) {
         pthread_mutex_lock(&site1);
-        site_counter++;
+        site_count[0]++;
         pthread_mutex_unlock(&site1);
         pthread_mutex_lock(&site2);
-        site_counter++;
+        site_count[1]++;
         pthread_mutex_unlock(&site2);
         pthread_mutex_lock(&site_static);
-        site_counter++;
+        site_count[2]++;
         pthread_mutex_unlock(&site_static);
     }
     return a;
@@ -220,7 +220,7 @@ static int sites(void)
         pthread_create(&t[i], NULL, site_worker, NULL);
     for (int i = 0; i < 2; i++)
         pthread_join(t[i], NULL);
-    KV("site_counter", site_counter);
+    KV("site_counter", site_count[0] + site_count[1] + site_count[2]);
     return 0;
 }
 
