@@ -27,7 +27,7 @@ from . import _profdata as D
 from . import _profreport as P
 from . import _siteconfig
 from . import list as list_cmd
-from .run import WAITS
+from .run import WAITS, lock_wait_problem
 
 HELP = "profile the pthread locks of an unmodified program: hot locks, wait/hold times, advice, per-site config"
 USAGE = "liblock profile [options] -- PROGRAM ARGS...  |  liblock profile --calibrate  |  liblock profile --dump RAW"
@@ -108,14 +108,9 @@ def _check_options(args, env, cmd):
     if args.lock is not None or args.config is not None:
         algos = {a["name"]: a for a in list_cmd.algorithms(env)}
     if args.lock is not None:
-        if args.lock not in algos:
-            raise Fail(f"unknown lock '{args.lock}' (valid: {' '.join(sorted(algos))})")
-        if args.wait is not None:
-            if args.wait not in WAITS:
-                raise Fail(f"unknown waiting policy '{args.wait}' (valid: {' '.join(WAITS)})")
-            if args.wait not in algos[args.lock]["policies"]:
-                raise Fail(f"lock '{args.lock}' does not support waiting policy '{args.wait}' "
-                           f"(valid: {' '.join(algos[args.lock]['policies'])})")
+        problem = lock_wait_problem(algos, args.lock, args.wait)
+        if problem:
+            raise Fail(problem)
     if args.config is not None:
         problem = _siteconfig.validate(args.config, algos, os.path.join(env.bindir, "liblock-config-check"))
         if problem:

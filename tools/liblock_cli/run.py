@@ -51,6 +51,19 @@ def add_arguments(p):
                    help="the program and its arguments")
 
 
+def lock_wait_problem(algos, lock, wait):
+    """The one-line problem with --lock NAME [--wait POLICY], or None (shared with `liblock profile`)."""
+    if lock not in algos:
+        return f"unknown lock '{lock}' (valid: {' '.join(sorted(algos))})"
+    if wait is not None:
+        if wait not in WAITS:
+            return f"unknown waiting policy '{wait}' (valid: {' '.join(WAITS)})"
+        if wait not in algos[lock]["policies"]:
+            return (f"lock '{lock}' does not support waiting policy '{wait}' "
+                    f"(valid: {' '.join(algos[lock]['policies'])})")
+    return None
+
+
 def fail(msg):
     print(f"liblock run: {msg}", file=sys.stderr)
     return 2
@@ -68,14 +81,10 @@ def run(args, env):
             return fail(f"give --lock NAME, --config FILE, --sem KIND or a combination (usage: {USAGE})")
         if args.wait is not None or (args.cond is not None and args.config is None):
             return fail("--wait and --cond apply to the lock: give --lock NAME as well")
-    elif args.lock not in algos:
-        return fail(f"unknown lock '{args.lock}' (valid: {' '.join(sorted(algos))})")
-    if args.wait is not None:
-        if args.wait not in WAITS:
-            return fail(f"unknown waiting policy '{args.wait}' (valid: {' '.join(WAITS)})")
-        if args.wait not in algos[args.lock]["policies"]:
-            return fail(f"lock '{args.lock}' does not support waiting policy '{args.wait}' "
-                        f"(valid: {' '.join(algos[args.lock]['policies'])})")
+    else:
+        problem = lock_wait_problem(algos, args.lock, args.wait)
+        if problem:
+            return fail(problem)
     if args.cond is not None and args.cond not in CONDS:
         return fail(f"unknown condition variable kind '{args.cond}' (valid: {' '.join(CONDS)})")
     if args.sem is not None and args.sem not in SEMS:
