@@ -722,7 +722,11 @@ static void test_loiter_patience(void)
             if (ll_hold_find(ll_self(), &p.lock))
                 liblock_unlock(&p.lock);
             CHECK(th_join_by(th, th_now_ns() + 20000000000ull) == 0, "loiter: standby stranded");
-            CHECK(bypasses <= patience, "loiter/%s patience %d: standby bypassed %ld times",
+            /* the documented bound (src/locks/loiter.c, "Patience measure"):
+             * a standby is admitted after at most PATIENCE + 1 admissions of
+             * others -- the standby reads the admissions counter racily, and
+             * this thread sees it queued (tail) a little before it watches */
+            CHECK(bypasses <= patience + 1, "loiter/%s patience %d: standby bypassed %ld times",
                   liblock_wait_name(pols[pi]), patience, bypasses);
             stats_of(&p.lock, &st);
             if (getenv("TEST_MALTHUS_VERBOSE"))
