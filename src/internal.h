@@ -84,6 +84,12 @@ void ll_free_on_node(void *p, size_t size);
 int ll_futex_wait(_Atomic uint32_t *addr, uint32_t val, const struct timespec *rel); /* 0, EAGAIN, ETIMEDOUT, EINTR */
 int ll_futex_wake(_Atomic uint32_t *addr, int n);
 void ll_yield(void);
+/* Lock a process-private pthread mutex guarding a free list, with a bounded
+ * number of attempts (trylock, yield; 1000 tries): a forked child may have
+ * inherited it locked by a thread that does not exist there (the interposer
+ * initialises locks in its fork handler), so it is never waited for
+ * indefinitely.  1 = locked, 0 = given up (the caller does without). */
+int ll_mutex_lock_bounded(pthread_mutex_t *m);
 /* x86 user-mode waiting instructions (src/platform/uwait.c): detection by
  * CPUID, and one bounded wait for a word to change (UMONITOR/UMWAIT or
  * MONITORX/MWAITX).  ll_uwait_kind() is LL_UWAIT_NONE where neither exists;

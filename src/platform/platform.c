@@ -286,6 +286,16 @@ long ll_env_long(const char *name, long dflt, long min, long max)
     return v;
 }
 
+int ll_mutex_lock_bounded(pthread_mutex_t *m)
+{
+    for (int i = 0; i < 1000; i++) {
+        if (pthread_mutex_trylock(m) == 0)
+            return 1;
+        ll_yield();
+    }
+    return 0;
+}
+
 double ll_env_double(const char *name, double dflt, double min, double max)
 {
     const char *s = getenv(name);

@@ -27,20 +27,10 @@ static _Atomic unsigned long created;
 
 unsigned long ll_mbox_debug_created(void) { return atomic_load_explicit(&created, memory_order_relaxed); }
 
-/* The pool's mutex, taken with a bounded number of attempts: a forked
- * child may have inherited it locked by a thread that does not exist
- * there (the interposer initialises locks in its fork handler), so the
- * pool is never waited for indefinitely.  When it cannot be had, a pop
- * allocates afresh and a push leaves the item out of the pool. */
-static int pool_lock(void)
-{
-    for (int i = 0; i < 1000; i++) {
-        if (pthread_mutex_trylock(&pool_mu) == 0)
-            return 1;
-        ll_yield();
-    }
-    return 0;
-}
+/* The pool's mutex, taken with a bounded number of attempts
+ * (ll_mutex_lock_bounded): when it cannot be had, a pop allocates afresh
+ * and a push leaves the item out of the pool. */
+static int pool_lock(void) { return ll_mutex_lock_bounded(&pool_mu); }
 
 static int all_empty(ll_mbox_t *m)
 {
