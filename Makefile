@@ -35,6 +35,10 @@ ifeq ($(HAVE_LIBDW),1)
   SHIM_LIBS += -ldw -lelf
 endif
 CFLAGS_ALL := $(BASEFLAGS) $(OPT) $(DEFS) $(EXTRA_CFLAGS)
+# Objects depend on this stamp, rewritten whenever the flags change (e.g.
+# libdw installed after a first build), so a stale build cannot survive.
+FLAGS_STAMP := $(BUILD)/flags.stamp
+$(shell mkdir -p $(BUILD); echo '$(CFLAGS_ALL) $(SHIM_LIBS)' | cmp -s - $(FLAGS_STAMP) || echo '$(CFLAGS_ALL) $(SHIM_LIBS)' > $(FLAGS_STAMP))
 
 LOCK_SRCS := $(sort $(wildcard src/locks/*.c))
 LOCK_NAMES := $(basename $(notdir $(LOCK_SRCS)))
@@ -86,7 +90,7 @@ $(BUILD)/obj/gen/registry.o: $(BUILD)/gen/registry.c src/internal.h include/libl
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
-$(BUILD)/obj/%.o: %.c src/internal.h include/liblock.h $(wildcard src/*/*.h)
+$(BUILD)/obj/%.o: %.c src/internal.h include/liblock.h $(wildcard src/*/*.h) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
@@ -112,7 +116,7 @@ INTERPOSE_WRAP := $(foreach f,mutex_init mutex_destroy mutex_lock mutex_trylock 
 
 ifneq ($(PROFILE_SRCS),)
 PROFILE_OBJS := $(patsubst %.c,$(BUILD)/obj-profile/%.o,$(SHIM_SRCS) $(PROFILE_SRCS))
-$(BUILD)/obj-profile/%.o: %.c src/internal.h include/liblock.h $(wildcard src/*/*.h)
+$(BUILD)/obj-profile/%.o: %.c src/internal.h include/liblock.h $(wildcard src/*/*.h) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -DLL_SHIM_PROFILE -c $< -o $@
 $(PROFILE_SO): $(PROFILE_OBJS) $(LIB_OBJS)
