@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <threads.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
 
@@ -80,6 +81,53 @@ static void *cond_waiter(void *a)
     }
     pthread_mutex_unlock(&condm);
     return NULL;
+}
+
+/* A holder that waits on a condition variable while another thread takes
+ * the mutex from another call site: its hold is the 6 ms it spins, the
+ * wait excluded, and stays with its own call site. */
+static pthread_mutex_t holdm;
+static pthread_cond_t holdcv = PTHREAD_COND_INITIALIZER;
+static int hold_n;
+static long hold_waits;
+
+static void spin_ms(long ms)
+{
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ms * 1000000L);
+}
+
+static void *hold_helper(void *a)
+{
+    (void)a;
+    for (int i = 0; i < 5; i++) {
+        pthread_mutex_lock(&holdm);
+        if (++hold_n == 5)
+            pthread_cond_signal(&holdcv);
+        pthread_mutex_unlock(&holdm);
+    }
+    return NULL;
+}
+
+static void hold_across_wait(void)
+{
+    pthread_t h;
+    pthread_mutex_init(&holdm, NULL);
+    int l_hold_lock = __LINE__; pthread_mutex_lock(&holdm);
+    spin_ms(3);
+    pthread_create(&h, NULL, hold_helper, NULL);
+    while (hold_n < 5) {
+        pthread_cond_wait(&holdcv, &holdm);
+        hold_waits++;
+    }
+    spin_ms(3);
+    pthread_mutex_unlock(&holdm);
+    pthread_join(h, NULL);
+    KV("l_hold_lock", l_hold_lock);
+    KV("hold_waits", hold_waits);
 }
 
 static void lock_twice_site_a(void) { pthread_mutex_lock(&two); pthread_mutex_unlock(&two); } /* SITE_A */
@@ -150,6 +198,7 @@ static int basic(void)
     }
     pthread_join(c, NULL);
     KV("cond_calls", cond_calls);
+    hold_across_wait();
     mtx_t cm;
     int l_c11 = __LINE__; mtx_init(&cm, mtx_plain);
     int l_c11_lock = __LINE__; for (int i = 0; i < 3; i++) { mtx_lock(&cm); mtx_unlock(&cm); }
@@ -159,7 +208,7 @@ static int basic(void)
         pthread_join(t[i], NULL);
     pthread_join(e, NULL);
     KV("hot_count", hot_count);
-    KV("threads", HOT_THREADS + 3);
+    KV("threads", HOT_THREADS + 4);
     fflush(stdout);
     return 3;
 }

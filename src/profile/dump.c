@@ -118,24 +118,24 @@ static const char *type_name(const struct lp_inst *in)
     }
 }
 
-/* ---- call sites merged from the threads' tables -------------------------------- */
+/* ---- call sites: the threads' records ------------------------------------------ */
 struct cs_agg {
-    const struct lp_inst *inst;
+    int site;
     const void *ra;
-    const struct lp_counts *c;     /* in a thread's table (read with relaxed loads) */
+    const struct lp_crec *r;       /* read with relaxed loads */
 };
 
 static int agg_cmp(const void *a, const void *b)
 {
     const struct cs_agg *x = a, *y = b;
-    if (x->inst != y->inst)
-        return (uintptr_t)x->inst < (uintptr_t)y->inst ? -1 : 1;
+    if (x->site != y->site)
+        return x->site < y->site ? -1 : 1;
     if (x->ra != y->ra)
         return (uintptr_t)x->ra < (uintptr_t)y->ra ? -1 : 1;
     return 0;
 }
 
-/* Every entry of every thread, sorted by (instance, return address). */
+/* Every record of every thread, sorted by (lock site, return address). */
 static struct cs_agg *collect(size_t *np)
 {
     size_t cap = 1024, n = 0;
@@ -144,9 +144,9 @@ static struct cs_agg *collect(size_t *np)
         return NULL;
     for (struct lp_table *t = atomic_load_explicit(&lp.tables, memory_order_acquire); t; t = t->next) {
         size_t tc = atomic_load_explicit((_Atomic size_t *)&t->cap, memory_order_acquire);
-        struct lp_cs **sl = atomic_load_explicit((_Atomic(struct lp_cs **) *)&t->slots, memory_order_acquire);
+        struct lp_crec **sl = atomic_load_explicit((_Atomic(struct lp_crec **) *)&t->slots, memory_order_acquire);
         for (size_t i = 0; i < tc; i++) {
-            struct lp_cs *e = atomic_load_explicit((_Atomic(struct lp_cs *) *)&sl[i], memory_order_acquire);
+            struct lp_crec *e = atomic_load_explicit((_Atomic(struct lp_crec *) *)&sl[i], memory_order_acquire);
             if (!e)
                 continue;
             if (n == cap) {
@@ -156,7 +156,7 @@ static struct cs_agg *collect(size_t *np)
                 v = nv;
                 cap *= 2;
             }
-            v[n++] = (struct cs_agg){e->inst, e->ra, &e->c};
+            v[n++] = (struct cs_agg){e->site, e->ra, e};
         }
     }
     qsort(v, n, sizeof *v, agg_cmp);
@@ -164,16 +164,28 @@ static struct cs_agg *collect(size_t *np)
     return v;
 }
 
-static void counts_add(struct lp_counts *to, const struct lp_counts *c)
+static void hist_add(struct lp_hist *to, const struct lp_hist *h)
 {
-    to->acq += LP_LD(c->acq);
-    to->contended += LP_LD(c->contended);
-    to->wait_ns += LP_LD(c->wait_ns);
-    to->hold_ns += LP_LD(c->hold_ns);
-    to->misses += LP_LD(c->misses);
     for (int i = 0; i < LP_BUCKETS; i++) {
-        to->wait_hist[i] += LP_LD(c->wait_hist[i]);
-        to->hold_hist[i] += LP_LD(c->hold_hist[i]);
+        to->wait[i] += LP_LD(h->wait[i]);
+        to->hold[i] += LP_LD(h->hold[i]);
+    }
+}
+
+/* A site's histograms: every thread's, and the fallback's. */
+static void site_hist(const struct lp_site *s, struct lp_hist *out)
+{
+    memset(out, 0, sizeof *out);
+    hist_add(out, &s->fallback_h);
+    size_t i = (size_t)s->index;
+    for (struct lp_table *t = atomic_load_explicit(&lp.tables, memory_order_acquire); t; t = t->next) {
+        size_t n = atomic_load_explicit((_Atomic size_t *)&t->nhists, memory_order_acquire);
+        struct lp_hist **hs = atomic_load_explicit((_Atomic(struct lp_hist **) *)&t->hists, memory_order_acquire);
+        if (i >= n || !hs)
+            continue;
+        struct lp_hist *h = atomic_load_explicit((_Atomic(struct lp_hist *) *)&hs[i], memory_order_acquire);
+        if (h)
+            hist_add(out, h);
     }
 }
 
@@ -185,45 +197,60 @@ static void put_hist(struct buf *b, const uint64_t *h)
     puts_(b, "]");
 }
 
-static void put_inst(struct buf *b, const struct lp_inst *in, const struct cs_agg *agg, size_t nagg)
+/* The threads' slots summed by instance id (calloc'd, lp.ninst entries). */
+static struct lp_islot *inst_sums(uint32_t n)
 {
-    /* agg is sorted by instance: binary search the first entry of in */
-    size_t lo = 0, hi = nagg;
+    struct lp_islot *v = calloc(n ? n : 1, sizeof *v);
+    if (!v)
+        return NULL;
+    for (struct lp_table *t = atomic_load_explicit(&lp.tables, memory_order_acquire); t; t = t->next) {
+        size_t np = atomic_load_explicit((_Atomic size_t *)&t->nipages, memory_order_acquire);
+        struct lp_islot **pp = atomic_load_explicit((_Atomic(struct lp_islot **) *)&t->ipages, memory_order_acquire);
+        for (size_t p = 0; p < np; p++) {
+            struct lp_islot *pg = atomic_load_explicit((_Atomic(struct lp_islot *) *)&pp[p], memory_order_acquire);
+            for (size_t k = 0; pg && k < LP_IPAGE && p * LP_IPAGE + k < n; k++) {
+                v[p * LP_IPAGE + k].acq += LP_LD(pg[k].acq);
+                v[p * LP_IPAGE + k].hold_ns += LP_LD(pg[k].hold_ns);
+                v[p * LP_IPAGE + k].try_ok += LP_LD(pg[k].try_ok);
+            }
+        }
+    }
+    return v;
+}
+
+static void put_inst(struct buf *b, const struct lp_inst *in, const struct lp_islot *sums, uint32_t nsums)
+{
+    const struct lp_islot z = {0, 0, 0, 0}, *c = sums && in->id < nsums ? &sums[in->id] : &z;
+    uint64_t fail = atomic_load_explicit(&((struct lp_inst *)in)->try_fail, memory_order_relaxed);
+    putf(b, "{\"addr\":\"%p\",\"type\":\"%s\",", in->addr, type_name(in));
+    putf(b, "\"acquisitions\":%llu,\"contended\":%llu,\"recursive_relocks\":%llu,", (unsigned long long)c->acq,
+         (unsigned long long)LP_LD(in->contended), (unsigned long long)LP_LD(in->relocks));
+    putf(b, "\"trylocks\":%llu,\"trylock_failures\":%llu,", (unsigned long long)(c->try_ok + fail), (unsigned long long)fail);
+    putf(b, "\"cond_waits\":%llu,\"cond_wait_ns\":%llu,\"wait_ns\":%llu,\"hold_ns\":%llu,",
+         (unsigned long long)LP_LD(in->cond_waits), (unsigned long long)LP_LD(in->cond_wait_ns),
+         (unsigned long long)LP_LD(in->wait_ns), (unsigned long long)c->hold_ns);
+    if (lp_perf_ok)
+        putf(b, "\"misses\":%llu}", (unsigned long long)LP_LD(in->misses));
+    else
+        puts_(b, "\"misses\":null}");
+}
+
+/* The site's call sites: the threads' records of it, merged by file:line
+ * (one source line may hold several calls -- an unrolled loop, an inlined
+ * function -- and several threads call it). */
+static void put_call_sites(struct buf *b, const struct lp_site *s, const struct cs_agg *agg, size_t nagg)
+{
+    size_t lo = 0, hi = nagg; /* agg is sorted by site: the first record of s */
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if ((uintptr_t)agg[mid].inst < (uintptr_t)in)
+        if (agg[mid].site < s->index)
             lo = mid + 1;
         else
             hi = mid;
     }
     size_t cnt = 0;
-    while (lo + cnt < nagg && agg[lo + cnt].inst == in)
+    while (lo + cnt < nagg && agg[lo + cnt].site == s->index)
         cnt++;
-    struct lp_counts tot;
-    memset(&tot, 0, sizeof tot);
-    counts_add(&tot, &in->fallback);
-    for (size_t i = 0; i < cnt; i++)
-        counts_add(&tot, agg[lo + i].c);
-    putf(b, "{\"addr\":\"%p\",\"type\":\"%s\",", in->addr, type_name(in));
-    putf(b, "\"acquisitions\":%llu,\"contended\":%llu,\"recursive_relocks\":%llu,", (unsigned long long)tot.acq,
-         (unsigned long long)tot.contended, (unsigned long long)LP_LD(in->relocks));
-    putf(b, "\"trylocks\":%llu,\"trylock_failures\":%llu,",
-         (unsigned long long)atomic_load_explicit(&((struct lp_inst *)in)->trylocks, memory_order_relaxed),
-         (unsigned long long)atomic_load_explicit(&((struct lp_inst *)in)->try_fail, memory_order_relaxed));
-    putf(b, "\"cond_waits\":%llu,\"cond_wait_ns\":%llu,\"wait_ns\":%llu,\"hold_ns\":%llu,",
-         (unsigned long long)LP_LD(in->cond_waits), (unsigned long long)LP_LD(in->cond_wait_ns),
-         (unsigned long long)tot.wait_ns, (unsigned long long)tot.hold_ns);
-    puts_(b, "\"wait_hist\":");
-    put_hist(b, tot.wait_hist);
-    puts_(b, ",\"hold_hist\":");
-    put_hist(b, tot.hold_hist);
-    if (lp_perf_ok)
-        putf(b, ",\"misses\":%llu", (unsigned long long)tot.misses);
-    else
-        puts_(b, ",\"misses\":null");
-    puts_(b, ",\"call_sites\":[");
-    /* merged by file:line: one source line may hold several calls (an
-     * unrolled loop, an inlined function), and several threads call it */
     struct line_agg {
         char site[600];
         const char *fn;
@@ -231,9 +258,10 @@ static void put_inst(struct buf *b, const struct lp_inst *in, const struct cs_ag
     } *la = cnt ? calloc(cnt, sizeof *la) : NULL;
     size_t nl = 0;
     for (size_t i = 0; la && i < cnt; i++) {
+        const struct lp_crec *r = agg[lo + i].r;
         char site[600];
         const char *fn = NULL;
-        code_site(agg[lo + i].ra, site, sizeof site, &fn);
+        code_site(r->ra, site, sizeof site, &fn);
         size_t j = 0;
         while (j < nl && strcmp(la[j].site, site) != 0)
             j++;
@@ -242,12 +270,16 @@ static void put_inst(struct buf *b, const struct lp_inst *in, const struct cs_ag
             la[nl].fn = fn;
             nl++;
         }
-        la[j].acq += LP_LD(agg[lo + i].c->acq);
-        la[j].wait_ns += LP_LD(agg[lo + i].c->wait_ns);
-        la[j].hold_ns += LP_LD(agg[lo + i].c->hold_ns);
+        la[j].acq += LP_LD(r->acq);
+        la[j].wait_ns += LP_LD(r->wait_ns);
+        la[j].hold_ns += LP_LD(r->hold_ns);
     }
+    puts_(b, ",\"call_sites\":[");
+    int k = 0;
     for (size_t j = 0; j < nl; j++) {
-        puts_(b, j ? ",{\"site\":" : "{\"site\":");
+        if (!la[j].acq && !la[j].wait_ns && !la[j].hold_ns)
+            continue; /* e.g. a forked child's copy of a record only its parent used */
+        puts_(b, k++ ? ",{\"site\":" : "{\"site\":");
         putstr(b, la[j].site);
         puts_(b, ",\"function\":");
         putstr(b, la[j].fn);
@@ -255,10 +287,11 @@ static void put_inst(struct buf *b, const struct lp_inst *in, const struct cs_ag
              (unsigned long long)la[j].wait_ns, (unsigned long long)la[j].hold_ns);
     }
     free(la);
-    puts_(b, "]}");
+    puts_(b, "]");
 }
 
-static void put_site(struct buf *b, const struct lp_site *s, const struct cs_agg *agg, size_t nagg)
+static void put_site(struct buf *b, const struct lp_site *s, const struct cs_agg *agg, size_t nagg,
+                     const struct lp_islot *sums, uint32_t nsums)
 {
     char first[600] = "";
     const char *fn = NULL;
@@ -273,6 +306,22 @@ static void put_site(struct buf *b, const struct lp_site *s, const struct cs_agg
         putstr(b, first);
     else
         puts_(b, "null");
+    struct lp_hist h;
+    site_hist(s, &h);
+    /* uncontended acquisitions (wait 0) are not in the threads' wait
+     * histograms (hooks.h): bucket 0 gets them, from the site's count */
+    uint64_t acq = 0, inhist = 0;
+    for (const struct lp_inst *in = atomic_load_explicit((_Atomic(struct lp_inst *) *)&s->insts, memory_order_acquire); in; in = in->next)
+        acq += sums && in->id < nsums ? sums[in->id].acq : 0;
+    for (int i = 0; i < LP_BUCKETS; i++)
+        inhist += h.wait[i];
+    if (acq > inhist)
+        h.wait[0] += acq - inhist;
+    puts_(b, ",\"wait_hist\":");
+    put_hist(b, h.wait);
+    puts_(b, ",\"hold_hist\":");
+    put_hist(b, h.hold);
+    put_call_sites(b, s, agg, nagg);
     putf(b, ",\"count\":%ld,\"frames\":[", s->count);
     for (int i = 0; i < s->nframes; i++) {
         char site[600], line[700];
@@ -288,7 +337,7 @@ static void put_site(struct buf *b, const struct lp_site *s, const struct cs_agg
     for (const struct lp_inst *in = atomic_load_explicit((_Atomic(struct lp_inst *) *)&s->insts, memory_order_acquire); in; in = in->next) {
         if (k++)
             puts_(b, ",");
-        put_inst(b, in, agg, nagg);
+        put_inst(b, in, sums, nsums);
     }
     puts_(b, "]}");
 }
@@ -344,13 +393,16 @@ static void build(struct buf *b, const char *how, int status, int sig)
     puts_(b, ",\"sites\":[");
     size_t nagg = 0;
     struct cs_agg *agg = collect(&nagg);
+    uint32_t nsums = atomic_load_explicit((_Atomic uint32_t *)&lp.ninst, memory_order_relaxed);
+    struct lp_islot *sums = inst_sums(nsums);
     int k = 0;
     for (const struct lp_site *s = atomic_load_explicit((_Atomic(struct lp_site *) *)&lp.sites, memory_order_acquire); s; s = s->next) {
         if (k++)
             puts_(b, ",\n");
-        put_site(b, s, agg ? agg : (struct cs_agg *)"", agg ? nagg : 0);
+        put_site(b, s, agg ? agg : (struct cs_agg *)"", agg ? nagg : 0, sums, sums ? nsums : 0);
     }
     free(agg);
+    free(sums);
     puts_(b, "]}\n");
 }
 
@@ -538,20 +590,22 @@ void lp_dump_fork_child(void)
     atomic_store(&usr1_n, 0);
     for (struct lp_site *s = lp.sites; s; s = s->next)
         for (struct lp_inst *in = s->insts; in; in = in->next) {
-            struct lp_site *site = in->site;
-            const void *addr = in->addr;
-            int type = in->type, glibc = in->glibc, c11 = in->c11;
-            struct lp_inst *next = in->next;
-            memset(in, 0, sizeof *in);
-            in->site = site;
-            in->addr = addr;
-            in->type = type;
-            in->glibc = glibc;
-            in->c11 = c11;
-            in->next = next;
+            /* counts from the fork */
+            in->contended = in->wait_ns = in->relocks = in->cond_waits = in->cond_wait_ns = in->misses = 0;
+            atomic_store(&in->try_fail, 0);
         }
-    for (struct lp_table *t = atomic_load(&lp.tables); t; t = t->next)
+    for (struct lp_site *s = lp.sites; s; s = s->next)
+        memset(&s->fallback_h, 0, sizeof s->fallback_h);
+    for (struct lp_table *t = atomic_load(&lp.tables); t; t = t->next) {
+        t->nheld = 0; /* a mutex held across the fork is not timed in the child */
         for (size_t i = 0; i < t->cap; i++)
             if (t->slots[i])
-                memset(&t->slots[i]->c, 0, sizeof t->slots[i]->c);
+                t->slots[i]->acq = t->slots[i]->wait_ns = t->slots[i]->hold_ns = 0;
+        for (size_t p = 0; p < t->nipages; p++)
+            if (t->ipages[p])
+                memset(t->ipages[p], 0, LP_IPAGE * sizeof *t->ipages[p]);
+        for (size_t i = 0; i < t->nhists; i++)
+            if (t->hists[i])
+                memset(t->hists[i], 0, sizeof *t->hists[i]);
+    }
 }

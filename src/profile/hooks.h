@@ -4,34 +4,45 @@
  *
  * What is recorded (docs/profile-runtime.md; the raw dump format is the
  * contract in src/profile/dump.c):
- *  - per lock instance and call site (return address of
- *    pthread_mutex_lock/trylock/timedlock or mtx_*), in a table of the
- *    calling thread (struct lp_cs): acquisitions, contended ones (the mutex
- *    had another owner when asked for), wait and hold time with log2
- *    histograms, cache misses inside critical sections when the kernel
- *    gives a counter.  The report sums them per call site and per instance.
- *    Keeping them per thread means the holder writes only its own memory:
- *    no counter's cache line moves between CPUs with the lock;
- *  - per instance (struct lp_inst): condition waits, recursive relocks,
- *    trylocks and their failures (rarer events).
+ *  - per thread (struct lp_table, mmap'd, reached through one thread-local
+ *    pointer): per lock instance, by the instance's id, acquisitions, hold
+ *    time and successful trylocks (struct lp_islot); per (lock site, call
+ *    site) -- call site = return address of pthread_mutex_lock/trylock/
+ *    timedlock or mtx_* -- acquisitions, wait and hold (struct lp_crec);
+ *    log2 histograms of wait and hold per lock site; and the stack of
+ *    mutexes it holds with their acquisition times.  The report sums the
+ *    threads' records;
+ *  - per instance (struct lp_inst), the rarer events: contended
+ *    acquisitions (the mutex had another owner when asked for) and their
+ *    wait, condition waits, recursive relocks, failed trylocks, cache misses
+ *    inside critical sections (when the kernel gives a counter).
+ *
+ * Cost (docs/profile-runtime.md, "Cost"): what a profiled program pays is
+ * mostly cache lines, not instructions.  A program with thousands of locks
+ * taken by threads on different CPUs (memcached's item and LRU locks) pays
+ * a miss for every line an acquisition touches and a transfer between CPUs
+ * for every shared line it writes.  An uncontended acquisition of a NORMAL
+ * mutex on glibc writes glibc's mutex (as without the profiler) and
+ * otherwise only the thread's own records; it reads the wrapper's line 1,
+ * which stays shared.  A contended one also writes its instance record.
  *
  * No lock of the profiler's own is ever taken on the program's lock path:
- *  P1 An instance's counters other than trylocks/try_fail (and its
- *     fallback counts, used only when a thread table cannot be mapped) are
- *     written only by the thread that holds the mutex (after its
- *     acquisition, before its release), so the mutex itself orders those
- *     writes like any data it protects; they are relaxed atomic loads and
- *     stores (not read-modify-write) only so that a report written while
- *     the program runs reads them without a data race.
- *  P2 trylocks/try_fail are counted by threads that may not hold the mutex:
- *     relaxed fetch_add.
- *  P3 A call-site entry is written by the thread whose table holds it (its
- *     locker), and its hold time by the holder at release (the same thread,
- *     except for a NORMAL mutex unlocked by another thread, which POSIX
- *     leaves undefined); entries never move once made.
+ *  P1 An instance record's fields other than try_fail are written only by
+ *     the thread that holds the mutex (after its acquisition, before its
+ *     release), so the mutex itself orders those writes like any data it
+ *     protects; they are relaxed atomic loads and stores (not
+ *     read-modify-write) only so that a report written while the program
+ *     runs reads them without a data race.
+ *  P2 try_fail is counted by threads that do not hold the mutex: relaxed
+ *     fetch_add (rare; a successful trylock is counted by its thread, P3).
+ *  P3 A thread's table is written only by its thread; the report reads it
+ *     with relaxed/acquire loads; records, slots and histograms never move
+ *     once made (arrays that grow are published before their new size).
+ *  A NORMAL mutex unlocked by a thread that did not lock it (undefined in
+ *  POSIX) is not timed: the release is not its holder's.
  *  Instances and sites are made and registered when a mutex is set up
  *  (pthread_mutex_init or first use), under a glibc mutex, never on the
- *  lock path.
+ *  lock path; a wrapper reused for another mutex gets a new instance.
  *
  * Timing: the TSC (rdtsc), converted to ns with a multiplier calibrated at
  * start-up against CLOCK_MONOTONIC.  wait = lock call -> acquisition;
@@ -47,30 +58,75 @@
 
 struct lp_site;
 
-struct lp_counts {
-    uint64_t acq, contended, wait_ns, hold_ns, misses;
-    uint64_t wait_hist[LP_BUCKETS], hold_hist[LP_BUCKETS];
+/* One thread's counts of one call site of one lock site (P3). */
+struct lp_crec {
+    const void *ra;                /* the call site (return address) */
+    int site;                      /* the lock site's index */
+    uint64_t acq, wait_ns, hold_ns;
+    struct lp_hist *h;             /* the thread's histograms of the lock site (NULL: none yet) */
 };
 
+/* One thread's histograms of one lock site (all its instances and call
+ * sites): per site and thread, so that they stay in the thread's cache
+ * however many instances the site has. */
+struct lp_hist {
+    uint64_t wait[LP_BUCKETS], hold[LP_BUCKETS];
+};
+
+/* One thread's counts of one lock instance (P3), by instance id. */
+struct lp_islot {
+    uint64_t acq, hold_ns, try_ok, unused;
+};
+#define LP_IPAGE 128               /* slots per page (4 KiB) */
+
+/* A mutex the thread holds (outermost acquisition). */
+struct lp_held {
+    const pthread_mutex_t *m;
+    struct lp_crec *rec;
+    struct lp_islot *is;
+    uint64_t t_acq;                /* cycle count at acquisition (moved later by condition waits) */
+    uint64_t miss_acq;             /* cache-miss counter then */
+};
+#define LP_HELD_MAX 64
+
+/* Everything a thread records (mmap'd; a thread-local pointer). */
+struct lp_table {
+    struct lp_table *next;         /* every thread's, for the report */
+    /* the mutexes it holds, innermost last */
+    int nheld;
+    struct lp_held held[LP_HELD_MAX];
+    struct lp_crec *last;          /* the record used last */
+    /* records by (site, ra): open addressing; records never move */
+    struct lp_crec **slots;
+    size_t cap, n;
+    struct lp_crec *chunk;
+    size_t chunk_used, chunk_cap;
+    /* per-instance counts: pages of LP_IPAGE slots by instance id / LP_IPAGE */
+    struct lp_islot **ipages;
+    size_t nipages;
+    /* histograms by site index; NULL: no acquisition there yet */
+    struct lp_hist **hists;
+    size_t nhists;
+    struct lp_hist *hchunk;
+    size_t hchunk_used, hchunk_cap;
+};
+
+/* Per instance, what is not on the uncontended path (acquisitions, hold
+ * time and successful trylocks are in the threads' slots). */
 struct lp_inst {
     /* P1: written by the holder only */
-    uint64_t relocks, cond_waits, cond_wait_ns;
-    struct lp_counts fallback;     /* when no call-site entry could be made */
+    uint64_t contended, wait_ns;   /* contended acquisitions and their waits */
+    uint64_t relocks, cond_waits, cond_wait_ns, misses;
     /* P2: any thread */
-    _Atomic uint64_t trylocks, try_fail;
+    _Atomic uint64_t try_fail;
     /* set when made */
+    uint32_t id;                   /* index of its slots in the threads' tables */
     struct lp_site *site;
     const void *addr;
     int type;                      /* PTHREAD_MUTEX_* */
     int glibc;                     /* runs on glibc's mutex */
     int c11;                       /* made by mtx_init */
     struct lp_inst *next;          /* the site's list */
-};
-
-struct lp_cs {
-    const struct lp_inst *inst;
-    const void *ra;
-    struct lp_counts c;            /* P3 */
 };
 
 struct lp_tok {
@@ -81,7 +137,15 @@ struct lp_tok {
 
 extern uint64_t lp_mult;           /* ns = cycles * lp_mult >> 24 */
 extern int lp_perf_ok;             /* cache-miss counters available */
-struct lp_cs *lp_cs_get(const struct lp_inst *in, const void *ra);
+extern __thread struct lp_table *lp_my __attribute__((tls_model("initial-exec")));
+
+struct lp_table *lp_table_slow(void);
+struct lp_crec *lp_crec_slow(struct lp_table *t, int site, const void *ra);
+struct lp_hist *lp_hist_slow(struct lp_table *t, int site);
+struct lp_islot *lp_islot_slow(struct lp_table *t, uint32_t id);
+extern __thread int lp_tid __attribute__((tls_model("initial-exec")));
+int lp_tid_slow(void);
+void lp_fallback_hist(const struct ip_mutex *w, int hold, unsigned bucket);
 uint64_t lp_perf_read(void);
 void lp_mutex_new(struct ip_mutex *w, const struct shim_site *s);
 void lp_start(void);
@@ -110,49 +174,206 @@ static inline unsigned lp_bucket(uint64_t ns)
  * keep count. */
 static inline int lp_outermost(const struct ip_mutex *w) { return w->type == PTHREAD_MUTEX_NORMAL || w->count == 1; }
 
+/* The wrapper of m, when a path that did not need it does (rare events). */
+static inline struct ip_mutex *lp_w(struct ip_mutex *w, pthread_mutex_t *m)
+{
+    return w ? w : (struct ip_mutex *)atomic_load_explicit(mptr(m), memory_order_relaxed);
+}
+
+static inline __attribute__((always_inline)) void lp_hist_add(struct lp_table *t, struct lp_crec *r, int hidx,
+                                                             struct ip_mutex *w, pthread_mutex_t *m, int hold, uint64_t ns)
+{
+    unsigned b = lp_bucket(ns);
+    struct lp_hist *h = LL_LIKELY(r != NULL) ? r->h : NULL;
+    if (LL_UNLIKELY(!h) && !(h = lp_hist_slow(t, hidx))) {
+        lp_fallback_hist(lp_w(w, m), hold, b);
+        return;
+    }
+    if (hold)
+        LP_ADD(h->hold[b], 1);
+    else
+        LP_ADD(h->wait[b], 1);
+}
+
+static inline __attribute__((always_inline)) struct lp_islot *lp_islot_of(struct lp_table *t, uint32_t id)
+{
+    size_t p = id / LP_IPAGE;
+    if (LL_LIKELY(p < t->nipages && t->ipages[p]))
+        return &t->ipages[p][id % LP_IPAGE];
+    return lp_islot_slow(t, id);
+}
+
+/* Glibc records the owner's thread id in every mutex it locks (NORMAL
+ * included): whether the calling thread holds m, without a field of ours. */
+static inline __attribute__((always_inline)) int lp_glibc_mine(const pthread_mutex_t *m)
+{
+    int tid = lp_tid;
+    if (LL_UNLIKELY(!tid))
+        tid = lp_tid_slow();
+    return __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == tid;
+}
+
+/* ---- the fast path: a recorded NORMAL mutex on glibc (shim.h) -----------------
+ * Its instance id and site index are kept in the word glibc leaves unused in
+ * a mutex that is not robust (__data.__list.__next), next to glibc's lock
+ * word, so that its lock and unlock touch neither the wrapper nor the
+ * instance record: only glibc's mutex and the thread's own records. */
+#define LP_FAST_TAG ((uintptr_t)1)
+static inline uintptr_t lp_fast_desc(const pthread_mutex_t *m)
+{
+    return __atomic_load_n((const uintptr_t *)(const void *)&m->__data.__list.__next, __ATOMIC_RELAXED);
+}
+static inline int lp_desc_hidx(uintptr_t d) { return (int)((d >> 1) & 0xffffu); }
+static inline uint32_t lp_desc_iid(uintptr_t d) { return (uint32_t)(d >> 17); }
+/* Install (or clear) m's descriptor for w (at set-up, under the registry mutex). */
+static inline void lp_set_fast(pthread_mutex_t *m, const struct ip_mutex *w)
+{
+    uintptr_t d = 0;
+    if (w && w->prof && SHIM_GLIBC(w) && w->type == PTHREAD_MUTEX_NORMAL && w->lp_hidx <= 0xffff)
+        d = LP_FAST_TAG | (uintptr_t)w->lp_hidx << 1 | (uintptr_t)w->lp_iid << 17;
+    __atomic_store_n((uintptr_t *)(void *)&m->__data.__list.__next, d, __ATOMIC_RELAXED);
+}
+
+/* The thread's entry for m (innermost first); NULL if it has none. */
+static inline __attribute__((always_inline)) struct lp_held *lp_held_of(struct lp_table *t, const pthread_mutex_t *m)
+{
+    for (int i = t->nheld - 1; i >= 0; i--)
+        if (t->held[i].m == m)
+            return &t->held[i];
+    return NULL;
+}
+
+/* An outermost acquisition of m (instance iid, lock site hidx; w: its
+ * wrapper, or NULL on the fast path). */
+static inline __attribute__((always_inline)) void lp_acq_core(pthread_mutex_t *m, uint32_t iid, int hidx,
+                                                             struct ip_mutex *w, uint64_t t0, uint64_t now, int cont,
+                                                             void *ra)
+{
+    struct lp_table *t = lp_my;
+    if (LL_UNLIKELY(!t) && !(t = lp_table_slow()))
+        return; /* no memory for the thread's records: not recorded */
+    struct lp_islot *is = lp_islot_of(t, iid);
+    if (LL_UNLIKELY(!is))
+        return;
+    LP_ADD(is->acq, 1);
+    uint64_t wn = 0;
+    if (cont) {
+        struct lp_inst *in = lp_w(w, m)->prof;
+        wn = lp_ns(now - t0);
+        LP_ADD(in->contended, 1);
+        LP_ADD(in->wait_ns, wn);
+    }
+    struct lp_crec *r = t->last;
+    if (LL_UNLIKELY(!r || r->ra != ra || r->site != hidx))
+        r = t->last = lp_crec_slow(t, hidx, ra);
+    if (LL_LIKELY(r != NULL)) {
+        LP_ADD(r->acq, 1);
+        if (cont)
+            LP_ADD(r->wait_ns, wn);
+    }
+    /* the wait histogram counts contended acquisitions only: the report
+     * puts the others (wait 0) in bucket 0 (dump.c) */
+    if (cont)
+        lp_hist_add(t, r, hidx, w, m, 0, wn);
+    /* An entry for m is left over only when another thread released it (a
+     * NORMAL mutex unlocked by a thread that did not lock it): reused. */
+    struct lp_held *e = lp_held_of(t, m);
+    if (LL_LIKELY(!e)) {
+        if (LL_UNLIKELY(t->nheld == LP_HELD_MAX)) { /* 64 held at once: the oldest is dropped */
+            memmove(&t->held[0], &t->held[1], (LP_HELD_MAX - 1) * sizeof t->held[0]);
+            t->nheld--;
+        }
+        e = &t->held[t->nheld++];
+    }
+    e->m = m;
+    e->rec = r;
+    e->is = is;
+    e->t_acq = now;
+    if (LL_UNLIKELY(lp_perf_ok))
+        e->miss_acq = lp_perf_read();
+}
+
+/* The release of m by the thread that acquired it. */
+static inline __attribute__((always_inline)) void lp_rel_core(struct lp_table *t, pthread_mutex_t *m, int hidx,
+                                                             struct ip_mutex *w)
+{
+    struct lp_held *e = lp_held_of(t, m);
+    if (LL_UNLIKELY(!e))
+        return; /* acquired before the profiler saw it */
+    uint64_t h = lp_ns(lp_cycles() - e->t_acq);
+    LP_ADD(e->is->hold_ns, h);
+    if (LL_LIKELY(e->rec != NULL))
+        LP_ADD(e->rec->hold_ns, h);
+    lp_hist_add(t, e->rec, hidx, w, m, 1, h);
+    if (LL_UNLIKELY(lp_perf_ok))
+        LP_ADD(lp_w(w, m)->prof->misses, lp_perf_read() - e->miss_acq);
+    struct lp_held *last = &t->held[--t->nheld];
+    if (e != last)
+        *e = *last;                /* order does not matter: searched by m */
+}
+
+/* Fast path, lock: before and after glibc's lock. */
+static inline __attribute__((always_inline)) void lp_fast_begin(struct lp_tok *t, const pthread_mutex_t *m)
+{
+    t->on = 1;
+    t->cont = __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) != 0; /* NORMAL: held by another, or a deadlock */
+    t->t0 = lp_cycles();
+}
+
+static inline __attribute__((always_inline)) void lp_fast_end(struct lp_tok *t, uintptr_t d, pthread_mutex_t *m, int r,
+                                                             void *ra)
+{
+    if (LL_LIKELY(r == 0))
+        lp_acq_core(m, lp_desc_iid(d), lp_desc_hidx(d), NULL, t->t0, t->cont ? lp_cycles() : t->t0, t->cont, ra);
+}
+
+static inline __attribute__((always_inline)) void lp_fast_trylock_end(uintptr_t d, pthread_mutex_t *m, int r, void *ra)
+{
+    if (r) {
+        atomic_fetch_add_explicit(&lp_w(NULL, m)->prof->try_fail, 1, memory_order_relaxed);
+        return;
+    }
+    struct lp_table *t = lp_my;
+    if (LL_UNLIKELY(!t) && !(t = lp_table_slow()))
+        return;
+    struct lp_islot *is = lp_islot_of(t, lp_desc_iid(d));
+    if (LL_LIKELY(is != NULL))
+        LP_ADD(is->try_ok, 1);
+    uint64_t now = lp_cycles();
+    lp_acq_core(m, lp_desc_iid(d), lp_desc_hidx(d), NULL, now, now, 0, ra);
+}
+
+static inline __attribute__((always_inline)) void lp_fast_unlock(uintptr_t d, pthread_mutex_t *m)
+{
+    struct lp_table *t = lp_my;
+    if (t && lp_glibc_mine(m))
+        lp_rel_core(t, m, lp_desc_hidx(d), NULL);
+}
+
+/* ---- every other recorded mutex: through its wrapper -------------------------- */
 /* Contended: the mutex was held by another thread when asked for: glibc's
- * own lock word for a glibc mutex, the owner tag for ours. */
-static inline __attribute__((always_inline)) void lp_lock_begin(struct lp_tok *t, struct ip_mutex *w)
+ * own lock word (of m) for a glibc mutex, the owner tag for ours. */
+static inline __attribute__((always_inline)) void lp_lock_begin(struct lp_tok *t, struct ip_mutex *w, pthread_mutex_t *m)
 {
     t->on = w->prof != NULL;
     t->cont = 0;
     t->t0 = 0;
     if (!t->on)
         return;
-    uintptr_t o = atomic_load_explicit(&w->owner, memory_order_relaxed);
-    if (SHIM_GLIBC(w))
-        t->cont = __atomic_load_n(&((pthread_mutex_t *)(uintptr_t)w->addr)->__data.__lock, __ATOMIC_RELAXED) != 0 &&
-                  o != self_tag();
-    else
+    if (SHIM_GLIBC(w)) {
+        /* NORMAL: glibc mode keeps no owner of its own (a locked NORMAL mutex
+         * is another thread's, or a deadlock) */
+        t->cont = __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) != 0 &&
+                  (w->type == PTHREAD_MUTEX_NORMAL || atomic_load_explicit(&w->owner, memory_order_relaxed) != self_tag());
+    } else {
+        uintptr_t o = atomic_load_explicit(&w->owner, memory_order_relaxed);
         t->cont = o != 0 && o != self_tag();
+    }
     t->t0 = lp_cycles();
 }
 
-static inline __attribute__((always_inline)) void lp_acquired(struct ip_mutex *w, uint64_t t0, uint64_t now, int cont,
-                                                             void *ra)
-{
-    struct lp_inst *in = w->prof;
-    uint64_t wn = lp_ns(now - t0);
-    uintptr_t me = self_tag();
-    struct lp_cs *cs = w->cur_cs; /* the last holder's entry: mine if it was me, from the same call site */
-    if (LL_UNLIKELY(!cs || w->cs_tag != me || cs->ra != ra)) {
-        cs = lp_cs_get(in, ra);
-        w->cur_cs = cs;
-        w->cs_tag = me;
-    }
-    struct lp_counts *c = LL_LIKELY(cs != NULL) ? &cs->c : &in->fallback;
-    LP_ADD(c->acq, 1);
-    if (cont)
-        LP_ADD(c->contended, 1);
-    LP_ADD(c->wait_ns, wn);
-    LP_ADD(c->wait_hist[lp_bucket(wn)], 1);
-    w->hold_acc = 0;
-    if (LL_UNLIKELY(lp_perf_ok))
-        w->miss_acq = lp_perf_read();
-    w->t_acq = now;
-}
-
-static inline __attribute__((always_inline)) void lp_lock_end(struct lp_tok *t, struct ip_mutex *w, int r, void *ra)
+static inline __attribute__((always_inline)) void lp_lock_end(struct lp_tok *t, struct ip_mutex *w, pthread_mutex_t *m,
+                                                             int r, void *ra)
 {
     if (!t->on || r)
         return;
@@ -163,58 +384,66 @@ static inline __attribute__((always_inline)) void lp_lock_end(struct lp_tok *t, 
     /* An acquisition that found the mutex free has wait 0 and no second
      * timestamp: the few ns of its atomic instruction count in its hold
      * (both are in the share of time in critical sections). */
-    lp_acquired(w, t->t0, t->cont ? lp_cycles() : t->t0, t->cont, ra);
+    lp_acq_core(m, w->lp_iid, w->lp_hidx, w, t->t0, t->cont ? lp_cycles() : t->t0, t->cont, ra);
 }
 
-static inline __attribute__((always_inline)) void lp_trylock_end(struct ip_mutex *w, int r, void *ra)
+static inline __attribute__((always_inline)) void lp_trylock_end(struct ip_mutex *w, pthread_mutex_t *m, int r, void *ra)
 {
     struct lp_inst *in = w->prof;
     if (!in)
         return;
-    atomic_fetch_add_explicit(&in->trylocks, 1, memory_order_relaxed);
     if (r) {
         atomic_fetch_add_explicit(&in->try_fail, 1, memory_order_relaxed);
         return;
     }
+    struct lp_table *t = lp_my;
+    if (LL_UNLIKELY(!t) && !(t = lp_table_slow()))
+        return;
+    struct lp_islot *is = lp_islot_of(t, w->lp_iid);
+    if (LL_LIKELY(is != NULL))
+        LP_ADD(is->try_ok, 1);
     if (!lp_outermost(w)) {
         LP_ADD(in->relocks, 1);
         return;
     }
     uint64_t now = lp_cycles();
-    lp_acquired(w, now, now, 0, ra);
+    lp_acq_core(m, w->lp_iid, w->lp_hidx, w, now, now, 0, ra);
 }
 
-static inline __attribute__((always_inline)) void lp_unlock_begin(struct ip_mutex *w)
+/* Before the release of w (pthread_mutex_t m): the holder's hold. */
+static inline __attribute__((always_inline)) void lp_unlock_begin(struct ip_mutex *w, pthread_mutex_t *m)
 {
-    struct lp_inst *in = w->prof;
-    if (!in || atomic_load_explicit(&w->owner, memory_order_relaxed) != self_tag() || !lp_outermost(w))
+    struct lp_table *t = lp_my;
+    if (!w->prof || !t)
         return;
-    uint64_t h = w->hold_acc + lp_ns(lp_cycles() - w->t_acq);
-    struct lp_counts *c = LL_LIKELY(w->cur_cs != NULL) ? &w->cur_cs->c : &in->fallback;
-    LP_ADD(c->hold_ns, h);
-    LP_ADD(c->hold_hist[lp_bucket(h)], 1);
-    if (LL_UNLIKELY(lp_perf_ok))
-        LP_ADD(c->misses, lp_perf_read() - w->miss_acq);
+    if (SHIM_GLIBC(w) && w->type == PTHREAD_MUTEX_NORMAL) {
+        if (!lp_glibc_mine(m))
+            return; /* not ours: glibc answers */
+    } else if (atomic_load_explicit(&w->owner, memory_order_relaxed) != self_tag() || !lp_outermost(w)) {
+        return;
+    }
+    lp_rel_core(t, m, w->lp_hidx, w);
 }
 
+/* A condition wait: the hold pauses; the thread's entry is its own. */
 static inline __attribute__((always_inline)) void lp_cond_begin(struct lp_tok *t, struct ip_mutex *w)
 {
     t->on = w->prof != NULL;
-    t->t0 = 0;
-    if (!t->on)
-        return;
-    t->t0 = lp_cycles();
-    w->hold_acc += lp_ns(t->t0 - w->t_acq);
+    t->t0 = t->on ? lp_cycles() : 0;
 }
 
-static inline __attribute__((always_inline)) void lp_cond_end(struct lp_tok *t, struct ip_mutex *w)
+static inline __attribute__((always_inline)) void lp_cond_end(struct lp_tok *t, struct ip_mutex *w, pthread_mutex_t *m)
 {
     if (!t->on)
         return;
+    struct lp_inst *in = w->prof;
     uint64_t now = lp_cycles();
-    LP_ADD(w->prof->cond_waits, 1);
-    LP_ADD(w->prof->cond_wait_ns, lp_ns(now - t->t0));
-    w->t_acq = now;
+    LP_ADD(in->cond_waits, 1);
+    LP_ADD(in->cond_wait_ns, lp_ns(now - t->t0));
+    struct lp_table *tb = lp_my;
+    struct lp_held *e = tb ? lp_held_of(tb, m) : NULL;
+    if (e)
+        e->t_acq += now - t->t0;
 }
 
 #endif

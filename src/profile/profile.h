@@ -13,16 +13,10 @@ struct lp_site {
     void *frames[SHIM_SITE_FRAMES];
     const char *sym;
     long count;                    /* instances */
+    int index;                     /* in the threads' histogram arrays (lp_table.hists) */
+    struct lp_hist fallback_h;     /* histograms of acquisitions without an entry (atomic adds) */
     struct lp_inst *insts;
     struct lp_site *next;
-};
-
-struct lp_table {                  /* one thread's call sites (hooks.h P3) */
-    struct lp_cs **slots;
-    size_t cap, n;
-    struct lp_cs *chunk;
-    size_t chunk_used, chunk_cap;
-    struct lp_table *next;
 };
 
 struct lp_thread {
@@ -37,6 +31,8 @@ struct lp_state {
     uint64_t only;
     char misses_reason[160];
     struct lp_site *sites;
+    int nsites;
+    uint32_t ninst;                /* instance ids given */
     _Atomic(struct lp_table *) tables;
     struct lp_thread *threads;
     long nthreads;

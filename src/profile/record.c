@@ -31,6 +31,7 @@ static struct lp_site *site_get(const struct shim_site *s) /* lp_mutex held */
     p->nframes = s->nframes;
     memcpy(p->frames, s->frames, sizeof p->frames);
     p->sym = s->sym;
+    p->index = lp.nsites++;
     p->next = lp.sites;
     /* a snapshot (SIGUSR1) may walk the lists while a lock is set up: publish complete records */
     atomic_store_explicit((_Atomic(struct lp_site *) *)&lp.sites, p, memory_order_release);
@@ -40,7 +41,8 @@ static struct lp_site *site_get(const struct shim_site *s) /* lp_mutex held */
 void lp_mutex_new(struct ip_mutex *w, const struct shim_site *s)
 {
     w->prof = NULL;
-    w->cur_cs = NULL;
+    w->lp_hidx = 0;
+    w->lp_iid = 0;
     if (!s || !lp.started || (lp.only_set && s->id != lp.only))
         return; /* not recorded (LIBLOCK_PROFILE_ONLY names another site) */
     struct lp_inst *in = calloc(1, sizeof *in);
@@ -53,6 +55,7 @@ void lp_mutex_new(struct ip_mutex *w, const struct shim_site *s)
     R.mutex_lock(&lp_mutex);
     in->site = site_get(s);
     if (in->site) {
+        in->id = lp.ninst++;
         in->next = in->site->insts;
         atomic_store_explicit((_Atomic(struct lp_inst *) *)&in->site->insts, in, memory_order_release);
         in->site->count++;
@@ -62,15 +65,18 @@ void lp_mutex_new(struct ip_mutex *w, const struct shim_site *s)
         free(in);
         return;
     }
+    w->lp_hidx = in->site->index;
+    w->lp_iid = in->id;
     w->prof = in;
 }
 
-/* ---- per-thread call-site tables ---------------------------------------------------
- * Open addressing on (instance, return address) -> entry pointer; entries
- * come from mmap'd chunks and never move (w->cur_cs points at one across a
- * critical section).  mmap, not malloc: the allocator may take pthread
- * mutexes, which would come back here. */
-static __thread struct lp_table *lp_my_table __attribute__((tls_model("initial-exec")));
+/* ---- per-thread tables (hooks.h P3) -------------------------------------------
+ * Records by (lock site, call site), histograms by lock site, the held
+ * stack.  Records and histograms come from mmap'd chunks and never move (a
+ * held entry points at its record across a critical section).  mmap, not
+ * malloc: the allocator may take pthread mutexes, which would come back
+ * here. */
+__thread struct lp_table *lp_my __attribute__((tls_model("initial-exec")));
 
 static void *lp_map(size_t n)
 {
@@ -78,99 +84,163 @@ static void *lp_map(size_t n)
     return p == MAP_FAILED ? NULL : p;
 }
 
-static struct lp_table *table_new(void)
+struct lp_table *lp_table_slow(void)
 {
+    if (lp_my)
+        return lp_my;
     struct lp_table *t = lp_map(sizeof *t);
     if (!t)
         return NULL;
-    t->cap = 256;
+    t->cap = 64;
     t->slots = lp_map(t->cap * sizeof *t->slots);
-    if (!t->slots)
+    if (!t->slots) {
+        munmap(t, sizeof *t);
         return NULL;
+    }
     struct lp_table *head = atomic_load_explicit(&lp.tables, memory_order_relaxed);
     do
         t->next = head;
     while (!atomic_compare_exchange_weak_explicit(&lp.tables, &head, t, memory_order_release, memory_order_relaxed));
+    lp_my = t;
     return t;
 }
 
-static size_t cs_hash(const void *in, const void *ra)
+static size_t crec_hash(int site, const void *ra)
 {
-    uint64_t x = (uint64_t)(uintptr_t)in * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)ra;
+    uint64_t x = (uint64_t)(unsigned)site * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)ra;
     x ^= x >> 29;
     x *= 0xbf58476d1ce4e5b9ull;
     return (size_t)(x ^ (x >> 32));
 }
 
-static struct lp_cs *entry_new(struct lp_table *t, const struct lp_inst *in, const void *ra)
+/* The thread's histograms of a site, made on its first acquisition there. */
+struct lp_hist *lp_hist_slow(struct lp_table *t, int site)
 {
-    if (t->chunk_used == t->chunk_cap) {
-        t->chunk_cap = 16;
-        t->chunk = lp_map(t->chunk_cap * sizeof(struct lp_cs));
-        t->chunk_used = 0;
-        if (!t->chunk) {
-            t->chunk_cap = 0;
+    size_t i = (size_t)site;
+    if (i >= t->nhists) {
+        size_t nn = t->nhists ? t->nhists : 16;
+        while (nn <= i)
+            nn *= 2;
+        struct lp_hist **nh = lp_map(nn * sizeof *nh);
+        if (!nh)
+            return NULL;
+        if (t->nhists)
+            memcpy(nh, t->hists, t->nhists * sizeof *nh);
+        /* a report reads nhists, then hists: publish the array before its
+         * length (the old array is kept: a report may still read it) */
+        atomic_store_explicit((_Atomic(struct lp_hist **) *)&t->hists, nh, memory_order_release);
+        atomic_store_explicit((_Atomic size_t *)&t->nhists, nn, memory_order_release);
+    }
+    struct lp_hist *h = t->hists[i];
+    if (h)
+        return h;
+    if (t->hchunk_used == t->hchunk_cap) {
+        t->hchunk_cap = 65536 / sizeof(struct lp_hist);
+        t->hchunk = lp_map(t->hchunk_cap * sizeof(struct lp_hist));
+        t->hchunk_used = 0;
+        if (!t->hchunk) {
+            t->hchunk_cap = 0;
             return NULL;
         }
     }
-    struct lp_cs *e = &t->chunk[t->chunk_used++];
-    e->inst = in;
-    e->ra = ra;
-    return e;
+    h = &t->hchunk[t->hchunk_used++];
+    atomic_store_explicit((_Atomic(struct lp_hist *) *)&t->hists[i], h, memory_order_release);
+    return h;
+}
+
+/* The thread's slot of instance id, its page made on first use; NULL: no memory. */
+struct lp_islot *lp_islot_slow(struct lp_table *t, uint32_t id)
+{
+    size_t p = id / LP_IPAGE;
+    if (p >= t->nipages) {
+        size_t nn = t->nipages ? t->nipages : 16;
+        while (nn <= p)
+            nn *= 2;
+        struct lp_islot **np = lp_map(nn * sizeof *np);
+        if (!np)
+            return NULL;
+        if (t->nipages)
+            memcpy(np, t->ipages, t->nipages * sizeof *np);
+        /* a report reads nipages, then ipages: the array before its length
+         * (the old array is kept: a report may still read it) */
+        atomic_store_explicit((_Atomic(struct lp_islot **) *)&t->ipages, np, memory_order_release);
+        atomic_store_explicit((_Atomic size_t *)&t->nipages, nn, memory_order_release);
+    }
+    if (!t->ipages[p]) {
+        struct lp_islot *pg = lp_map(LP_IPAGE * sizeof *pg);
+        if (!pg)
+            return NULL;
+        atomic_store_explicit((_Atomic(struct lp_islot *) *)&t->ipages[p], pg, memory_order_release);
+    }
+    return &t->ipages[p][id % LP_IPAGE];
+}
+
+/* The calling thread's id (cached; the forked child's thread resets it). */
+__thread int lp_tid __attribute__((tls_model("initial-exec")));
+int lp_tid_slow(void)
+{
+    lp_tid = (int)syscall(SYS_gettid);
+    return lp_tid;
+}
+
+/* An acquisition no histogram could be made for (no memory): the site's
+ * shared histograms, with atomic adds (several threads may meet there). */
+void lp_fallback_hist(const struct ip_mutex *w, int hold, unsigned bucket)
+{
+    struct lp_site *s = w->prof->site;
+    uint64_t *b = hold ? &s->fallback_h.hold[bucket] : &s->fallback_h.wait[bucket];
+    __atomic_fetch_add(b, 1, __ATOMIC_RELAXED);
 }
 
 static int table_grow(struct lp_table *t)
 {
     size_t nc = t->cap * 2;
-    struct lp_cs **ns = lp_map(nc * sizeof *ns);
+    struct lp_crec **ns = lp_map(nc * sizeof *ns);
     if (!ns)
         return -1;
     for (size_t i = 0; i < t->cap; i++) {
-        struct lp_cs *e = t->slots[i];
+        struct lp_crec *e = t->slots[i];
         if (!e)
             continue;
-        size_t j = cs_hash(e->inst, e->ra) & (nc - 1);
+        size_t j = crec_hash(e->site, e->ra) & (nc - 1);
         while (ns[j])
             j = (j + 1) & (nc - 1);
         ns[j] = e;
     }
-    struct lp_cs **old = t->slots;
-    size_t oc = t->cap;
-    /* the report reads slots/cap of other threads' tables: publish the new
-     * array before the new capacity (it only ever grows) */
-    atomic_store_explicit((_Atomic(struct lp_cs **) *)&t->slots, ns, memory_order_release);
+    /* the report reads cap, then slots: publish the new array before the
+     * new capacity; the old array is kept (a report may still read it) */
+    atomic_store_explicit((_Atomic(struct lp_crec **) *)&t->slots, ns, memory_order_release);
     atomic_store_explicit((_Atomic size_t *)&t->cap, nc, memory_order_release);
-    (void)old;
-    (void)oc; /* the old array is kept: a concurrent report may still read it */
     return 0;
 }
 
-struct lp_cs *lp_cs_get(const struct lp_inst *in, const void *ra)
+/* The thread's record of (site, ra), made on first use; NULL: no memory. */
+struct lp_crec *lp_crec_slow(struct lp_table *t, int site, const void *ra)
 {
-    struct lp_table *t = lp_my_table;
-    if (LL_UNLIKELY(!t)) {
-        t = table_new();
-        lp_my_table = t;
-        if (!t)
-            return NULL;
-    }
     size_t mask = t->cap - 1;
-    for (size_t i = cs_hash(in, ra) & mask;; i = (i + 1) & mask) {
-        struct lp_cs *e = t->slots[i];
-        if (LL_LIKELY(e != NULL)) {
-            if (LL_LIKELY(e->inst == in && e->ra == ra))
+    for (size_t i = crec_hash(site, ra) & mask;; i = (i + 1) & mask) {
+        struct lp_crec *e = t->slots[i];
+        if (e) {
+            if (e->ra == ra && e->site == site)
                 return e;
             continue;
         }
-        if ((t->n + 1) * 2 > t->cap) {
-            if (table_grow(t))
+        if ((t->n + 1) * 2 > t->cap)
+            return table_grow(t) ? NULL : lp_crec_slow(t, site, ra);
+        if (t->chunk_used == t->chunk_cap) {
+            t->chunk_cap = 65536 / sizeof(struct lp_crec);
+            t->chunk = lp_map(t->chunk_cap * sizeof(struct lp_crec));
+            t->chunk_used = 0;
+            if (!t->chunk) {
+                t->chunk_cap = 0;
                 return NULL;
-            return lp_cs_get(in, ra);
+            }
         }
-        e = entry_new(t, in, ra);
-        if (!e)
-            return NULL;
-        atomic_store_explicit((_Atomic(struct lp_cs *) *)&t->slots[i], e, memory_order_release);
+        e = &t->chunk[t->chunk_used++];
+        e->ra = ra;
+        e->site = site;
+        e->h = lp_hist_slow(t, site); /* NULL (no memory): looked up again, or the fallback */
+        atomic_store_explicit((_Atomic(struct lp_crec *) *)&t->slots[i], e, memory_order_release);
         t->n++;
         return e;
     }
@@ -295,6 +365,7 @@ void lp_start(void)
 
 void lp_fork_child(void)
 {
+    lp_tid = 0;
     /* the child is a new process: its own clock and report (its threads: this one) */
     R.mutex_init(&lp_mutex, NULL);
     lp.threads = NULL;

@@ -167,21 +167,26 @@ static int glibc_wait(pthread_cond_t *c, pthread_mutex_t *m, struct ip_mutex *g,
     struct lp_tok t;
     uintptr_t owner = 0;
     unsigned count = 0;
+    int normal = g && g->type == PTHREAD_MUTEX_NORMAL; /* no owner of ours: glibc's (shim.h) */
     if (g) {
         owner = atomic_load_explicit(&g->owner, memory_order_relaxed);
-        if (owner != self_tag())
+        if (normal ? !lp_glibc_mine(m) : owner != self_tag())
             g = NULL; /* not held by us: glibc answers (EPERM or undefined) */
     }
     if (g) {
         lp_cond_begin(&t, g);
-        count = g->count;
-        atomic_store_explicit(&g->owner, 0, memory_order_relaxed);
+        if (!normal) {
+            count = g->count;
+            atomic_store_explicit(&g->owner, 0, memory_order_relaxed);
+        }
     }
     int r = !abstime ? R.cond_wait(c, m) : has_clock ? R.cond_clockwait(c, m, clk, abstime) : R.cond_timedwait(c, m, abstime);
     if (g) {
-        atomic_store_explicit(&g->owner, owner, memory_order_relaxed);
-        g->count = count;
-        lp_cond_end(&t, g);
+        if (!normal) {
+            atomic_store_explicit(&g->owner, owner, memory_order_relaxed);
+            g->count = count;
+        }
+        lp_cond_end(&t, g, m);
     }
     return r;
 }
@@ -291,7 +296,7 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
     }
     atomic_store_explicit(&w->owner, me, memory_order_relaxed);
     w->count = count;
-    lp_cond_end(&t, w);
+    lp_cond_end(&t, w, m);
     return r;
 }
 

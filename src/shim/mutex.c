@@ -76,6 +76,7 @@ LL_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
     reg_del_mutex(w);
     free(w);
     atomic_fetch_sub_explicit(&shim_live_wrappers, 1, memory_order_relaxed);
+    lp_set_fast(m, NULL);
     atomic_store_explicit(mptr(m), 0, memory_order_release);
     return 0;
 }
@@ -87,43 +88,51 @@ LL_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
 static inline __attribute__((always_inline)) int lock_at(pthread_mutex_t *m, void *ra)
 {
     struct lp_tok t;
-    struct ip_mutex *w = mutex_fast(m);
     int r;
+#ifdef LL_SHIM_PROFILE
+    uintptr_t d = lp_fast_desc(m);
+    if (LL_LIKELY(d & LP_FAST_TAG) && LL_LIKELY(!(mkind(m) & IP_KIND_PASS))) {
+        /* a recorded NORMAL mutex on glibc: neither wrapper nor record touched */
+        lp_fast_begin(&t, m);
+        r = R.mutex_lock(m);
+        lp_fast_end(&t, d, m, r, ra);
+        return r;
+    }
+#endif
+    struct ip_mutex *w = mutex_fast(m);
     if (LL_LIKELY(w != NULL)) {
-        lp_lock_begin(&t, w);
 #ifdef LL_SHIM_PROFILE
         if (SHIM_GLIBC(w) && w->type == PTHREAD_MUTEX_NORMAL) {
-            /* glibc mode, NORMAL: glibc's lock, owner kept for the measurement */
+            /* glibc mode, NORMAL: glibc's lock; the wrapper is only read
+             * (glibc's own owner field says who holds it: shim.h) */
+            lp_lock_begin(&t, w, m);
             r = R.mutex_lock(m);
-            if (LL_LIKELY(r == 0)) {
-                atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
-                w->count = 1;
-            }
-            lp_lock_end(&t, w, r, ra);
+            lp_lock_end(&t, w, m, r, ra);
             return r;
         }
 #endif
+        lp_lock_begin(&t, w, m);
         if (LL_LIKELY(w->lockfn)) {
             r = w->lockfn(&w->lock, NULL);
         } else if (w->holds && w->type == PTHREAD_MUTEX_NORMAL && !w->track) {
             r = w_node_acquire(w, 0);
         } else {
             r = w_lock(w);
-            lp_lock_end(&t, w, r, ra);
+            lp_lock_end(&t, w, m, r, ra);
             return r;
         }
         if (LL_LIKELY(r == 0))
             atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
-        lp_lock_end(&t, w, r, ra);
+        lp_lock_end(&t, w, m, r, ra);
         return r;
     }
     if (LL_UNLIKELY(!atomic_load_explicit(&shim_resolved, memory_order_acquire)) && ip_resolving)
         return 0; /* bootstrap re-entry, see header */
     if (!(w = mutex_resolve(m)))
         return R.mutex_lock(m);
-    lp_lock_begin(&t, w);
+    lp_lock_begin(&t, w, m);
     r = w_lock(w);
-    lp_lock_end(&t, w, r, ra);
+    lp_lock_end(&t, w, m, r, ra);
     return r;
 }
 
@@ -132,21 +141,19 @@ int shim_mutex_lock_at(pthread_mutex_t *m, void *ra) { return lock_at(m, ra); }
 
 LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
+#ifdef LL_SHIM_PROFILE
+    uintptr_t d = lp_fast_desc(m);
+    if (LL_LIKELY(d & LP_FAST_TAG) && LL_LIKELY(!(mkind(m) & IP_KIND_PASS))) {
+        lp_fast_unlock(d, m);
+        return R.mutex_unlock(m);
+    }
+#endif
     struct ip_mutex *w = mutex_fast(m);
     if (LL_LIKELY(w != NULL)) {
-        lp_unlock_begin(w);
+        lp_unlock_begin(w, m);
 #ifdef LL_SHIM_PROFILE
-        if (SHIM_GLIBC(w) && w->type == PTHREAD_MUTEX_NORMAL &&
-            atomic_load_explicit(&w->owner, memory_order_relaxed) == self_tag()) {
-            atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
-            w->count = 0;
-            int r = R.mutex_unlock(m);
-            if (LL_UNLIKELY(r)) {
-                atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
-                w->count = 1;
-            }
-            return r;
-        }
+        if (SHIM_GLIBC(w) && w->type == PTHREAD_MUTEX_NORMAL)
+            return R.mutex_unlock(m);
 #endif
         if (LL_LIKELY(w->unlockfn)) {
             atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
@@ -162,13 +169,29 @@ LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
         return 0;
     if (!(w = mutex_resolve(m)))
         return R.mutex_unlock(m);
-    lp_unlock_begin(w);
+    lp_unlock_begin(w, m);
     return w_unlock(w);
 }
 
 int shim_mutex_trylock_at(pthread_mutex_t *m, void *ra)
 {
+#ifdef LL_SHIM_PROFILE
+    uintptr_t d = lp_fast_desc(m);
+    if (LL_LIKELY(d & LP_FAST_TAG) && LL_LIKELY(!(mkind(m) & IP_KIND_PASS))) {
+        int r = R.mutex_trylock(m);
+        lp_fast_trylock_end(d, m, r, ra);
+        return r;
+    }
+#endif
     struct ip_mutex *w = mutex_fast(m);
+#ifdef LL_SHIM_PROFILE
+    if (LL_LIKELY(w != NULL) && SHIM_GLIBC(w) && w->type == PTHREAD_MUTEX_NORMAL) {
+        /* glibc mode, NORMAL: as in lock_at */
+        int r = R.mutex_trylock(m);
+        lp_trylock_end(w, m, r, ra);
+        return r;
+    }
+#endif
     if (LL_UNLIKELY(!w)) {
         if (LL_UNLIKELY(!atomic_load_explicit(&shim_resolved, memory_order_acquire)) && ip_resolving)
             return 0;
@@ -176,7 +199,7 @@ int shim_mutex_trylock_at(pthread_mutex_t *m, void *ra)
             return R.mutex_trylock(m);
     }
     int r = w_trylock(w);
-    lp_trylock_end(w, r, ra);
+    lp_trylock_end(w, m, r, ra);
     return r;
 }
 
@@ -189,9 +212,9 @@ int shim_mutex_timedlock_at(pthread_mutex_t *m, const struct timespec *abstime, 
     if (!w)
         return R.mutex_timedlock(m, abstime);
     struct lp_tok t;
-    lp_lock_begin(&t, w);
+    lp_lock_begin(&t, w, m);
     int r = w_timedlock(w, CLOCK_REALTIME, abstime);
-    lp_lock_end(&t, w, r, ra);
+    lp_lock_end(&t, w, m, r, ra);
     return r;
 }
 
@@ -209,9 +232,9 @@ LL_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk, const s
     if (clk != CLOCK_REALTIME && clk != CLOCK_MONOTONIC)
         return EINVAL;
     struct lp_tok t;
-    lp_lock_begin(&t, w);
+    lp_lock_begin(&t, w, m);
     int r = w_timedlock(w, clk, abstime);
-    lp_lock_end(&t, w, r, __builtin_return_address(0));
+    lp_lock_end(&t, w, m, r, __builtin_return_address(0));
     return r;
 }
 

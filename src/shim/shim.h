@@ -325,6 +325,7 @@ void shim_module_offset(const void *addr, char *buf, size_t n);
 /* ---- the wrappers ------------------------------------------------------------- */
 struct lp_inst;
 struct lp_cs;
+#ifndef LL_SHIM_PROFILE
 struct ip_mutex {
     /* first cache line: everything the uncontended NORMAL path touches */
     liblock_t lock;
@@ -343,17 +344,44 @@ struct ip_mutex {
     const void *addr;                     /* the pthread_mutex_t it was made for (reuse table) */
     struct shim_algo *algo;               /* what it runs on (NULL: glibc's mutex, profiler only) */
     struct ip_mutex *prev, *next;         /* registry (fork) */
-#ifdef LL_SHIM_PROFILE
-    /* profiler: holder-only fields (the mutex orders them) */
-    struct lp_inst *prof;                 /* its record; NULL: not recorded */
-    struct lp_cs *cur_cs;                 /* the holder's call-site entry (in the holder's table) */
-    uintptr_t cs_tag;                     /* self_tag() of the thread whose entry cur_cs is */
-    uint64_t t_acq;                       /* cycle count at acquisition (or cond wait return) */
-    uint64_t hold_acc;                    /* ns held before the last condition wait */
-    uint64_t miss_acq;                    /* cache-miss counter then */
-#endif
 };
 _Static_assert(offsetof(struct ip_mutex, owner) + sizeof(uintptr_t) <= LL_CACHELINE, "hot fields in one line");
+#else
+/* The profiler's layout (same fields, plus its own).  What costs a
+ * profiled program most is not instructions but cache lines: a table of
+ * thousands of locks taken by threads on different CPUs (memcached's item
+ * and LRU locks) pays a miss or a transfer for every line an acquisition
+ * touches, and a transfer for every line it writes.  So everything the
+ * glibc-mode lock path reads is in one line (line 1), which that path
+ * never writes (for a NORMAL mutex glibc's own owner field says who holds
+ * it); what the profiler counts goes to the thread's own records
+ * (src/profile/hooks.h).  On an algorithm, the acquisition touches the
+ * algorithm's line (line 0) and writes owner as the interposer does. */
+struct ip_mutex {
+    /* line 0: the algorithm's lock and its functions (unused in glibc mode) */
+    liblock_t lock;
+    int (*lockfn)(liblock_t *, void *);   /* non-NULL: direct path (NORMAL type, no nodes) */
+    int (*unlockfn)(liblock_t *, void *);
+    int (*trylockfn)(liblock_t *, void *);
+    /* line 1: the lock path */
+    _Atomic uintptr_t owner __attribute__((aligned(LL_CACHELINE))); /* self_tag() of the holder, 0 when free */
+    unsigned count;                       /* recursion depth while held */
+    int type;                             /* PTHREAD_MUTEX_NORMAL/RECURSIVE/ERRORCHECK */
+    struct shim_algo *algo;               /* what it runs on (NULL: glibc's mutex) */
+    struct lp_inst *prof;                 /* its record; NULL: not recorded */
+    int lp_hidx;                          /* its lock site's index (the threads' records) */
+    uint32_t lp_iid;                      /* its instance's id (the threads' records) */
+    int track;                            /* count holds in the thread record (mixed config) */
+    /* line 2 */
+    ll_hold_t *hold;                      /* node algorithms: the holder's node */
+    int holds;                            /* algorithm needs per-hold nodes (node path) */
+    int api;                              /* delegating algorithm: through the API layer */
+    _Atomic int bind;                     /* rcl: not bound to a server yet (w_bind) */
+    const void *addr;                     /* the pthread_mutex_t it was made for (reuse table) */
+    struct ip_mutex *prev, *next;         /* registry (fork) */
+};
+_Static_assert(offsetof(struct ip_mutex, track) + sizeof(int) <= 2 * LL_CACHELINE, "lock path in line 1");
+#endif
 
 #ifdef LL_SHIM_PROFILE
 #define SHIM_GLIBC(w) ((w)->algo == NULL)
@@ -459,12 +487,17 @@ void sem_fork_child(void);
 struct lp_tok {
     char unused;
 };
-static inline void lp_lock_begin(struct lp_tok *t, struct ip_mutex *w) { (void)t; (void)w; }
-static inline void lp_lock_end(struct lp_tok *t, struct ip_mutex *w, int r, void *ra) { (void)t; (void)w; (void)r; (void)ra; }
-static inline void lp_trylock_end(struct ip_mutex *w, int r, void *ra) { (void)w; (void)r; (void)ra; }
-static inline void lp_unlock_begin(struct ip_mutex *w) { (void)w; }
+static inline void lp_lock_begin(struct lp_tok *t, struct ip_mutex *w, pthread_mutex_t *m) { (void)t; (void)w; (void)m; }
+static inline void lp_lock_end(struct lp_tok *t, struct ip_mutex *w, pthread_mutex_t *m, int r, void *ra)
+{
+    (void)t; (void)w; (void)m; (void)r; (void)ra;
+}
+static inline void lp_trylock_end(struct ip_mutex *w, pthread_mutex_t *m, int r, void *ra) { (void)w; (void)m; (void)r; (void)ra; }
+static inline void lp_unlock_begin(struct ip_mutex *w, pthread_mutex_t *m) { (void)w; (void)m; }
+static inline int lp_glibc_mine(const pthread_mutex_t *m) { (void)m; return 0; }
 static inline void lp_cond_begin(struct lp_tok *t, struct ip_mutex *w) { (void)t; (void)w; }
-static inline void lp_cond_end(struct lp_tok *t, struct ip_mutex *w) { (void)t; (void)w; }
+static inline void lp_cond_end(struct lp_tok *t, struct ip_mutex *w, pthread_mutex_t *m) { (void)t; (void)w; (void)m; }
+static inline void lp_set_fast(pthread_mutex_t *m, const struct ip_mutex *w) { (void)m; (void)w; }
 static inline void lp_mutex_new(struct ip_mutex *w, const struct shim_site *s) { (void)w; (void)s; }
 static inline void lp_start(void) {}
 static inline void lp_fork_child(void) {}

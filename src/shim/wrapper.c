@@ -344,6 +344,7 @@ struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int i
             m->__data.__kind = use->type;
         }
         lp_mutex_new(use, site);
+        lp_set_fast(m, use);
         atomic_store_explicit(pw, (uintptr_t)use, memory_order_release);
     }
     R.mutex_unlock(&reg_mutex);
@@ -357,10 +358,13 @@ struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int i
 
 #ifdef LL_SHIM_PROFILE
 /* Glibc mode: glibc does the locking (recursion, error checks, timeouts);
- * the wrapper keeps owner/count so the profiler knows the outermost
- * acquisition and release. */
+ * the wrapper keeps owner/count of a RECURSIVE or ERRORCHECK mutex so the
+ * profiler knows the outermost acquisition and release (a NORMAL one has
+ * no relock, and glibc's owner field says who holds it). */
 static inline void g_acquired(struct ip_mutex *w)
 {
+    if (w->type == PTHREAD_MUTEX_NORMAL)
+        return; /* glibc's owner field is the record (shim.h) */
     uintptr_t me = self_tag();
     if (atomic_load_explicit(&w->owner, memory_order_relaxed) == me) {
         w->count++; /* recursive relock */
@@ -388,6 +392,8 @@ static int g_trylock(struct ip_mutex *w)
 
 static int g_unlock(struct ip_mutex *w)
 {
+    if (w->type == PTHREAD_MUTEX_NORMAL)
+        return R.mutex_unlock(GM(w));
     uintptr_t me = self_tag();
     if (atomic_load_explicit(&w->owner, memory_order_relaxed) != me)
         return R.mutex_unlock(GM(w)); /* EPERM, or a NORMAL mutex another thread locked */

@@ -1,8 +1,10 @@
 """From the raw dump of liblock-profile.so to the report of `liblock profile`.
 
 The runtime writes one JSON object per process (format liblock-profile-raw/1,
-/work/shared-contracts/profile-contract.md and docs/profile.md): sites with
-their instances, each with exact counts, time sums and log2 histograms.
+docs/profile-runtime.md): sites with their call sites, log2 wait and hold
+histograms and instances, each instance with exact counts and time sums.
+(Dumps of earlier runtimes carried histograms and call sites per instance;
+they are still read.)
 `aggregate()` turns it into the documented report (docs/profile.md, "JSON
 contract"): one entry per initialisation site, summed over its instances,
 its call sites merged across instances, sorted by share of time in critical
@@ -57,6 +59,9 @@ def check(raw, where="dump"):
             raise DumpError(f"{sw}: not an object")
         _need(s, "id", str, sw)
         _need(s, "site", str, sw)
+        for h in ("wait_hist", "hold_hist"):
+            if h in s:
+                _check_hist(s[h], h, sw)
         insts = _need(s, "instances", list, sw)
         for j, inst in enumerate(insts):
             iw = f"{sw}.instances[{j}]"
@@ -66,12 +71,23 @@ def check(raw, where="dump"):
                 if _need(inst, k, int, iw) < 0:
                     raise DumpError(f"{iw}: '{k}' is negative")
             for h in ("wait_hist", "hold_hist"):
-                hist = _need(inst, h, list, iw)
-                if any(not isinstance(x, int) or x < 0 for x in hist):
-                    raise DumpError(f"{iw}: '{h}' holds a value that is not a count")
-            for c in _need(inst, "call_sites", list, iw):
+                if h in inst:
+                    _check_hist(inst[h], h, iw)
+                elif h not in s:
+                    raise DumpError(f"{iw}: missing '{h}' (neither the site nor the instance has it)")
+            for c in inst.get("call_sites", []):
                 if not isinstance(c, dict) or "site" not in c:
                     raise DumpError(f"{iw}: a call site without 'site'")
+        if not isinstance(s.get("call_sites", []), list):
+            raise DumpError(f"{sw}: 'call_sites' is not a list")
+        for c in s.get("call_sites", []):
+            if not isinstance(c, dict) or "site" not in c:
+                raise DumpError(f"{sw}: a call site without 'site'")
+
+
+def _check_hist(hist, h, where):
+    if not isinstance(hist, list) or any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in hist):
+        raise DumpError(f"{where}: '{h}' holds a value that is not a count")
 
 
 def bucket_upper_ns(b):
@@ -124,6 +140,8 @@ def _stats(entry, wait_hist, hold_hist):
     acq = entry["acquisitions"]
     entry["wait_mean_ns"] = round(entry["wait_ns"] / acq, 1) if acq else None
     entry["hold_mean_ns"] = round(entry["hold_ns"] / acq, 1) if acq else None
+    if wait_hist is None:  # an instance of a current dump: histograms are per site
+        return
     entry["wait_p50_ns_bound"] = hist_quantile(wait_hist, 0.5)
     entry["wait_p99_ns_bound"] = hist_quantile(wait_hist, 0.99)
     entry["hold_p50_ns_bound"] = hist_quantile(hold_hist, 0.5)
@@ -155,8 +173,10 @@ def aggregate(raw):
             pi["utilisation"] = min(1.0, u)
             pi["misses"] = m if avail else None
             pi["misses_per_cs"] = (m / i["acquisitions"]) if (avail and m is not None and i["acquisitions"]) else None
-            _stats(pi, list(i["wait_hist"]), list(i["hold_hist"]))
-            pi["call_sites"] = _merge_call_sites([i["call_sites"]])
+            _stats(pi, list(i["wait_hist"]) if "wait_hist" in i else None,
+                   list(i["hold_hist"]) if "hold_hist" in i else None)
+            if "call_sites" in i:  # an earlier runtime's dump
+                pi["call_sites"] = _merge_call_sites([i["call_sites"]])
             per.append(pi)
         # utilisation of a site: its busiest instance (eleven locks at one
         # site at 50% each are not a lock at 550%); the sum is kept too
@@ -170,11 +190,15 @@ def aggregate(raw):
             lock["misses"] = None
             lock["misses_per_cs"] = None
         wh, hh = [0] * NBUCKETS, [0] * NBUCKETS
-        for i in insts:
-            wh, hh = _add_hist(wh, i["wait_hist"]), _add_hist(hh, i["hold_hist"])
+        if "wait_hist" in s and "hold_hist" in s:
+            wh, hh = _add_hist(wh, s["wait_hist"]), _add_hist(hh, s["hold_hist"])
+        else:
+            for i in insts:
+                wh, hh = _add_hist(wh, i["wait_hist"]), _add_hist(hh, i["hold_hist"])
         _stats(lock, wh, hh)
         lock["types"] = sorted({i.get("type") for i in insts if i.get("type")})
-        lock["call_sites"] = _merge_call_sites([i["call_sites"] for i in insts])
+        lock["call_sites"] = _merge_call_sites([s["call_sites"]] if "call_sites" in s
+                                               else [i.get("call_sites", []) for i in insts])
         lock["instances"] = sorted(per, key=lambda p: (-p["cs_share"], -p["acquisitions"], str(p["addr"])))
         locks.append(lock)
     locks.sort(key=lambda lk: (-lk["cs_share"], -lk["acquisitions"], lk["id"]))
