@@ -113,24 +113,33 @@ static size_t crec_hash(int site, const void *ra)
     return (size_t)(x ^ (x >> 32));
 }
 
+/* Grow the thread's pointer array *arr (length *n, a power of two, 16 at
+ * first) until index i fits; 0: no memory.  A report reads the length, then
+ * the array: the array is published before its length, and the old array is
+ * kept (a report may still read it). */
+static int lp_grow(void ***arr, size_t *n, size_t i)
+{
+    if (i < *n)
+        return 1;
+    size_t nn = *n ? *n : 16;
+    while (nn <= i)
+        nn *= 2;
+    void **na = lp_map(nn * sizeof *na);
+    if (!na)
+        return 0;
+    if (*n)
+        memcpy(na, *arr, *n * sizeof *na);
+    atomic_store_explicit((_Atomic(void **) *)arr, na, memory_order_release);
+    atomic_store_explicit((_Atomic size_t *)n, nn, memory_order_release);
+    return 1;
+}
+
 /* The thread's histograms of a site, made on its first acquisition there. */
 struct lp_hist *lp_hist_slow(struct lp_table *t, int site)
 {
     size_t i = (size_t)site;
-    if (i >= t->nhists) {
-        size_t nn = t->nhists ? t->nhists : 16;
-        while (nn <= i)
-            nn *= 2;
-        struct lp_hist **nh = lp_map(nn * sizeof *nh);
-        if (!nh)
-            return NULL;
-        if (t->nhists)
-            memcpy(nh, t->hists, t->nhists * sizeof *nh);
-        /* a report reads nhists, then hists: publish the array before its
-         * length (the old array is kept: a report may still read it) */
-        atomic_store_explicit((_Atomic(struct lp_hist **) *)&t->hists, nh, memory_order_release);
-        atomic_store_explicit((_Atomic size_t *)&t->nhists, nn, memory_order_release);
-    }
+    if (!lp_grow((void ***)&t->hists, &t->nhists, i))
+        return NULL;
     struct lp_hist *h = t->hists[i];
     if (h)
         return h;
@@ -152,20 +161,8 @@ struct lp_hist *lp_hist_slow(struct lp_table *t, int site)
 struct lp_islot *lp_islot_slow(struct lp_table *t, uint32_t id)
 {
     size_t p = id / LP_IPAGE;
-    if (p >= t->nipages) {
-        size_t nn = t->nipages ? t->nipages : 16;
-        while (nn <= p)
-            nn *= 2;
-        struct lp_islot **np = lp_map(nn * sizeof *np);
-        if (!np)
-            return NULL;
-        if (t->nipages)
-            memcpy(np, t->ipages, t->nipages * sizeof *np);
-        /* a report reads nipages, then ipages: the array before its length
-         * (the old array is kept: a report may still read it) */
-        atomic_store_explicit((_Atomic(struct lp_islot **) *)&t->ipages, np, memory_order_release);
-        atomic_store_explicit((_Atomic size_t *)&t->nipages, nn, memory_order_release);
-    }
+    if (!lp_grow((void ***)&t->ipages, &t->nipages, p))
+        return NULL;
     if (!t->ipages[p]) {
         struct lp_islot *pg = lp_map(LP_IPAGE * sizeof *pg);
         if (!pg)
