@@ -12,7 +12,11 @@
 # the probe (bench/probe.h via interpose_probe) around each round, and checks
 # that each profiled run wrote its report.  Extra environment for the
 # profiled runs: PROFILE_ENV (e.g. PROFILE_ENV=LIBLOCK_PROFILE_ONLY=0000000000000001
-# loads the profiler but records no lock).  Run it under
+# loads the profiler but records no lock).  PIN=1 runs memcached on CPU 0 and
+# memcslap on CPU 1 (taskset): the server's own CPU then bounds its
+# throughput, so the profiler's cost shows in it instead of in where the
+# scheduler happens to place 4 workers and 4 clients on 2 CPUs (which alone
+# moves glibc's Set rate by 2x between rounds here).  Run it under
 # `flock /work/bench.lock` on a shared machine.
 set -u
 build=${1:-build}
@@ -21,6 +25,8 @@ root=$PWD
 lib="$root/$build/lib/liblock-profile.so"
 probe="$root/$build/bin/interpose_probe"
 ROUNDS=${ROUNDS:-3}; E=${E:-10000}
+srv=(); cli=()
+if [ "${PIN:-0}" = 1 ]; then srv=(taskset -c 0); cli=(taskset -c 1); fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 port=$((23000 + RANDOM % 2000))
@@ -29,16 +35,16 @@ cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {pri
 run_mode() { # mode round
   local mode=$1 r=$2 pid
   if [ "$mode" = profiled ]; then
-    env LD_PRELOAD="$lib" ${PROFILE_ENV:-} LIBLOCK_PROFILE_OUT="$tmp/mc.$r.json" memcached -t 4 -p $port -U 0 -l 127.0.0.1 -u root -m 64 >/dev/null 2>&1 &
+    env LD_PRELOAD="$lib" ${PROFILE_ENV:-} LIBLOCK_PROFILE_OUT="$tmp/mc.$r.json" "${srv[@]}" memcached -t 4 -p $port -U 0 -l 127.0.0.1 -u root -m 64 >/dev/null 2>&1 &
   else
-    memcached -t 4 -p $port -U 0 -l 127.0.0.1 -u root -m 64 >/dev/null 2>&1 &
+    "${srv[@]}" memcached -t 4 -p $port -U 0 -l 127.0.0.1 -u root -m 64 >/dev/null 2>&1 &
   fi
   pid=$!
   for _ in $(seq 100); do memcstat --servers=127.0.0.1:$port >/dev/null 2>&1 && break; sleep 0.05; done
   for t in set get; do
     local c0 c1 s
     c0=$(cpu_ns $pid)
-    s=$(timeout 120 memcslap -s 127.0.0.1:$port -t $t -c 4 -e "$E" 2>&1 | awk -v t=$t '$1 == "Time" && $3 == t && $5 == "keys" && $6 == "by" {print $(NF-1)}')
+    s=$(timeout 120 "${cli[@]}" memcslap -s 127.0.0.1:$port -t $t -c 4 -e "$E" 2>&1 | awk -v t=$t '$1 == "Time" && $3 == t && $5 == "keys" && $6 == "by" {print $(NF-1)}')
     c1=$(cpu_ns $pid)
     if [ -n "$s" ]; then
       awk -v s="$s" -v n=$((4 * E)) 'BEGIN {printf "%.0f\n", n / s}' >"$tmp/$mode.$t.$r"
@@ -47,7 +53,7 @@ run_mode() { # mode round
   done
   kill -TERM $pid; wait $pid 2>/dev/null; port=$((port+1))
 }
-echo "# memcached -t 4, memcslap -c 4 -e $E; $(nproc) CPUs; load: $(cut -d' ' -f1-3 /proc/loadavg)${PROFILE_ENV:+; profiled with $PROFILE_ENV}"
+echo "# memcached -t 4, memcslap -c 4 -e $E; $(nproc) CPUs;${srv:+ memcached on CPU 0, memcslap on CPU 1;} load: $(cut -d' ' -f1-3 /proc/loadavg)${PROFILE_ENV:+; profiled with $PROFILE_ENV}"
 for r in $(seq "$ROUNDS"); do
   p0=$("$probe")
   if [ $((r % 2)) = 1 ]; then order="glibc profiled"; else order="profiled glibc"; fi
