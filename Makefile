@@ -71,7 +71,7 @@ PROFILE_SO := $(if $(PROFILE_SRCS),$(BUILD)/lib/liblock-profile.so)
 # Acquisition counter preloaded by `liblock bench apps` (bench/lockcount/).
 LOCKCOUNT_SO := $(BUILD)/lib/liblock-lockcount.so
 
-.PHONY: all deps test demo memcached-rcl install clean sanitizer-test sanitizer-build FORCE
+.PHONY: all deps test demo memcached-rcl install clean sanitizer-test sanitizer-build ubsan-preload FORCE
 all: $(LIB_SO) $(LIB_A) $(INTERPOSE_SO) $(PROFILE_SO) $(LOCKCOUNT_SO) $(TEST_BINS) $(TEST_CXX_BINS) $(BENCH_BINS) $(APP_BINS) $(TOOL_BINS)
 
 # The registry is generated from the file names in src/locks/: NAME.c must
@@ -170,6 +170,9 @@ TSAN_TESTS ?= test_stress test_api test_cond test_wait test_lifo_cond test_fairn
 ASAN_TESTS ?= test_threads test_api test_stress test_rcl test_rcl_park test_parking
 TSAN_LIBS := -pthread -lm -fsanitize=thread $(filter-out -pthread -lm,$(LIBS))
 ASAN_LIBS := -pthread -lm -fsanitize=address,undefined $(filter-out -pthread -lm,$(LIBS))
+# The preload libraries cannot take ASan or TSan (their runtimes must be
+# loaded first); the profiler's runs under UBSan (tests/test_profile_ubsan.sh).
+UBSAN_LIBS := -pthread -lm -fsanitize=undefined $(filter-out -pthread -lm,$(LIBS))
 SAN_ENV = LIBLOCK_TSAN_BUILD=build-tsan LIBLOCK_TSAN_TESTS="$(TSAN_TESTS)" \
           LIBLOCK_ASAN_BUILD=build-asan LIBLOCK_ASAN_TESTS="$(ASAN_TESTS)"
 test: deps
@@ -180,6 +183,10 @@ test: deps
 sanitizer-build:
 	$(MAKE) BUILD=build-tsan OPT=-O1 EXTRA_CFLAGS="-fsanitize=thread" LIBS="$(TSAN_LIBS)" $(addprefix build-tsan/tests/,$(TSAN_TESTS))
 	$(MAKE) BUILD=build-asan OPT=-O1 EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" LIBS="$(ASAN_LIBS)" $(addprefix build-asan/tests/,$(ASAN_TESTS))
+	$(MAKE) ubsan-preload
+
+ubsan-preload:
+	$(MAKE) BUILD=build-ubsan OPT=-O1 EXTRA_CFLAGS="-fsanitize=undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" LIBS="$(UBSAN_LIBS)" build-ubsan/lib/liblock-profile.so build-ubsan/tests/test_interpose
 
 sanitizer-test: sanitizer-build
 	$(SAN_ENV) tests/run.sh $(BUILD) --only-sanitizers

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# test_profile_ubsan.sh [BUILD] - the profiler's own test (tests/test_profile.sh)
+# with the profiler runtime built under UndefinedBehaviorSanitizer, aborting
+# at the first report (-fno-sanitize-recover): build-ubsan/lib/liblock-profile.so
+# (`make ubsan-preload`, part of `make test`; built here when missing).  ASan
+# and TSan cannot be used in a preloaded library (their runtimes must be the
+# first library loaded), so UBSan is what the preload libraries get.
+set -u
+cd "$(dirname "$0")/.." || exit 2
+ub=build-ubsan
+if [ ! -f "$ub/lib/liblock-profile.so" ] || [ ! -x "$ub/tests/test_interpose" ]; then
+  make -s ubsan-preload >/dev/null || { echo "FAIL: cannot build $ub (make ubsan-preload)"; exit 1; }
+fi
+ldd "$ub/lib/liblock-profile.so" | grep -q libubsan || { echo "FAIL: $ub/lib/liblock-profile.so is not built with UBSan"; exit 1; }
+exec bash tests/test_profile.sh "$ub"
