@@ -195,7 +195,8 @@ demo: deps
 	$(MAKE) all
 	@scripts/demo.sh $(BUILD)
 
-# liblock transform on Debian's memcached: its own tests natively, under rcl and mcs, then memcslap
+# liblock transform on Debian's memcached: profile it under memcslap Get and Set, transform the
+# critical sections of its hot locks, run its own tests natively, under rcl and mcs, then memcslap
 # throughput (docs/memcached.md; tens of minutes, not part of `make test`).  MEMCACHED_ARGS: options.
 memcached-rcl: deps
 	$(MAKE) all

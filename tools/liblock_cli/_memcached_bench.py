@@ -18,6 +18,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 from . import _runner as R
@@ -45,18 +46,12 @@ def _wait_port(port, proc, secs=60.0):
     return False
 
 
-def one_run(env, tree, lock, mc_threads, clients, port):
-    """{"get": ops/s, "set": ops/s} or an error string."""
-    e = {k: v for k, v in os.environ.items() if not k.startswith("LIBLOCK_") and k != "LD_PRELOAD"}
-    if lock:
-        e.update(LD_PRELOAD=env.lib("liblock-interpose.so"), LIBLOCK_LOCK=lock, LIBLOCK_STRICT="1")
-    mc = subprocess.Popen([os.path.join(tree, "memcached"), "-p", str(port), "-U", "0", "-l", "127.0.0.1",
-                           "-u", "root", "-m", "256", "-t", str(mc_threads)], env=e,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+def memcslap_workloads(port, clients):
+    """memcslap Set (10,000 per client thread) then Get (30,000 keys loaded
+    and read per client thread) against 127.0.0.1:port: {"set": ops/s,
+    "get": ops/s} or an error string."""
     out = {}
     try:
-        if not _wait_port(port, mc):
-            return "memcached did not start"
         for test, per in (("set", 10000), ("get", 30000)):
             r = subprocess.run(["memcslap", "-s", f"127.0.0.1:{port}", "-t", test, "-c", str(clients),
                                 "-e", str(per)], capture_output=True, text=True, timeout=180)
@@ -68,6 +63,23 @@ def one_run(env, tree, lock, mc_threads, clients, port):
         return out
     except subprocess.TimeoutExpired:
         return "memcslap past 180 s"
+
+
+def mc_args(port, mc_threads):
+    return ["-p", str(port), "-U", "0", "-l", "127.0.0.1", "-u", "root", "-m", "256", "-t", str(mc_threads)]
+
+
+def one_run(env, tree, lock, mc_threads, clients, port):
+    """{"get": ops/s, "set": ops/s} or an error string."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("LIBLOCK_") and k != "LD_PRELOAD"}
+    if lock:
+        e.update(LD_PRELOAD=env.lib("liblock-interpose.so"), LIBLOCK_LOCK=lock, LIBLOCK_STRICT="1")
+    mc = subprocess.Popen([os.path.join(tree, "memcached"), *mc_args(port, mc_threads)], env=e,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        if not _wait_port(port, mc):
+            return "memcached did not start"
+        return memcslap_workloads(port, clients)
     finally:
         try:
             os.killpg(mc.pid, signal.SIGTERM)
@@ -77,6 +89,45 @@ def one_run(env, tree, lock, mc_threads, clients, port):
                 os.killpg(mc.pid, signal.SIGKILL)
             except OSError:
                 pass
+
+
+def profile_workload(args, env, orig, d):
+    """The untransformed memcached under `liblock profile --json` while
+    memcslap runs the Set and the Get workloads of the benchmark, then
+    SIGTERM to `liblock profile`, which passes it on: memcached's handler
+    exits, and the profiler runtime writes its report at exit.  Returns the
+    JSON's path (d/profile.json); the text report is d/profile.txt."""
+    mc_threads = args.mc_threads or (os.cpu_count() or 2)
+    clients = 2 * mc_threads
+    port = 30000 + (os.getpid() + 7919) % 20000
+    out, txt = os.path.join(d, "profile.json"), os.path.join(d, "profile.txt")
+    e = {k: v for k, v in os.environ.items() if not k.startswith("LIBLOCK_") and k != "LD_PRELOAD"}
+    e["LIBLOCK_BUILD"] = os.path.dirname(env.libdir)
+    cmd = [sys.executable, os.path.join(env.root or "", "tools", "liblock"), "profile", "--json", out, "--",
+           os.path.join(orig, "memcached"), *mc_args(port, mc_threads)]
+    M.log(f"profiling the untransformed memcached -t {mc_threads} under memcslap -c {clients} Set and Get "
+          f"(liblock profile --json {out})")
+    with open(txt, "w") as f:
+        f.write("$ " + " ".join(cmd) + "\n")
+        f.flush()
+        p = subprocess.Popen(cmd, env=e, stdout=f, stderr=subprocess.STDOUT)
+        try:
+            res = memcslap_workloads(port, clients) if _wait_port(port, p) else "memcached did not start"
+        finally:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+            try:
+                rc = p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                rc = p.wait()
+    if not isinstance(res, dict):
+        raise SystemExit(f"liblock bench apps memcached: profile run: {res} (see {txt})")
+    if not os.path.exists(out):
+        raise SystemExit(f"liblock bench apps memcached: liblock profile wrote no {out} (exit {rc}; see {txt})")
+    M.log(f"profile: Set {res['set'] / 1e3:.1f}K ops/s, Get {res['get'] / 1e3:.1f}K ops/s under the profiler; "
+          f"liblock profile exit {rc}")
+    return out
 
 
 def measure(args, env, trees, d):

@@ -12,6 +12,11 @@ import time
 from . import _memcached as M
 from . import _runner as R
 
+# Locks whose call sites are transformed by default: the eight first by share of
+# thread time in their critical sections cover the item, LRU, slab, global and
+# per-thread stats locks (and the LRU maintainer's lock) - docs/memcached.md
+TOP_LOCKS = 8
+
 # (name, tree, lock, wait): the test-suite configurations
 TEST_CONFIGS = [("orig-native", "orig", None, None), ("tr-native", "tr", None, None),
                 ("tr-rcl", "tr", "rcl", None), ("tr-mcs", "tr", "mcs", "spin-then-park")]
@@ -20,9 +25,11 @@ TEST_CONFIGS = [("orig-native", "orig", None, None), ("tr-native", "tr", None, N
 def add_arguments(sp):
     g = sp.add_argument_group("memcached (with the positional `memcached`)")
     g.add_argument("--profile", default=None,
-                   help="profiler JSON (`liblock profile` shape: locks[].call_sites[].site = FILE.c:LINE) whose top "
-                        "locks' call sites are transformed (default bench/memcached/hot-sites.json)")
-    g.add_argument("--top-locks", type=int, default=0, help="take the call sites of this many locks (default all)")
+                   help="a saved profiler JSON (`liblock profile --json`: locks[].call_sites[].site = FILE.c:LINE) "
+                        "whose top locks' call sites are transformed (default: profile the untransformed memcached "
+                        "under memcslap Set and Get now, results/.../profile.json)")
+    g.add_argument("--top-locks", type=int, default=TOP_LOCKS,
+                   help=f"take the call sites of the locks ranked first by cs_share (default {TOP_LOCKS}; 0 = all)")
     g.add_argument("--build-dir", help="where the source and builds are cached (default BUILD/apps/memcached)")
     g.add_argument("--rebuild", action="store_true",
                    help="transform and build the transformed tree again (it is rebuilt when the sites change)")
@@ -133,26 +140,42 @@ def run_suite(args, env, trees, d):
 
 
 def run(args, env):
-    if not args.profile:
-        args.profile = os.path.join(env.root or "", "bench", "memcached", "hot-sites.json")
-    M.hot_sites(args.profile, args.top_locks)  # a bad profile fails before anything is fetched or built
+    if args.profile:
+        M.hot_sites(args.profile, args.top_locks)  # a bad profile fails before anything is fetched or built
     d = R.out_dir(env, "memcached", args.out)
     date0 = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    wd, orig, tr, report, version, sites = M.prepare(args, env)
-    n, sel = M.summarise_report(report, sites)
+    wd, orig, tr, report, version, sites, sel = M.prepare(args, env, d)
+    print_profile(args.profile, args.top_locks)
+    n, _ = M.summarise_report(report, sites)
     with open(os.path.join(d, "transform-report.json"), "w") as f:
-        json.dump({"sections": report, "sites": sites}, f, indent=1)
-    nsel = sum(1 for e in report if e["status"] == "refused" and e.get("selected"))
-    print(f"{version}: {len(sites)} sites from {args.profile}; transformed {len(n['transformed'])}, "
-          f"refused {nsel} of the selected ({len(n['refused'])} in the files), nested {len(n['nested'])}")
+        json.dump({"sections": report, "sites": sites, "only": sel["only"], "files": sel["files"],
+                   "left_out": [{"site": e["site"], "function": e["function"], "reason": why}
+                                for e, why in sel["left_out"]],
+                   "unmatched": [{"site": s, "line": t} for s, t in sel["unmatched"]],
+                   "foreign": sel["foreign"]}, f, indent=1)
+    refused = [e for e in sel["sections"] if e["status"] == "refused"]
+    print(f"{version}: {len(sites)} call sites of the top {args.top_locks or 'all'} locks of {args.profile} select "
+          f"{len(sel['sections'])} sections in {', '.join(sel['files'])}: transformed {len(n['transformed'])}, "
+          f"refused by the transform {len(refused)}, left out by this bench {len(sel['left_out'])}")
     for e in report:
         if e["status"] == "transformed":
             print(f"  transformed {e['site']:<18} {e['function']}() on {e['mutex']}"
                   + (" (waits)" if e.get("waits") else ""))
-    for e in report:
-        if e["status"] == "refused" and e.get("selected"):
-            print(f"  REFUSED     {e['site']:<18} {e['function']}(): {e['reason']}")
+    for e in refused:
+        print(f"  REFUSED     {e['site']:<18} {e['function']}(): {e['reason']}")
+    for e in sel["sections"]:
+        if e["status"] == "nested":
+            print(f"  nested      {e['site']:<18} {e['function']}(): inside another transformed section, left as "
+                  f"lock/unlock there")
+    for e, why in sel["left_out"]:
+        print(f"  LEFT OUT    {e['site']:<18} {e['function']}(): {why}")
+    for s, text in sel["unmatched"]:
+        print(f"  no section  {s:<18} `{text}` (a trylock, or a lock call inside a --wrapper's body, "
+              f"which selects the wrapper's sections)")
+    for s in sel["foreign"]:
+        print(f"  not in the transformed files: {s}")
     meta = {"experiment": "memcached", "version": version, "profile": args.profile, "sites": sites,
+            "only": sel["only"], "top_locks": args.top_locks,
             "wrappers": M.WRAPPERS, "date_utc_start": date0, "ncpus": os.cpu_count(),
             "loadavg_start": open("/proc/loadavg").read().split()[:3]}
     rc = 0
@@ -187,3 +210,20 @@ def print_tests(results, required):
         print(f"  required: the {len(required)} that pass untransformed natively; "
               + ("every configuration passes them" if not bad else "SOME CONFIGURATION FAILS ONE"))
     return 1 if bad else 0
+
+
+def print_profile(profile, top):
+    """The ranking that drove the selection: lock site, share, acquisitions."""
+    data = M.load_profile(profile)
+    ranked = M.ranked_locks(data, 0)
+    print()
+    print(f"profile {profile}: locks by share of thread time in their critical sections "
+          f"(the first {top or len(ranked)} selected)")
+    print(f"  {'#':>2} {'lock site':<16} {'function':<30} {'count':>5} {'cs_share':>9} {'acquired':>9}  call sites")
+    for i, lk in enumerate(ranked[:max(top, 0) + 4 if top > 0 else len(ranked)]):
+        share = lk.get("cs_share")
+        cs = [c.get("site") for c in lk.get("call_sites") or [] if isinstance(c, dict)]
+        print(f"  {i + 1:>2} {str(lk.get('site')):<16} {str(lk.get('function'))[:30]:<30} {str(lk.get('count')):>5} "
+              + (f"{share * 100:>8.3f}%" if isinstance(share, (int, float)) else f"{'-':>9}")
+              + f" {str(lk.get('acquisitions', '-')):>9}  {', '.join(cs[:6])}{' ...' if len(cs) > 6 else ''}"
+              + ("" if top <= 0 or i < top else "  (not selected)"))
