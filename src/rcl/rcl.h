@@ -44,14 +44,30 @@ extern char rcl_op_markers[4];
 #define RCL_OP_UNLOCK ((rcl_fn)(void *)&rcl_op_markers[2])
 static inline int rcl_is_op(rcl_fn f) { return (uintptr_t)(void *)f - (uintptr_t)rcl_op_markers < 4; }
 
-/* Per-lock state (liblock_t._state).  is_locked is written only by threads
- * bound to the server's CPU (see server.c); the server is in l->_aux
- * (client.c, "lock life cycle"), so that clients never read this line,
- * which the server writes twice per CS. */
+/* Per-lock state (liblock_t._state).  is_locked is the lock word (server.c
+ * I1-I2, client.c "Direct lock/unlock"): 0 free; RCL_HELD_SERVER held by a
+ * servicing thread (a delegated or nested CS); RCL_HELD_CLIENT held by a
+ * client through liblock_lock; RCL_HELD_SLEEPERS the same, and clients may
+ * sleep on the word.  Every read-modify-write of it is a real atomic (it
+ * is written from several CPUs).  `want` is a hint written only by the
+ * server: a request for this lock was skipped because the lock was held,
+ * so clients should queue behind it (a request) rather than take the lock
+ * directly.  The server is in l->_aux (client.c, "lock life cycle"). */
 struct rcl_lock {
     _Atomic uint32_t is_locked;
     _Atomic uint32_t handed; /* left held by a delegated CS for its caller (server.c, hand_over_holds) */
+    _Atomic uint32_t want;   /* server: a request waits for this lock (hint, client.c) */
 };
+#define RCL_HELD_SERVER 1u
+#define RCL_HELD_CLIENT 2u
+#define RCL_HELD_SLEEPERS 3u
+
+/* The lock word's read-modify-writes: always real atomics (not local_atomic.h),
+ * because clients write it too (client.c, "Direct lock/unlock"). */
+static inline bool rcl_lock_cas(_Atomic uint32_t *p, uint32_t e, uint32_t d)
+{
+    return atomic_compare_exchange_strong_explicit(p, &e, d, memory_order_acq_rel, memory_order_acquire);
+}
 
 /* A servicing thread. */
 enum { ST_SERVICING = 1, ST_PREPARED = 2, ST_EXIT = 3 };
