@@ -121,7 +121,11 @@
  *            1 -> poll with back-off until it changes (a servicing thread
  *            holds it; nobody wakes a client for it); 2/3 -> the policy:
  *            spin-then-park polls for LIBLOCK_RCL_LOCK_SPIN_NS (default the
- *            library's spin budget), then CAS 2 -> 3 and futex_wait(3);
+ *            library's spin budget; no spin at all for a thread that may
+ *            run on one CPU only, e.g. every application thread on a 2-CPU
+ *            machine once the server CPU is taken out of its affinity: the
+ *            holder then shares that CPU and cannot release the lock while
+ *            we spin), then CAS 2 -> 3 and futex_wait(3);
  *            spin polls (yields after 1024 polls), yield yields, park
  *            sleeps at once.  If `want` is set: a LOCK request, which the
  *            server grants (CAS 0 -> 2) in its scan order.
@@ -289,6 +293,7 @@ static void fit_affinity(struct rcl_tls *t)
     unsigned gen = atomic_load_explicit(&cpus_gen, memory_order_acquire);
     t->affinity_gen = gen;
     t->coloc = 0;
+    t->one_cpu = 0;
     if (t->my_server)
         return;
     cpu_set_t cur, want;
@@ -306,6 +311,8 @@ static void fit_affinity(struct rcl_tls *t)
             left++;
         }
     }
+    /* one CPU to run on: a client-held lock's holder shares it (lock_slow) */
+    t->one_cpu = left + removed == 1 || (removed && affinity_on && left == 1);
     if (!removed)
         return;
     if (!left) {
@@ -634,7 +641,7 @@ static __attribute__((noinline)) void lock_slow(struct rcl_server *s, struct rcl
                 ll_pause();
             continue;
         }
-        if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK && !rcl_tls.coloc) {
+        if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK && !rcl_tls.coloc && !rcl_tls.one_cpu) {
             uint64_t now = ll_cycles();
             if (!spin_start)
                 spin_start = now;

@@ -149,6 +149,7 @@ struct rcl_tls {
     int cond_mode;                /* how cond_release released: 1 api hold, 2 local held */
     unsigned since_yield;         /* spin requests completed since this thread last yielded */
     int coloc;                    /* every CPU this thread may run on is a server CPU */
+    int one_cpu;                  /* this thread may run on one CPU only (fit_affinity) */
     struct ll_exit_hook hook;
 };
 extern __thread struct rcl_tls rcl_tls __attribute__((tls_model("initial-exec")));
