@@ -11,13 +11,15 @@
  *            lock/unlock (LOCK requests parked while the lock is held) and
  *            trylock: exact counts, no overlap; a lost wake-up hangs a
  *            client and the watchdog fails the test.
- *   direct   direct lock/unlock (client.c): 16 threads lock/unlock one lock
+ *   direct   direct lock/unlock (client.c; LIBLOCK_RCL_DIRECT=1, as under
+ *            the interposer): 16 threads lock/unlock one lock
  *            (park, spin-then-park, spin), alone and with 4 threads doing
  *            execute on it: exact counts, no overlap, no lost wake-up
  *            (watchdog); an uncontended pair sends no request; an execute
  *            skipped while a client holds the lock for longer than the
  *            idle time-out completes after the unlock (which wakes the
- *            parked server), and the lock is then taken directly again.
+ *            parked server), and the lock is then taken directly again;
+ *            an API lock without LIBLOCK_RCL_DIRECT still sends requests.
  *   coloc    a thread confined to the server's CPU and one on another CPU
  *            use one lock (execute and lock/unlock): exact counts.
  *   deleg    issue 11 scenarios for a delegated CS: hand-over-hand (A:
@@ -291,6 +293,7 @@ static void *direct_hold(void *p)
 static void test_direct(void)
 {
     th_context = "direct";
+    setenv("LIBLOCK_RCL_DIRECT", "1", 1); /* as under the interposer (read at each lock init) */
     direct_n = th_scale_small() ? 2000 : 20000;
     /* lock/unlock only: sleepers on a client-held lock (a lost wake-up hangs) */
     direct_round(LIBLOCK_WAIT_PARK, 0);
@@ -327,6 +330,15 @@ static void test_direct(void)
     CHECK_EQ(liblock_unlock(&dl), 0);
     CHECK_EQ(liblock_server_stats(s, &b), 0);
     CHECK_EQ(b.lock_ops - a.lock_ops, 0);
+    CHECK_EQ(liblock_destroy(&dl), 0);
+    unsetenv("LIBLOCK_RCL_DIRECT");
+    /* a lock of the liblock API (not direct by default) still sends requests */
+    CHECK_EQ(liblock_init(&dl, "rcl", NULL), 0);
+    CHECK_EQ(liblock_server_stats(liblock_server_of(&dl), &a), 0);
+    CHECK_EQ(liblock_lock(&dl), 0);
+    CHECK_EQ(liblock_unlock(&dl), 0);
+    CHECK_EQ(liblock_server_stats(liblock_server_of(&dl), &b), 0);
+    CHECK_EQ(b.lock_ops - a.lock_ops, 2);
     CHECK_EQ(liblock_destroy(&dl), 0);
 }
 

@@ -515,8 +515,7 @@ static int held_locally(struct rcl_tls *t, struct rcl_lock *lk)
 
 static void local_acquire(struct rcl_server *s, struct rcl_lock *lk)
 {
-    (void)s;
-    while (!rcl_lock_cas(&lk->is_locked, 0, RCL_HELD_SERVER))
+    while (!rcl_take(s, lk, RCL_HELD_SERVER))
         sched_yield(); /* the holder is another thread of this CPU (or a client): let it run */
 }
 
@@ -566,6 +565,8 @@ void *rcl_execute(liblock_t *l, void *(*cs)(void *), void *arg)
     }
     return ret;
 }
+
+int rcl_direct_default; /* set to 1 by the interposer's configuration (src/shim/config.c) */
 
 static inline int t_is_server(void) { return rcl_tls.my_server != NULL; }
 
@@ -672,6 +673,11 @@ int rcl_lock_lock(liblock_t *l, void *node)
         local_acquire(s, lk);
         return 0;
     }
+    if (!lk->direct) {
+        lock_by_request(s, lk, l->_wait);
+        t->napi_held++;
+        return 0;
+    }
     (void)client_index(); /* fits this thread's affinity (off the server CPUs) on first use */
     if (LL_UNLIKELY(atomic_load_explicit(&lk->want, memory_order_relaxed)))
         lock_by_request(s, lk, l->_wait);
@@ -690,10 +696,11 @@ int rcl_lock_trylock(liblock_t *l, void *node)
     struct rcl_lock *lk = l->_state;
     struct rcl_tls *t = &rcl_tls;
     if (t->my_server == s)
-        return rcl_lock_cas(&lk->is_locked, 0, RCL_HELD_SERVER) ? 0 : EBUSY;
-    (void)client_index();
+        return rcl_take(s, lk, RCL_HELD_SERVER) ? 0 : EBUSY;
+    if (lk->direct)
+        (void)client_index();
     int ret;
-    if (LL_LIKELY(!atomic_load_explicit(&lk->want, memory_order_relaxed))) {
+    if (lk->direct && LL_LIKELY(!atomic_load_explicit(&lk->want, memory_order_relaxed))) {
         ret = rcl_lock_cas(&lk->is_locked, 0, RCL_HELD_CLIENT) ? 0 : EBUSY;
     } else {
         struct rcl_slot *r = post(s, lk, RCL_OP_TRYLOCK, NULL, l->_wait);
@@ -719,6 +726,16 @@ int rcl_lock_unlock(liblock_t *l, void *node)
     struct rcl_tls *t = &rcl_tls;
     if (t->my_server == s) {
         atomic_store_explicit(&lk->is_locked, 0, memory_order_release);
+        return 0;
+    }
+    if (!lk->direct) {
+        if (LL_UNLIKELY(!post(s, lk, RCL_OP_UNLOCK, NULL, l->_wait))) {
+            if (errno != EAGAIN)
+                return errno;
+            ovf_request(s, lk, RCL_OP_UNLOCK, l->_wait); /* locked through the overflow slot */
+        }
+        if (t->napi_held > 0)
+            t->napi_held--;
         return 0;
     }
     /* a seq_cst exchange: a full fence, so that the loads of `idle` below
@@ -841,6 +858,10 @@ int rcl_lock_init(liblock_t *l, const liblock_attr_t *attr)
     struct rcl_lock *lk = l->_state;
     atomic_store_explicit(&lk->is_locked, 0, memory_order_relaxed);
     atomic_store_explicit(&lk->handed, 0, memory_order_relaxed);
+    atomic_store_explicit(&lk->want, 0, memory_order_relaxed);
+    int e = errno; /* a lazy init inside pthread_mutex_lock must not change errno */
+    lk->direct = (uint32_t)ll_env_long("LIBLOCK_RCL_DIRECT", rcl_direct_default, 0, 1);
+    errno = e;
     l->_aux = s; /* NULL: bound on first use */
     return 0;
 }

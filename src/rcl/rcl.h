@@ -57,13 +57,14 @@ struct rcl_lock {
     _Atomic uint32_t is_locked;
     _Atomic uint32_t handed; /* left held by a delegated CS for its caller (server.c, hand_over_holds) */
     _Atomic uint32_t want;   /* server: a request waits for this lock (hint, client.c) */
+    uint32_t direct;         /* set at init, never changed: clients lock/unlock directly (client.c) */
 };
+extern int rcl_direct_default; /* 1 under the interposer; LIBLOCK_RCL_DIRECT overrides (client.c) */
 #define RCL_HELD_SERVER 1u
 #define RCL_HELD_CLIENT 2u
 #define RCL_HELD_SLEEPERS 3u
 
-/* The lock word's read-modify-writes: always real atomics (not local_atomic.h),
- * because clients write it too (client.c, "Direct lock/unlock"). */
+/* The lock word's read-modify-writes by clients: real atomics. */
 static inline bool rcl_lock_cas(_Atomic uint32_t *p, uint32_t e, uint32_t d)
 {
     return atomic_compare_exchange_strong_explicit(p, &e, d, memory_order_acq_rel, memory_order_acquire);
@@ -206,6 +207,17 @@ static inline bool rcl_cas32s(const struct rcl_server *s, _Atomic int32_t *p, in
     if (LL_LIKELY(s->local))
         return ll_local_cas32s(p, e, d);
     return atomic_compare_exchange_strong_explicit(p, &e, d, memory_order_acq_rel, memory_order_acquire);
+}
+/* A servicing thread takes lock word lk (0 -> v).  A direct lock is written
+ * by clients too, so its CAS must be a real atomic; a request-only lock is
+ * written only on the server CPU (server.c I1), so the local CAS is correct
+ * and cheaper.  lk->direct never changes after init, so every thread makes
+ * the same choice for the lock's whole life. */
+static inline bool rcl_take(const struct rcl_server *s, struct rcl_lock *lk, uint32_t v)
+{
+    if (lk->direct)
+        return rcl_lock_cas(&lk->is_locked, 0, v);
+    return rcl_cas(s, &lk->is_locked, 0, v);
 }
 static inline void rcl_add32(const struct rcl_server *s, _Atomic int32_t *p, int32_t v)
 {

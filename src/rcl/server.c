@@ -274,11 +274,10 @@ static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, 
     int wake;
     if (LL_UNLIKELY(rcl_is_op(f))) {
         if (f == RCL_OP_UNLOCK) {
-            /* clients unlock directly (client.c); kept for completeness */
-            if (atomic_exchange_explicit(&lk->is_locked, 0, memory_order_seq_cst) == RCL_HELD_SLEEPERS)
-                ll_futex_wake(&lk->is_locked, 1);
+            /* a request-only lock (clients of a direct lock unlock it themselves) */
+            atomic_store_explicit(&lk->is_locked, 0, memory_order_release);
             wake = reply(r, NULL);
-        } else if (rcl_lock_cas(&lk->is_locked, 0, RCL_HELD_CLIENT)) {
+        } else if (rcl_take(s, lk, RCL_HELD_CLIENT)) {
             want_clear(lk);
             wake = reply(r, NULL); /* LOCK or TRYLOCK granted: the client holds it (value 2) */
         } else if (f == RCL_OP_TRYLOCK) {
@@ -296,7 +295,7 @@ static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, 
         (*ops)++;
         return NULL;
     }
-    if (!rcl_lock_cas(&lk->is_locked, 0, RCL_HELD_SERVER)) {
+    if (!rcl_take(s, lk, RCL_HELD_SERVER)) {
         rcl_add(s, &s->st.skipped_held, 1);
         want_set(lk);
         unclaim(s, i);
