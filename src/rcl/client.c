@@ -109,9 +109,13 @@
  * Only threads bound to the server CPU take this path, which is what makes
  * the local CAS correct (server.c, invariant I1).
  *
- * Direct lock/unlock (not in the thesis; issue 12).  liblock_lock/trylock/
- * unlock from an ordinary thread (every pthread_mutex_lock/unlock under the
- * interposer) no longer cost a request round trip each.  The lock word
+ * Direct lock/unlock (not in the thesis; issue 12).  On a DIRECT lock
+ * (lk->direct, fixed at init: every mutex under the interposer, which sets
+ * rcl_direct_default, or any lock with LIBLOCK_RCL_DIRECT=1), liblock_lock/
+ * trylock/unlock from an ordinary thread do not cost a request round trip
+ * each.  A lock that is not direct keeps the request path described next
+ * (RCL_OP_LOCK/TRYLOCK/UNLOCK; only server threads write its word, so the
+ * server keeps its local CAS on it: rcl_take in rcl.h).  The lock word
  * is_locked is a real atomic lock word, written by clients and servicing
  * threads alike, with values (rcl.h)
  *     0 free, 1 held by a servicing thread (a delegated or nested CS),

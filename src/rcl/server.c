@@ -81,10 +81,11 @@
  *      Hence the non-LOCK cmpxchg/add of local_atomic.h is correct on them:
  *      no other CPU's write can fall between the read and the write-back of
  *      such an instruction, and the single instruction is atomic against
- *      preemption on this CPU.  lock->is_locked is NOT among them any more:
- *      clients take and release a lock directly (client.c, "Direct
- *      lock/unlock"), so every read-modify-write of is_locked is a real
- *      atomic (rcl_lock_cas).  Server threads that could not be bound
+ *      preemption on this CPU.  lock->is_locked is among them only for a
+ *      request-only lock; on a DIRECT lock (lk->direct, fixed at init)
+ *      clients take and release it themselves (client.c, "Direct
+ *      lock/unlock"), so every read-modify-write of that word is a real
+ *      atomic (rcl_take in rcl.h chooses by lk->direct).  Server threads that could not be bound
  *      (never the case after a successful start) would make server->local
  *      0 and every local operation a real atomic.
  * (I2) is_locked is a test-and-set lock word shared by everyone: a CS for
