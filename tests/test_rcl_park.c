@@ -11,6 +11,15 @@
  *            lock/unlock (LOCK requests parked while the lock is held) and
  *            trylock: exact counts, no overlap; a lost wake-up hangs a
  *            client and the watchdog fails the test.
+ *   direct   direct lock/unlock (client.c; LIBLOCK_RCL_DIRECT=1, as under
+ *            the interposer): 16 threads lock/unlock one lock
+ *            (park, spin-then-park, spin), alone and with 4 threads doing
+ *            execute on it: exact counts, no overlap, no lost wake-up
+ *            (watchdog); an uncontended pair sends no request; an execute
+ *            skipped while a client holds the lock for longer than the
+ *            idle time-out completes after the unlock (which wakes the
+ *            parked server), and the lock is then taken directly again;
+ *            an API lock without LIBLOCK_RCL_DIRECT still sends requests.
  *   coloc    a thread confined to the server's CPU and one on another CPU
  *            use one lock (execute and lock/unlock): exact counts.
  *   deleg    issue 11 scenarios for a delegated CS: hand-over-hand (A:
@@ -211,6 +220,127 @@ static void test_race(void)
     race(LIBLOCK_WAIT_PARK);
     race(LIBLOCK_WAIT_SPIN_THEN_PARK);
     race(LIBLOCK_WAIT_SPIN);
+}
+
+/* ---- direct ------------------------------------------------------------------------
+ * Direct lock/unlock (src/rcl/client.c): clients take the lock word with a
+ * CAS and sleep on it (value 3) when a client holds it; a delegated CS
+ * still excludes them; a request skipped for a held lock sets `want` and
+ * makes clients queue behind it; the unlock wakes an idle-parked server. */
+#define DT 16 /* more threads than CPUs: holders are preempted, waiters sleep */
+static liblock_t dl;
+static int direct_n;
+
+static void *direct_locker(void *p)
+{
+    long bad = 0;
+    for (int i = 0; i < direct_n; i++) {
+        if (liblock_lock(&dl) != 0) {
+            bad++;
+            continue;
+        }
+        struct req q = {0, (long)((i * 7 + (long)p) % 3) * 1000}; /* 0-2 us held */
+        cs_busy(&q);
+        if (liblock_unlock(&dl) != 0)
+            bad++;
+    }
+    return (void *)bad;
+}
+
+static void *direct_executor(void *p)
+{
+    long bad = 0;
+    for (int i = 0; i < direct_n / 4; i++)
+        if (liblock_execute(&dl, cs_inc, p) != p)
+            bad++;
+    return (void *)bad;
+}
+
+static void direct_round(int policy, int executors)
+{
+    liblock_attr_t a;
+    liblock_attr_init(&a);
+    liblock_attr_setwait(&a, policy);
+    CHECK_EQ(liblock_init(&dl, "rcl", &a), 0);
+    g[0].count = 0;
+    pthread_t t[DT];
+    for (long i = 0; i < DT; i++)
+        pthread_create(&t[i], NULL, i < executors ? direct_executor : direct_locker, (void *)(i + 1));
+    long bad = 0;
+    for (int i = 0; i < DT; i++) {
+        void *b;
+        pthread_join(t[i], &b);
+        bad += (long)b;
+    }
+    CHECK_EQ(bad, 0);
+    CHECK(atomic_load(&overlap) == 0, "%s/%d: no overlap", liblock_wait_name(policy), executors);
+    CHECK_EQ(g[0].count, (long)(DT - executors) * direct_n + (long)executors * (direct_n / 4));
+    CHECK_EQ(liblock_destroy(&dl), 0);
+}
+
+static atomic_int held_flag;
+static void *direct_hold(void *p)
+{
+    (void)p;
+    liblock_lock(&dl);
+    atomic_store(&held_flag, 1);
+    struct timespec d = {0, 60 * 1000 * 1000}; /* longer than the server's idle time-out */
+    nanosleep(&d, NULL);
+    liblock_unlock(&dl); /* must wake the idle-parked server for the pending execute */
+    return NULL;
+}
+
+static void test_direct(void)
+{
+    th_context = "direct";
+    setenv("LIBLOCK_RCL_DIRECT", "1", 1); /* as under the interposer (read at each lock init) */
+    direct_n = th_scale_small() ? 2000 : 20000;
+    /* lock/unlock only: sleepers on a client-held lock (a lost wake-up hangs) */
+    direct_round(LIBLOCK_WAIT_PARK, 0);
+    direct_round(LIBLOCK_WAIT_SPIN_THEN_PARK, 0);
+    direct_round(LIBLOCK_WAIT_SPIN, 0);
+    /* mixed with delegated CSs on the same lock: exclusion, and executes complete */
+    direct_round(LIBLOCK_WAIT_PARK, 4);
+    direct_round(LIBLOCK_WAIT_SPIN_THEN_PARK, 4);
+
+    /* an uncontended pair sends no request; a request skipped for a held
+     * lock (execute while a client holds it) is served after the unlock,
+     * which wakes the server if it idle-parked meanwhile; after it, the
+     * lock is taken directly again (want cleared) */
+    CHECK_EQ(liblock_init(&dl, "rcl", NULL), 0);
+    g[0].count = 0;
+    liblock_server_t *s = liblock_server_of(&dl);
+    liblock_server_stats_t a, b;
+    CHECK_EQ(liblock_server_stats(s, &a), 0);
+    CHECK_EQ(liblock_lock(&dl), 0);
+    CHECK_EQ(liblock_trylock(&dl), EBUSY);
+    CHECK_EQ(liblock_unlock(&dl), 0);
+    CHECK_EQ(liblock_server_stats(s, &b), 0);
+    CHECK_EQ(b.lock_ops - a.lock_ops, 0);
+    atomic_store(&held_flag, 0);
+    pthread_t h;
+    pthread_create(&h, NULL, direct_hold, NULL);
+    while (!atomic_load(&held_flag))
+        sched_yield();
+    CHECK(liblock_execute(&dl, cs_inc, &dl) == &dl, "execute behind a client's hold");
+    pthread_join(h, NULL);
+    CHECK_EQ(g[0].count, 1);
+    CHECK_EQ(liblock_server_stats(s, &a), 0);
+    CHECK_EQ(liblock_lock(&dl), 0);
+    CHECK_EQ(liblock_unlock(&dl), 0);
+    CHECK_EQ(liblock_server_stats(s, &b), 0);
+    CHECK_EQ(b.lock_ops - a.lock_ops, 0);
+    CHECK_EQ(liblock_destroy(&dl), 0);
+    unsetenv("LIBLOCK_RCL_DIRECT");
+    /* a lock of the liblock API (not direct by default) still sends requests */
+    CHECK_EQ(liblock_init(&dl, "rcl", NULL), 0);
+    CHECK_EQ(liblock_server_stats(liblock_server_of(&dl), &a), 0);
+    CHECK_EQ(liblock_lock(&dl), 0);
+    CHECK_EQ(liblock_unlock(&dl), 0);
+    CHECK_EQ(liblock_server_stats(liblock_server_of(&dl), &b), 0);
+    /* the server counts an op after its reply, so the unlock's may not be in yet */
+    CHECK(b.lock_ops - a.lock_ops >= 1, "request-only lock: %llu lock ops", (unsigned long long)(b.lock_ops - a.lock_ops));
+    CHECK_EQ(liblock_destroy(&dl), 0);
 }
 
 /* ---- coloc -------------------------------------------------------------------------- */
@@ -466,6 +596,8 @@ int main(int argc, char **argv)
         test_lazy();
     if (want(argc, argv, "race"))
         test_race();
+    if (want(argc, argv, "direct"))
+        test_direct();
     if (want(argc, argv, "coloc"))
         test_coloc();
     if (want(argc, argv, "deleg"))

@@ -44,14 +44,31 @@ extern char rcl_op_markers[4];
 #define RCL_OP_UNLOCK ((rcl_fn)(void *)&rcl_op_markers[2])
 static inline int rcl_is_op(rcl_fn f) { return (uintptr_t)(void *)f - (uintptr_t)rcl_op_markers < 4; }
 
-/* Per-lock state (liblock_t._state).  is_locked is written only by threads
- * bound to the server's CPU (see server.c); the server is in l->_aux
- * (client.c, "lock life cycle"), so that clients never read this line,
- * which the server writes twice per CS. */
+/* Per-lock state (liblock_t._state).  is_locked is the lock word (server.c
+ * I1-I2, client.c "Direct lock/unlock"): 0 free; RCL_HELD_SERVER held by a
+ * servicing thread (a delegated or nested CS); RCL_HELD_CLIENT held by a
+ * client through liblock_lock; RCL_HELD_SLEEPERS the same, and clients may
+ * sleep on the word.  Every read-modify-write of it is a real atomic (it
+ * is written from several CPUs).  `want` is a hint written only by the
+ * server: a request for this lock was skipped because the lock was held,
+ * so clients should queue behind it (a request) rather than take the lock
+ * directly.  The server is in l->_aux (client.c, "lock life cycle"). */
 struct rcl_lock {
     _Atomic uint32_t is_locked;
     _Atomic uint32_t handed; /* left held by a delegated CS for its caller (server.c, hand_over_holds) */
+    _Atomic uint32_t want;   /* server: a request waits for this lock (hint, client.c) */
+    uint32_t direct;         /* set at init, never changed: clients lock/unlock directly (client.c) */
 };
+extern int rcl_direct_default; /* 1 under the interposer; LIBLOCK_RCL_DIRECT overrides (client.c) */
+#define RCL_HELD_SERVER 1u
+#define RCL_HELD_CLIENT 2u
+#define RCL_HELD_SLEEPERS 3u
+
+/* The lock word's read-modify-writes by clients: real atomics. */
+static inline bool rcl_lock_cas(_Atomic uint32_t *p, uint32_t e, uint32_t d)
+{
+    return atomic_compare_exchange_strong_explicit(p, &e, d, memory_order_acq_rel, memory_order_acquire);
+}
 
 /* A servicing thread. */
 enum { ST_SERVICING = 1, ST_PREPARED = 2, ST_EXIT = 3 };
@@ -133,6 +150,7 @@ struct rcl_tls {
     int cond_mode;                /* how cond_release released: 1 api hold, 2 local held */
     unsigned since_yield;         /* spin requests completed since this thread last yielded */
     int coloc;                    /* every CPU this thread may run on is a server CPU */
+    int one_cpu;                  /* this thread may run on one CPU only (fit_affinity) */
     struct ll_exit_hook hook;
 };
 extern __thread struct rcl_tls rcl_tls __attribute__((tls_model("initial-exec")));
@@ -189,6 +207,17 @@ static inline bool rcl_cas32s(const struct rcl_server *s, _Atomic int32_t *p, in
     if (LL_LIKELY(s->local))
         return ll_local_cas32s(p, e, d);
     return atomic_compare_exchange_strong_explicit(p, &e, d, memory_order_acq_rel, memory_order_acquire);
+}
+/* A servicing thread takes lock word lk (0 -> v).  A direct lock is written
+ * by clients too, so its CAS must be a real atomic; a request-only lock is
+ * written only on the server CPU (server.c I1), so the local CAS is correct
+ * and cheaper.  lk->direct never changes after init, so every thread makes
+ * the same choice for the lock's whole life. */
+static inline bool rcl_take(const struct rcl_server *s, struct rcl_lock *lk, uint32_t v)
+{
+    if (lk->direct)
+        return rcl_lock_cas(&lk->is_locked, 0, v);
+    return rcl_cas(s, &lk->is_locked, 0, v);
 }
 static inline void rcl_add32(const struct rcl_server *s, _Atomic int32_t *p, int32_t v)
 {

@@ -76,25 +76,28 @@
  * flood the clients' lines with reads.
  *
  * ---- Invariants and the argument for local atomics ----------------------
- * (I1) lock->is_locked, server->busy[], n_free, n_servicing, is_alive,
- *      timestamp and the statistics are written ONLY by threads bound to
- *      the server's CPU.  Clients never write them: liblock_lock/unlock/
- *      trylock from an ordinary thread are requests (RCL_OP_*) that a
- *      servicing thread executes.  Hence the non-LOCK cmpxchg/add of
- *      local_atomic.h is correct on them: no other CPU's write can fall
- *      between the read and the write-back of such an instruction, and the
- *      single instruction is atomic against preemption on this CPU.  (If a
- *      client could store is_locked = 0 directly, a servicing thread's
- *      failing non-LOCK cmpxchg could write back the stale 1 and lose that
- *      release.)  Server threads that could not be bound (never the case
- *      after a successful start) would make server->local 0 and every one
- *      of these operations a real atomic.
- * (I2) A CS for lock L runs only while its runner set L->is_locked 0 -> 1;
- *      liblock_lock by a client is L->is_locked = 1 set on its behalf and
- *      cleared by its unlock request; a servicing thread taking a lock of
- *      its own server (nesting, Algorithm 9's local path) CASes is_locked
- *      itself and yields while it is held.  So delegated CSs, lock/unlock
- *      sections and nested sections of one lock are mutually exclusive.
+ * (I1) server->busy[], n_free, n_servicing, is_alive, timestamp and the
+ *      statistics are written ONLY by threads bound to the server's CPU.
+ *      Hence the non-LOCK cmpxchg/add of local_atomic.h is correct on them:
+ *      no other CPU's write can fall between the read and the write-back of
+ *      such an instruction, and the single instruction is atomic against
+ *      preemption on this CPU.  lock->is_locked is among them only for a
+ *      request-only lock; on a DIRECT lock (lk->direct, fixed at init)
+ *      clients take and release it themselves (client.c, "Direct
+ *      lock/unlock"), so every read-modify-write of that word is a real
+ *      atomic (rcl_take in rcl.h chooses by lk->direct).  Server threads that could not be bound
+ *      (never the case after a successful start) would make server->local
+ *      0 and every local operation a real atomic.
+ * (I2) is_locked is a test-and-set lock word shared by everyone: a CS for
+ *      lock L runs only while its runner set L->is_locked 0 -> 1 (CAS);
+ *      a client holds L after a CAS 0 -> 2 (its own, or the server's for a
+ *      LOCK/TRYLOCK request) and releases it with an exchange to 0; a
+ *      servicing thread taking a lock of its own server (nesting) CASes
+ *      0 -> 1 itself and yields while it is held.  So delegated CSs,
+ *      lock/unlock sections and nested sections of one lock are mutually
+ *      exclusive.  When a request is skipped because L is held the server
+ *      sets L->want, and clears it when it takes L for a request: clients
+ *      then queue behind with requests (client.c).
  * (I3) A slot is served by at most one thread: a servicing thread first
  *      claims busy[i] (local CAS 0 -> 1), re-reads fn under the claim, and
  *      keeps the claim until it has cleared fn.  Without the claim, a
@@ -106,7 +109,7 @@
  * (I4) Completion order: ret, fn = NULL, then is_locked = 0, then busy = 0,
  *      then (a client that parked) the futex wake of its slot.
  *      A CS's effects are released to the next holder of L by the release
- *      store of is_locked (acquired by the next CAS on the same CPU), and to
+ *      store of is_locked (acquired by the next holder's CAS), and to
  *      the client by the release store (or seq_cst exchange) of fn.
  *
  * ---- Idle parking ---------------------------------------------------------
@@ -240,6 +243,21 @@ static __attribute__((noinline)) void hand_over_holds(ll_thread_t *self, unsigne
     }
 }
 
+/* The `want` hint (rcl.h): set when a request is skipped because its lock
+ * is held, cleared when the server takes the lock for a request.  Only
+ * servicing threads write it; it orders nothing (client.c, "Direct
+ * lock/unlock": it only steers clients to queue behind pending requests). */
+static inline void want_set(struct rcl_lock *lk)
+{
+    if (!atomic_load_explicit(&lk->want, memory_order_relaxed))
+        atomic_store_explicit(&lk->want, 1, memory_order_relaxed);
+}
+static inline void want_clear(struct rcl_lock *lk)
+{
+    if (atomic_load_explicit(&lk->want, memory_order_relaxed))
+        atomic_store_explicit(&lk->want, 0, memory_order_relaxed);
+}
+
 /* Serve slot i if possible; returns the lock of the CS it ran, or NULL
  * (then *ops is incremented if it answered a lock/trylock/unlock request). */
 static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, unsigned i, unsigned *ops)
@@ -257,14 +275,17 @@ static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, 
     int wake;
     if (LL_UNLIKELY(rcl_is_op(f))) {
         if (f == RCL_OP_UNLOCK) {
+            /* a request-only lock (clients of a direct lock unlock it themselves) */
             atomic_store_explicit(&lk->is_locked, 0, memory_order_release);
             wake = reply(r, NULL);
-        } else if (rcl_cas(s, &lk->is_locked, 0, 1)) {
-            wake = reply(r, NULL); /* LOCK or TRYLOCK granted: is_locked stays 1 for the client */
+        } else if (rcl_take(s, lk, RCL_HELD_CLIENT)) {
+            want_clear(lk);
+            wake = reply(r, NULL); /* LOCK or TRYLOCK granted: the client holds it (value 2) */
         } else if (f == RCL_OP_TRYLOCK) {
             wake = reply(r, (void *)(intptr_t)EBUSY);
         } else {
             rcl_add(s, &s->st.skipped_held, 1); /* LOCK: stays pending */
+            want_set(lk);
             unclaim(s, i);
             return NULL;
         }
@@ -275,11 +296,13 @@ static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, 
         (*ops)++;
         return NULL;
     }
-    if (!rcl_cas(s, &lk->is_locked, 0, 1)) {
+    if (!rcl_take(s, lk, RCL_HELD_SERVER)) {
         rcl_add(s, &s->st.skipped_held, 1);
+        want_set(lk);
         unclaim(s, i);
         return NULL;
     }
+    want_clear(lk);
     /* run the critical section: this thread is busy, not free */
     atomic_store_explicit(&me->in_cs, 1, memory_order_relaxed);
     rcl_add32(s, &s->n_free, -1);

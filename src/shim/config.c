@@ -5,6 +5,7 @@
  * LIBLOCK_STRICT; and the choice of algorithm for one lock site.
  */
 #include "shim.h"
+#include "../rcl/rcl.h" /* rcl_direct_default */
 
 struct shim_cfg shim_cfg;
 _Atomic int shim_cfg_ready;
@@ -164,6 +165,7 @@ static int delegates(const struct ll_ops *o) { return o && (o->props & LIBLOCK_P
 
 static void config_load(void)
 {
+    rcl_direct_default = 1; /* interposed mutexes: rcl lock/unlock without requests (docs/rcl.md) */
     sem_config_load();
     const char *name = getenv("LIBLOCK_LOCK");
     if (name && *name) {
