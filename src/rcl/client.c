@@ -484,28 +484,36 @@ static int ovf_request(struct rcl_server *s, struct rcl_lock *lk, rcl_fn fn, int
     return ret;
 }
 
+/* Step n of a wait that nobody ends with a wake-up: a pause while
+ * n < spin_until (if may_spin), a yield while n < yield_until, then sleeps
+ * of 1 us doubling to 1 ms (*ns: the next sleep, start at 1000). */
+static void poll_backoff(unsigned n, int may_spin, unsigned spin_until, unsigned yield_until, uint64_t *ns)
+{
+    if (n < spin_until && may_spin) {
+        ll_pause();
+    } else if (n < yield_until) {
+        ll_yield();
+    } else {
+        struct timespec d = {0, (long)*ns};
+        nanosleep(&d, NULL);
+        if (*ns < 1000000)
+            *ns *= 2;
+    }
+}
+
 /* liblock_lock without a client id: TRYLOCK through the overflow slot until
  * it succeeds, waiting between tries (holding nothing) until the lock looks
  * free: a few polls, a few yields, then sleeps of 1 us doubling to 1 ms.
- * Reading is_locked from a client is harmless (clients never WRITE it). */
+ * The read of is_locked is only a hint of when to try again. */
 static int ovf_lock(struct rcl_server *s, struct rcl_lock *lk, int policy)
 {
     for (;;) {
         if (ovf_request(s, lk, RCL_OP_TRYLOCK, policy) == 0)
             return 0;
         uint64_t ns = 1000;
-        for (unsigned n = 0; atomic_load_explicit(&lk->is_locked, memory_order_relaxed); n++) {
-            if (n < 64 && policy != LIBLOCK_WAIT_PARK && !rcl_tls.coloc) {
-                ll_pause();
-            } else if (n < 72) {
-                ll_yield();
-            } else {
-                struct timespec d = {0, (long)ns};
-                nanosleep(&d, NULL);
-                if (ns < 1000000)
-                    ns *= 2;
-            }
-        }
+        int may_spin = policy != LIBLOCK_WAIT_PARK && !rcl_tls.coloc;
+        for (unsigned n = 0; atomic_load_explicit(&lk->is_locked, memory_order_relaxed); n++)
+            poll_backoff(n, may_spin, 64, 72, &ns);
     }
 }
 
@@ -593,18 +601,10 @@ static uint64_t lock_spin_cycles(void)
 static void wait_server_hold(struct rcl_lock *lk, int policy)
 {
     uint64_t ns = 1000;
-    for (unsigned n = 0; atomic_load_explicit(&lk->is_locked, memory_order_acquire) == RCL_HELD_SERVER; n++) {
-        if (n < 256 && policy != LIBLOCK_WAIT_PARK && policy != LIBLOCK_WAIT_YIELD && !rcl_tls.coloc) {
-            ll_pause();
-        } else if (n < 264 + (policy == LIBLOCK_WAIT_YIELD ? 1u << 30 : 0)) {
-            ll_yield();
-        } else {
-            struct timespec d = {0, (long)ns};
-            nanosleep(&d, NULL);
-            if (ns < 1000000)
-                ns *= 2;
-        }
-    }
+    int may_spin = policy != LIBLOCK_WAIT_PARK && policy != LIBLOCK_WAIT_YIELD && !rcl_tls.coloc;
+    unsigned yield_until = 264 + (policy == LIBLOCK_WAIT_YIELD ? 1u << 30 : 0);
+    for (unsigned n = 0; atomic_load_explicit(&lk->is_locked, memory_order_acquire) == RCL_HELD_SERVER; n++)
+        poll_backoff(n, may_spin, 256, yield_until, &ns);
 }
 
 /* A LOCK request: the server grants the lock (value RCL_HELD_CLIENT) in
