@@ -378,6 +378,7 @@ static void build(struct buf *b, const char *how, int status, int sig)
     putstr(b, lk);
     putf(b, ",\"wall_ns\":%llu,\"thread_ns\":%llu,\"threads\":%ld,\"cpus\":%d,", (unsigned long long)(now - lp.start_ns),
          (unsigned long long)thread_ns, lp.nthreads, cpus());
+    putf(b, "\"time_every\":%u,", lp_every);
     putf(b, "\"misses_available\":%s,\"misses_reason\":", lp_perf_ok ? "true" : "false");
     putstr(b, lp_perf_ok ? NULL : lp.misses_reason);
     puts_(b, ",\"exit\":{\"how\":");

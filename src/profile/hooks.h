@@ -48,6 +48,17 @@
  * start-up against CLOCK_MONOTONIC.  wait = lock call -> acquisition;
  * hold = acquisition -> the unlock call, minus time blocked in condition
  * waits.
+ *
+ * Sampled timing (LIBLOCK_PROFILE_TIME_EVERY=N, N > 1; docs/profile-runtime.md,
+ * "Cost"): every count stays exact, and so does every wait (an uncontended
+ * acquisition waits 0 by definition; a contended one is always timed), but
+ * the hold of an uncontended acquisition is timed with probability 1/N,
+ * drawn from a per-thread xorshift generator (not every N-th acquisition,
+ * which would alias with a program's own period), and then counts N times
+ * in the hold sums and the hold histogram (the Horvitz-Thompson estimator:
+ * unbiased for every sum).  An untimed acquisition reads no clock at all:
+ * on machines where rdtsc waits for earlier instructions as lfence does,
+ * the clock reads are most of what profiling costs (bench/timer_cost.c).
  */
 #ifndef LL_PROFILE_HOOKS_H
 #define LL_PROFILE_HOOKS_H
@@ -84,6 +95,7 @@ struct lp_held {
     const pthread_mutex_t *m;
     struct lp_crec *rec;
     struct lp_islot *is;
+    uint32_t weight;               /* acquisitions its hold stands for (0: not timed; sampled timing) */
     uint64_t t_acq;                /* cycle count at acquisition (moved later by condition waits) */
     uint64_t miss_acq;             /* cache-miss counter then */
 };
@@ -133,9 +145,13 @@ struct lp_tok {
     uint64_t t0;
     int on;                        /* begin saw a recorded instance */
     int cont;
+    uint32_t weight;               /* 0: not timed (sampled timing), else acquisitions it stands for */
 };
 
 extern uint64_t lp_mult;           /* ns = cycles * lp_mult >> 24 */
+extern uint32_t lp_every;          /* time 1 in lp_every uncontended acquisitions (1: all) */
+#define LP_EVERY_MAX 65536u          /* LIBLOCK_PROFILE_TIME_EVERY's largest value */
+extern __thread uint64_t lp_rng __attribute__((tls_model("initial-exec")));
 extern int lp_perf_ok;             /* cache-miss counters available */
 extern __thread struct lp_table *lp_my __attribute__((tls_model("initial-exec")));
 
@@ -145,7 +161,7 @@ struct lp_hist *lp_hist_slow(struct lp_table *t, int site);
 struct lp_islot *lp_islot_slow(struct lp_table *t, uint32_t id);
 extern __thread int lp_tid __attribute__((tls_model("initial-exec")));
 int lp_tid_slow(void);
-void lp_fallback_hist(const struct ip_mutex *w, int hold, unsigned bucket);
+void lp_fallback_hist(const struct ip_mutex *w, int hold, unsigned bucket, uint64_t n);
 uint64_t lp_perf_read(void);
 void lp_mutex_new(struct ip_mutex *w, const struct shim_site *s);
 void lp_start(void);
@@ -162,6 +178,23 @@ static inline uint64_t lp_cycles(void)
 }
 
 static inline uint64_t lp_ns(uint64_t cyc) { return (uint64_t)(((unsigned __int128)cyc * lp_mult) >> 24); }
+
+/* The weight of an uncontended acquisition's timing: 1 without sampling;
+ * with it, lp_every with probability 1/lp_every, else 0 (not timed). */
+static inline __attribute__((always_inline)) uint32_t lp_sample(void)
+{
+    uint32_t n = lp_every;
+    if (LL_LIKELY(n <= 1))
+        return 1;
+    uint64_t x = lp_rng;
+    if (LL_UNLIKELY(!x))
+        x = ((uintptr_t)&lp_rng * 0x9e3779b97f4a7c15ull) | 1; /* per thread, never 0 */
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    lp_rng = x;
+    return ((uint64_t)(uint32_t)(x >> 32) * n) >> 32 == 0 ? n : 0;
+}
 
 static inline unsigned lp_bucket(uint64_t ns)
 {
@@ -181,18 +214,19 @@ static inline struct ip_mutex *lp_w(struct ip_mutex *w, pthread_mutex_t *m)
 }
 
 static inline __attribute__((always_inline)) void lp_hist_add(struct lp_table *t, struct lp_crec *r, int hidx,
-                                                             struct ip_mutex *w, pthread_mutex_t *m, int hold, uint64_t ns)
+                                                             struct ip_mutex *w, pthread_mutex_t *m, int hold, uint64_t ns,
+                                                             uint64_t n)
 {
     unsigned b = lp_bucket(ns);
     struct lp_hist *h = LL_LIKELY(r != NULL) ? r->h : NULL;
     if (LL_UNLIKELY(!h) && !(h = lp_hist_slow(t, hidx))) {
-        lp_fallback_hist(lp_w(w, m), hold, b);
+        lp_fallback_hist(lp_w(w, m), hold, b, n);
         return;
     }
     if (hold)
-        LP_ADD(h->hold[b], 1);
+        LP_ADD(h->hold[b], n);
     else
-        LP_ADD(h->wait[b], 1);
+        LP_ADD(h->wait[b], n);
 }
 
 static inline __attribute__((always_inline)) struct lp_islot *lp_islot_of(struct lp_table *t, uint32_t id)
@@ -244,10 +278,11 @@ static inline __attribute__((always_inline)) struct lp_held *lp_held_of(struct l
 }
 
 /* An outermost acquisition of m (instance iid, lock site hidx; w: its
- * wrapper, or NULL on the fast path). */
+ * wrapper, or NULL on the fast path).  weight 0: its hold is not timed (t0
+ * and now are then 0); a contended acquisition is always timed. */
 static inline __attribute__((always_inline)) void lp_acq_core(pthread_mutex_t *m, uint32_t iid, int hidx,
                                                              struct ip_mutex *w, uint64_t t0, uint64_t now, int cont,
-                                                             void *ra)
+                                                             void *ra, uint32_t weight)
 {
     struct lp_table *t = lp_my;
     if (LL_UNLIKELY(!t) && !(t = lp_table_slow()))
@@ -274,7 +309,7 @@ static inline __attribute__((always_inline)) void lp_acq_core(pthread_mutex_t *m
     /* the wait histogram counts contended acquisitions only: the report
      * puts the others (wait 0) in bucket 0 (dump.c) */
     if (cont)
-        lp_hist_add(t, r, hidx, w, m, 0, wn);
+        lp_hist_add(t, r, hidx, w, m, 0, wn, 1);
     /* An entry for m is left over only when another thread released it (a
      * NORMAL mutex unlocked by a thread that did not lock it): reused. */
     struct lp_held *e = lp_held_of(t, m);
@@ -288,6 +323,7 @@ static inline __attribute__((always_inline)) void lp_acq_core(pthread_mutex_t *m
     e->m = m;
     e->rec = r;
     e->is = is;
+    e->weight = weight;
     e->t_acq = now;
     if (LL_UNLIKELY(lp_perf_ok))
         e->miss_acq = lp_perf_read();
@@ -300,11 +336,14 @@ static inline __attribute__((always_inline)) void lp_rel_core(struct lp_table *t
     struct lp_held *e = lp_held_of(t, m);
     if (LL_UNLIKELY(!e))
         return; /* acquired before the profiler saw it */
-    uint64_t h = lp_ns(lp_cycles() - e->t_acq);
-    LP_ADD(e->is->hold_ns, h);
-    if (LL_LIKELY(e->rec != NULL))
-        LP_ADD(e->rec->hold_ns, h);
-    lp_hist_add(t, e->rec, hidx, w, m, 1, h);
+    uint32_t k = e->weight;
+    if (LL_LIKELY(k != 0)) {
+        uint64_t h = lp_ns(lp_cycles() - e->t_acq);
+        LP_ADD(e->is->hold_ns, h * k);
+        if (LL_LIKELY(e->rec != NULL))
+            LP_ADD(e->rec->hold_ns, h * k);
+        lp_hist_add(t, e->rec, hidx, w, m, 1, h, k);
+    }
     if (LL_UNLIKELY(lp_perf_ok))
         LP_ADD(lp_w(w, m)->prof->misses, lp_perf_read() - e->miss_acq);
     struct lp_held *last = &t->held[--t->nheld];
@@ -317,14 +356,16 @@ static inline __attribute__((always_inline)) void lp_fast_begin(struct lp_tok *t
 {
     t->on = 1;
     t->cont = __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) != 0; /* NORMAL: held by another, or a deadlock */
-    t->t0 = lp_cycles();
+    t->weight = t->cont ? 1 : lp_sample();
+    t->t0 = t->weight ? lp_cycles() : 0;
 }
 
 static inline __attribute__((always_inline)) void lp_fast_end(struct lp_tok *t, uintptr_t d, pthread_mutex_t *m, int r,
                                                              void *ra)
 {
     if (LL_LIKELY(r == 0))
-        lp_acq_core(m, lp_desc_iid(d), lp_desc_hidx(d), NULL, t->t0, t->cont ? lp_cycles() : t->t0, t->cont, ra);
+        lp_acq_core(m, lp_desc_iid(d), lp_desc_hidx(d), NULL, t->t0, t->cont ? lp_cycles() : t->t0, t->cont, ra,
+                    t->weight);
 }
 
 static inline __attribute__((always_inline)) void lp_fast_trylock_end(uintptr_t d, pthread_mutex_t *m, int r, void *ra)
@@ -339,8 +380,9 @@ static inline __attribute__((always_inline)) void lp_fast_trylock_end(uintptr_t 
     struct lp_islot *is = lp_islot_of(t, lp_desc_iid(d));
     if (LL_LIKELY(is != NULL))
         LP_ADD(is->try_ok, 1);
-    uint64_t now = lp_cycles();
-    lp_acq_core(m, lp_desc_iid(d), lp_desc_hidx(d), NULL, now, now, 0, ra);
+    uint32_t k = lp_sample();
+    uint64_t now = k ? lp_cycles() : 0;
+    lp_acq_core(m, lp_desc_iid(d), lp_desc_hidx(d), NULL, now, now, 0, ra, k);
 }
 
 static inline __attribute__((always_inline)) void lp_fast_unlock(uintptr_t d, pthread_mutex_t *m)
@@ -358,6 +400,7 @@ static inline __attribute__((always_inline)) void lp_lock_begin(struct lp_tok *t
     t->on = w->prof != NULL;
     t->cont = 0;
     t->t0 = 0;
+    t->weight = 0;
     if (!t->on)
         return;
     if (SHIM_GLIBC(w)) {
@@ -369,7 +412,8 @@ static inline __attribute__((always_inline)) void lp_lock_begin(struct lp_tok *t
         uintptr_t o = atomic_load_explicit(&w->owner, memory_order_relaxed);
         t->cont = o != 0 && o != self_tag();
     }
-    t->t0 = lp_cycles();
+    t->weight = t->cont ? 1 : lp_sample();
+    t->t0 = t->weight ? lp_cycles() : 0;
 }
 
 static inline __attribute__((always_inline)) void lp_lock_end(struct lp_tok *t, struct ip_mutex *w, pthread_mutex_t *m,
@@ -384,7 +428,7 @@ static inline __attribute__((always_inline)) void lp_lock_end(struct lp_tok *t, 
     /* An acquisition that found the mutex free has wait 0 and no second
      * timestamp: the few ns of its atomic instruction count in its hold
      * (both are in the share of time in critical sections). */
-    lp_acq_core(m, w->lp_iid, w->lp_hidx, w, t->t0, t->cont ? lp_cycles() : t->t0, t->cont, ra);
+    lp_acq_core(m, w->lp_iid, w->lp_hidx, w, t->t0, t->cont ? lp_cycles() : t->t0, t->cont, ra, t->weight);
 }
 
 static inline __attribute__((always_inline)) void lp_trylock_end(struct ip_mutex *w, pthread_mutex_t *m, int r, void *ra)
@@ -406,8 +450,9 @@ static inline __attribute__((always_inline)) void lp_trylock_end(struct ip_mutex
         LP_ADD(in->relocks, 1);
         return;
     }
-    uint64_t now = lp_cycles();
-    lp_acq_core(m, w->lp_iid, w->lp_hidx, w, now, now, 0, ra);
+    uint32_t k = lp_sample();
+    uint64_t now = k ? lp_cycles() : 0;
+    lp_acq_core(m, w->lp_iid, w->lp_hidx, w, now, now, 0, ra, k);
 }
 
 /* Before the release of w (pthread_mutex_t m): the holder's hold. */
@@ -442,7 +487,7 @@ static inline __attribute__((always_inline)) void lp_cond_end(struct lp_tok *t, 
     LP_ADD(in->cond_wait_ns, lp_ns(now - t->t0));
     struct lp_table *tb = lp_my;
     struct lp_held *e = tb ? lp_held_of(tb, m) : NULL;
-    if (e)
+    if (e && e->weight) /* an untimed hold has no start to move */
         e->t_acq += now - t->t0;
 }
 

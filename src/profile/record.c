@@ -12,6 +12,8 @@
 #include <sys/syscall.h>
 
 uint64_t lp_mult = 1u << 24;
+uint32_t lp_every = 1;
+__thread uint64_t lp_rng __attribute__((tls_model("initial-exec")));
 int lp_perf_ok;
 struct lp_state lp;
 
@@ -182,11 +184,11 @@ int lp_tid_slow(void)
 
 /* An acquisition no histogram could be made for (no memory): the site's
  * shared histograms, with atomic adds (several threads may meet there). */
-void lp_fallback_hist(const struct ip_mutex *w, int hold, unsigned bucket)
+void lp_fallback_hist(const struct ip_mutex *w, int hold, unsigned bucket, uint64_t n)
 {
     struct lp_site *s = w->prof->site;
     uint64_t *b = hold ? &s->fallback_h.hold[bucket] : &s->fallback_h.wait[bucket];
-    __atomic_fetch_add(b, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(b, n, __ATOMIC_RELAXED);
 }
 
 static int table_grow(struct lp_table *t)
@@ -348,6 +350,18 @@ void lp_start(void)
             _exit(2);
         }
         lp.only_set = 1;
+    }
+    const char *every = getenv("LIBLOCK_PROFILE_TIME_EVERY");
+    if (every && *every) {
+        char *end;
+        errno = 0;
+        unsigned long n = strtoul(every, &end, 10);
+        if (*end || errno || n < 1 || n > LP_EVERY_MAX || *every == '-') {
+            fprintf(stderr, "liblock-profile: LIBLOCK_PROFILE_TIME_EVERY '%s' is not a whole number from 1 to %u\n",
+                    every, LP_EVERY_MAX);
+            _exit(2);
+        }
+        lp_every = (uint32_t)n;
     }
     int fd = perf_open();
     if (fd >= 0) {

@@ -12,6 +12,10 @@ driven by tests/test_profile_cli.sh.  Usage: test_e2e.py ROOT BUILD TMP
    same output; with thresholds that put every lock between them, the
    advice names every used site (mcs), `liblock run --config` runs the
    program on it and `liblock profile --config` measures it (exact counts).
+ - hotcold.c with --time-every 8: exact counts, the report says the holds are
+   estimated, the hold histogram's total and median agree with the exact
+   run's within statistical bounds (see the comment at the check); bad
+   values refused in one line by the tool and by the runtime.
  - forker.c: the parent's 100 acquisitions, and the forked child's 7 in its
    own report (`children`), same site id.
  - lockbench -a posix in fixed-count mode (2 threads, 20000 critical sections
@@ -109,6 +113,38 @@ if hot_site in by_site and cold_site in by_site and "table" in by_site:
     check([lk["id"] for lk in rep2["locks"] if lk["acquisitions"]] == [hot["id"]],
           f"--only records one site: {[(lk['site'], lk['acquisitions']) for lk in rep2['locks']]}")
     check(p2.returncode == 3, "--only run exit status")
+# --time-every 8: counts stay exact, holds are estimated from a random 1 in 8 of the uncontended
+# acquisitions, each counting 8 times.  Asserted: the exact counts; the report says so; the hold
+# histogram's total estimates the acquisitions (binomial: 5,000 draws of weight 8 give a standard
+# deviation of about 1.3 % of 40,000, the bound is 20 %); the median hold bucket within a factor 2
+# of the exact run's (medians, which a preemption cannot move).  Bad values: one line, not run.
+if hot_site in by_site:
+    js5 = os.path.join(TMP, "sampled.json")
+    p5 = liblock("profile", "--time-every", "8", "--json", js5, "--", exe)
+    check(p5.returncode == 3 and p5.stdout == native.stdout, f"--time-every run: {p5.returncode} {p5.stderr[-300:]}")
+    rep5 = json.load(open(js5))
+    s5 = {lk["site"]: lk for lk in rep5["locks"]}
+    check(rep5.get("time_every") == 8 and "estimated from 1 in 8" in p5.stderr,
+          f"sampled timing reported: {rep5.get('time_every')}")
+    check(rep.get("time_every") == 1, f"exact timing by default: {rep.get('time_every')}")
+    if hot_site in s5:
+        h5 = s5[hot_site]
+        check((h5["acquisitions"], s5[cold_site]["acquisitions"], s5["table"]["acquisitions"]) == (40000, 10, 5),
+              f"exact counts with --time-every: {h5['acquisitions']}")
+        check(h5["call_sites"][0]["acquisitions"] == 40000, "exact call-site count with --time-every")
+        tot = sum(h5["hold_hist"])
+        check(0.8 * 40000 <= tot <= 1.2 * 40000, f"hold histogram estimates 40000 acquisitions: {tot}")
+        b_exact, b_samp = by_site[hot_site]["hold_p50_ns_bound"], h5["hold_p50_ns_bound"]
+        check(b_exact and b_samp and b_exact / 2 <= b_samp <= b_exact * 2,
+              f"median hold bucket sampled {b_samp} vs exact {b_exact}")
+    p6 = liblock("profile", "--time-every", "0", "--", exe)
+    check(p6.returncode != 0 and p6.stdout == "" and "--time-every" in p6.stderr and len(p6.stderr.strip().splitlines()) == 1,
+          f"--time-every 0 refused in one line: {p6.returncode} {p6.stderr!r}")
+    p7 = subprocess.run([exe], capture_output=True, text=True,
+                        env=dict(os.environ, LD_PRELOAD=os.path.join(BUILD, "lib", "liblock-profile.so"),
+                                 LIBLOCK_PROFILE_OUT=os.path.join(TMP, "bad.json"), LIBLOCK_PROFILE_TIME_EVERY="x8"))
+    check(p7.returncode == 2 and p7.stdout == "" and "LIBLOCK_PROFILE_TIME_EVERY" in p7.stderr,
+          f"runtime refuses a bad LIBLOCK_PROFILE_TIME_EVERY: {p7.returncode} {p7.stderr!r}")
 # the advice file is accepted and applied (here every lock's advice is keep: an empty configuration)
 p3 = liblock("run", "--config", conf, "--", exe)
 check(p3.returncode == 3 and p3.stdout == native.stdout, f"liblock run --config advice: {p3.returncode} {p3.stderr}")

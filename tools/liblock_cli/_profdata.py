@@ -209,6 +209,7 @@ def aggregate(raw):
         "wall_ns": wall_ns, "thread_ns": thread_ns, "threads": raw["threads"], "cpus": raw["cpus"],
         "cs_share": min(1.0, total / thread_ns) if thread_ns > 0 else 0.0,
         "misses_available": avail, "misses_reason": raw.get("misses_reason"),
+        "time_every": int(raw.get("time_every", 1)),
         "exit": raw.get("exit"),
         "locks": locks,
     }

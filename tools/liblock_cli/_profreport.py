@@ -67,6 +67,9 @@ def text_report(rep, top, thresholds_src, th, title=None):
     out.append(f"  {fmt_ns(rep['wall_ns'])} wall, {rep['threads']} thread(s) created, {rep['cpus']} CPU(s), on {on}")
     out.append(f"  time in critical sections (incl. acquire and release): {pct(rep['cs_share'])} of "
                f"{fmt_ns(rep['thread_ns'])} of thread time (the sum of the lifetimes of all threads, main included)")
+    if rep.get("time_every", 1) > 1:
+        out.append(f"  hold times: estimated from 1 in {rep['time_every']} uncontended acquisitions, drawn at random "
+                   "(--time-every); counts and waits are exact")
     if not rep["misses_available"]:
         out.append(f"  cache misses: not available on this machine ({rep.get('misses_reason') or 'no reason given'})")
     up = pct(th["upper"]) if th.get("upper") is not None else "none"
@@ -78,7 +81,8 @@ def text_report(rep, top, thresholds_src, th, title=None):
     if not locks:
         out.append("  no pthread mutex was used.")
         return out
-    out.append("  wait and hold: exact mean / p50 / p99, the percentiles as upper bounds of log2 buckets "
+    exact = "exact mean" if rep.get("time_every", 1) <= 1 else "mean (hold: estimated)"
+    out.append(f"  wait and hold: {exact} / p50 / p99, the percentiles as upper bounds of log2 buckets "
                "(the value lies within a factor 2 below)")
     head = (f"{'#':>3} {'share':>6} {'util':>5} {'site':<24} {'function':<16} {'count':>5} {'acquired':>9} "
             f"{'cont':>6} {'wait mean/p50/p99':>24} {'hold mean/p50/p99':>24} {'miss/CS':>7}  advice")
