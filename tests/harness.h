@@ -40,7 +40,12 @@ static const char *th_context = "";
         }                                                                                   \
     } while (0)
 
-#define CHECK_EQ(a, b) CHECK((long long)(a) == (long long)(b), "%s = %lld, expected %lld", #a, (long long)(a), (long long)(b))
+/* a and b are evaluated once (a failing check must not run a trylock twice) */
+#define CHECK_EQ(a, b)                                                                      \
+    do {                                                                                    \
+        long long th_a_ = (long long)(a), th_b_ = (long long)(b);                           \
+        CHECK(th_a_ == th_b_, "%s = %lld, expected %s = %lld", #a, th_a_, #b, th_b_);       \
+    } while (0)
 
 static void th_on_alarm(int sig)
 {

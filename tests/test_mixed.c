@@ -22,6 +22,14 @@
  *               the child uses the lock from its main thread and two new
  *               threads (lock, trylock, execute; exact counts); the parent's
  *               workers resume, exact counts there too.
+ *  unlock-try   a partner thread locks and unlocks, then tells the main
+ *               thread, which trylocks: every trylock must succeed (the
+ *               unlock happened before it and nobody else uses the lock;
+ *               POSIX allows EBUSY only for a held lock).  Every 8th round
+ *               the partner is a fresh thread that exits after its unlock
+ *               and is joined first (a lock whose unlock completes
+ *               asynchronously, mp-server, once failed this after a
+ *               cancelled condition waiter's unlock under load).
  *  fork-held    the same, but the forking thread holds the lock through
  *               liblock_lock at fork time: the child and the parent each
  *               unlock it (0) and go on using it.
@@ -142,6 +150,96 @@ static void trylock_mix_body(const char *algo, void *arg)
     CHECK_EQ(X.g.violations, 0);
     printf("     %s: %ld of %ld trylocks got EBUSY\n", algo, (long)atomic_load(&X.busy), (iters * NMIX + 2) / 3);
     CHECK_EQ(liblock_destroy(&X.L), 0);
+}
+
+/* ---------------------------------------------------------------- unlock, then trylock elsewhere */
+
+static struct unlock_try {
+    liblock_t L;
+    atomic_int turn;  /* 1: the partner's turn to lock and unlock; 2: done, main's turn; 3: stop */
+    atomic_long errors;
+    atomic_int last;
+} U;
+
+static void wait_turn(int want)
+{
+    for (unsigned n = 0; atomic_load_explicit(&U.turn, memory_order_acquire) != want &&
+                         atomic_load_explicit(&U.turn, memory_order_acquire) != 3;
+         n++)
+        if (n > 64)
+            sched_yield();
+}
+
+static void one_pair(void)
+{
+    int e = liblock_lock(&U.L);
+    if (e)
+        note_error(&U.errors, &U.last, e);
+    else if ((e = liblock_unlock(&U.L)))
+        note_error(&U.errors, &U.last, e);
+}
+
+static void *ut_partner(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        wait_turn(1);
+        if (atomic_load(&U.turn) == 3)
+            return NULL;
+        one_pair();
+        atomic_store_explicit(&U.turn, 2, memory_order_release);
+    }
+}
+
+static void *ut_once(void *arg)
+{
+    (void)arg;
+    one_pair();
+    return NULL;
+}
+
+static void unlock_try_body(const char *algo, void *arg)
+{
+    (void)arg;
+    memset(&U, 0, sizeof U);
+    int e = sc_init_default(&U.L, algo);
+    CHECK(e == 0, "init: %s", strerror(e));
+    if (e)
+        return;
+    pthread_t p;
+    pthread_create(&p, NULL, ut_partner, NULL);
+    long busy = 0, other = 0, rounds = iters / 4 > 0 ? iters / 4 : 1;
+    int other_value = 0;
+    /* a quarter of the iterations: each round is a strict hand-off between
+     * two threads, which on a machine loaded by other processes costs a
+     * scheduler round each (rcl confines both to the one client CPU) */
+    for (long i = 0; i < rounds; i++) {
+        if (i % 8 == 7) {
+            pthread_t t;
+            pthread_create(&t, NULL, ut_once, NULL);
+            pthread_join(t, NULL);
+        } else {
+            atomic_store_explicit(&U.turn, 1, memory_order_release);
+            wait_turn(2);
+        }
+        e = liblock_trylock(&U.L);
+        if (e == 0) {
+            if ((e = liblock_unlock(&U.L)))
+                note_error(&U.errors, &U.last, e);
+        } else if (e == EBUSY) {
+            busy++;
+        } else {
+            other++;
+            other_value = e;
+        }
+    }
+    atomic_store_explicit(&U.turn, 3, memory_order_release);
+    pthread_join(p, NULL);
+    CHECK(busy == 0, "%ld of %ld trylocks after a completed unlock got EBUSY", busy, rounds);
+    CHECK(other == 0, "%ld trylocks returned %d (%s)", other, other_value, strerror(other_value));
+    CHECK(atomic_load(&U.errors) == 0, "%ld lock/unlock calls failed, last %d (%s)", (long)atomic_load(&U.errors),
+          atomic_load(&U.last), strerror(atomic_load(&U.last)));
+    CHECK_EQ(liblock_destroy(&U.L), 0);
 }
 
 /* ---------------------------------------------------------------- hand over hand, 3 locks */
@@ -499,6 +597,8 @@ int main(int argc, char **argv)
             sc_run(*a, "trylock-mix", bound, trylock_mix_body, NULL);
         if (sc_scenario_selected("hoh3"))
             sc_run(*a, "hoh3", bound, hoh3_body, NULL);
+        if (sc_scenario_selected("unlock-try"))
+            sc_run(*a, "unlock-try", bound, unlock_try_body, NULL);
         if (sc_scenario_selected("exit"))
             sc_run(*a, "exit", bound, exit_body, NULL);
         /* rcl x fork once hung: the child's backup thread (then FIFO

@@ -402,7 +402,21 @@ static int mps_lock(liblock_t *l, void *node)
  * and the holder's slot has no UNLOCK in flight.)  An asynchronous UNLOCK
  * still in flight has already returned to its caller, so for trylock the
  * lock is free: a trylock that happens after an unlock (in any thread)
- * must not fail because the server has not served that unlock yet. */
+ * must not fail because the server has not served that unlock yet.
+ * The answer "held" must be true at one instant, but locked, locked_by and
+ * the slot are read at different times: a reader delayed between them
+ * could see locked == 1 and locked_by == h from before the server served
+ * h's UNLOCK, and the slot's reply from after it (the server stores locked
+ * = 0, locked_by = -1, then the reply), and call a free lock held -- a
+ * trylock then failed after the unlocking thread had been joined (seen
+ * once under load: test_interpose, "cancel in wait").  So "held" is
+ * confirmed by reading locked and locked_by again after the slot: if both
+ * are unchanged, then either no release was served in between (the lock
+ * was held by h, with no UNLOCK in flight, when the slot was read) or h was
+ * granted the lock again in between (held by h, before its next UNLOCK
+ * was posted, at some instant of the window); either way it was held for
+ * real during the call.  Anything else answers "not held" and the caller
+ * looks again. */
 static int held_for_real(struct mps_lock *s)
 {
     if (!atomic_load_explicit(&s->locked, memory_order_acquire))
@@ -418,8 +432,11 @@ static int held_for_real(struct mps_lock *s)
         return 1;
     struct mps_slot *p = mps_slot(s, c, (unsigned)h % MPS_CHUNK);
     uint64_t r = atomic_load_explicit(&p->req, memory_order_acquire);
-    return !(MPS_OP(r) == MPS_UNLOCK &&
-             (atomic_load_explicit(&p->resp, memory_order_acquire) & 3u) == MPS_PENDING);
+    if (MPS_OP(r) == MPS_UNLOCK && (atomic_load_explicit(&p->resp, memory_order_acquire) & 3u) == MPS_PENDING)
+        return 0;
+    /* confirm (see above); acquire loads keep these after the slot's */
+    return atomic_load_explicit(&s->locked, memory_order_acquire) &&
+           atomic_load_explicit(&s->locked_by, memory_order_acquire) == h;
 }
 
 static int mps_trylock(liblock_t *l, void *node)
