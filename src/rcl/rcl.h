@@ -132,11 +132,17 @@ struct rcl_server {
     struct rcl_server *next_all;  /* list of every started server */
 };
 
-/* server.c */
-struct rcl_server *rcl_default_server(void);          /* start on first use; NULL + errno */
+/* server.c: a server's threads */
 void rcl_wake_idle(struct rcl_server *s);              /* a client found the server idle-parked (or dormant) */
+int rcl_threads_start(struct rcl_server *s);           /* create its threads (servers_mutex held); an errno */
+void rcl_threads_stop(struct rcl_server *s);           /* end and join them (servers_mutex held) */
+void rcl_server_free_arrays(struct rcl_server *s);
+
+/* registry.c: servers as objects */
+struct rcl_server *rcl_default_server(void);          /* start on first use; NULL + errno */
 int rcl_server_bind(struct rcl_server *s);             /* count a lock on a running server; EINVAL */
 void rcl_server_unbind(struct rcl_server *s);
+void rcl_server_revive(struct rcl_server *s);          /* first use of a server dormant since fork */
 
 /* client.c */
 struct rcl_tls {
