@@ -31,7 +31,8 @@
  * (liblock_server_of); if it cannot say, every delegating algorithm gets the
  * server convention.  "--convention all|server" forces one.  The output
  * states which was used.  When the library provides RCL servers
- * (liblock_server_start), lockbench starts one on the server CPU and passes
+ * (liblock_server_start) and the algorithm runs on one
+ * (LIBLOCK_PROP_SERVER), lockbench starts one on the server CPU and passes
  * it to the lock through its attribute.
  *
  * Every run is bounded in time: a run that has not finished TIMEOUT seconds
@@ -48,11 +49,12 @@
  * same or a higher priority keeps that CPU busy (an RCL server of an older
  * build that never yields, any real-time busy loop) - this, not a lock,
  * is what kept three cc-synch/dsm-synch runs of 2026-11-25 from finishing
- * (docs/bench-results/ccsynch-hang/benchmarks-section.md).  For the same
- * reason a server started for a delegating algorithm that turns out not to
- * use it (a combining lock) is not stopped: it idle-parks (its threads
- * sleep once nothing is asked of it for LIBLOCK_RCL_IDLE_US) and ends with
- * the process.
+ * (docs/bench-results/ccsynch-hang/benchmarks-section.md).  So lockbench
+ * starts a server only for an algorithm with LIBLOCK_PROP_SERVER (rcl), not
+ * for every delegating one (the combining locks and mp-server have no use
+ * for it), and a server the lock does not bind anyway is not stopped: it
+ * idle-parks (its threads sleep once nothing is asked of it for
+ * LIBLOCK_RCL_IDLE_US) and ends with the process.
  *
  * For oversubscription (issue 12), --handoffs makes the critical section
  * also record the index of its thread in one more shared line and count the
@@ -434,7 +436,7 @@ int main(int argc, char **argv)
     }
     liblock_server_t *server = NULL;
     set_stage("server-start");
-    if (delegates && cfg.convention != 2 && liblock_server_start) {
+    if (delegates && (info.properties & LIBLOCK_PROP_SERVER) && cfg.convention != 2 && liblock_server_start) {
         server = liblock_server_start((int)server_cpu);
         if (server && liblock_attr_setserver(&attr, server) != 0) {
             if (liblock_server_stop)
