@@ -113,6 +113,15 @@ assert r["status"]=="timeout" and r["stage"]==sys.argv[2] and r["algorithm"]=="c
     [ $rc -eq 3 ] && ok || bad "watchdog at stage $st not reported (rc=$rc): $out"
 done
 
+# an RCL server is started for rcl (LIBLOCK_PROP_SERVER) only, not for the
+# other delegating algorithms (LIBLOCK_STATS=1 lists every server at exit)
+for a in rcl cc-synch dsm-synch; do
+  LIBLOCK_STATS=1 timeout 60 "$lb" -a $a -t 2 -n 200 -p none --no-probe > /dev/null 2> "$tmp/stats"; rc=$?
+  n=$(grep -c "liblock: rcl server" "$tmp/stats")
+  want=0; [ $a = rcl ] && want=1
+  [ $rc -eq 0 ] && [ "$n" -eq $want ] && ok || bad "lockbench -a $a: $n RCL servers started, want $want (rc=$rc)"
+done
+
 # 5. bad options: usage message, exit 2
 section "bad options"
 for args in "-t 0" "-a no-such-lock" "--bogus" "-d abc" "-k 0" "-f xml" "-n -5" "stray" "-D" "--convention x" "-w nosuchpolicy"; do
