@@ -98,7 +98,7 @@ static const char usage_text[] =
     "      --convention C       auto (default), server (1 CPU kept for the server, T-1 clients)\n"
     "                           or all (T threads run critical sections)\n"
     "      --server-cpu N       CPU of the server under the server convention (default: last CPU)\n"
-    "  -T, --timeout SEC        bound on the run past its end/start (default 10)\n"
+    "  -T, --timeout SEC        bound on the run past its end/start (default 10; the whole program: +10 s)\n"
     "  -f, --format FMT         json (one JSON object per line, default) or csv\n"
     "      --header             with csv: print the header row first\n"
     "      --no-probe           skip the ping-pong probes\n"
