@@ -226,6 +226,7 @@ static void start_watchdog(void)
         fprintf(stderr, "lockbench: no watchdog thread: set-up and tear-down are not bounded\n");
     pthread_attr_destroy(&a);
 }
+
 static pthread_barrier_t start_bar;
 static LL_ALIGNED _Atomic int stop_flag;
 
