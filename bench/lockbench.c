@@ -31,13 +31,30 @@
  * (liblock_server_of); if it cannot say, every delegating algorithm gets the
  * server convention.  "--convention all|server" forces one.  The output
  * states which was used.  When the library provides RCL servers
- * (liblock_server_start), lockbench starts one on the server CPU and passes
+ * (liblock_server_start) and the algorithm runs on one
+ * (LIBLOCK_PROP_SERVER), lockbench starts one on the server CPU and passes
  * it to the lock through its attribute.
  *
  * Every run is bounded in time: a run that has not finished TIMEOUT seconds
  * after its end (fixed time) or its start (fixed count) is reported with
  * status "timeout" and the program exits with status 3, so a sweep over a
- * collapsing configuration cannot hang.
+ * collapsing configuration cannot hang.  The set-up and tear-down around
+ * the run are bounded too, by a watchdog thread: the program as a whole
+ * must finish within that bound + WATCHDOG_SLACK_S (probes, starting the
+ * lock and its server, joining threads); otherwise the watchdog prints a
+ * record with status "timeout" and the stage that did not finish
+ * ("stage", e.g. "server-start") and exits with status 3.  Why: starting or
+ * stopping an RCL server creates or joins SCHED_FIFO threads on the server
+ * CPU, which do not run while a FIFO thread of another process with the
+ * same or a higher priority keeps that CPU busy (an RCL server of an older
+ * build that never yields, any real-time busy loop) - this, not a lock,
+ * is what kept three cc-synch/dsm-synch runs of 2026-11-25 from finishing
+ * (docs/bench-results/ccsynch-hang/benchmarks-section.md).  So lockbench
+ * starts a server only for an algorithm with LIBLOCK_PROP_SERVER (rcl), not
+ * for every delegating one (the combining locks and mp-server have no use
+ * for it), and a server the lock does not bind anyway is not stopped: it
+ * idle-parks (its threads sleep once nothing is asked of it for
+ * LIBLOCK_RCL_IDLE_US) and ends with the process.
  *
  * For oversubscription (issue 12), --handoffs makes the critical section
  * also record the index of its thread in one more shared line and count the
@@ -81,7 +98,7 @@ static const char usage_text[] =
     "      --convention C       auto (default), server (1 CPU kept for the server, T-1 clients)\n"
     "                           or all (T threads run critical sections)\n"
     "      --server-cpu N       CPU of the server under the server convention (default: last CPU)\n"
-    "  -T, --timeout SEC        bound on the run past its end/start (default 10)\n"
+    "  -T, --timeout SEC        bound on the run past its end/start (default 10; the whole program: +10 s)\n"
     "  -f, --format FMT         json (one JSON object per line, default) or csv\n"
     "      --header             with csv: print the header row first\n"
     "      --no-probe           skip the ping-pong probes\n"
@@ -145,6 +162,71 @@ struct worker {
 
 static liblock_t lock;
 static struct cfg cfg;
+
+/* ---- the whole-program bound (see the header) ---- */
+#define WATCHDOG_SLACK_S 10.0
+static const char *_Atomic stage = "start"; /* what the main thread is doing */
+
+/* LOCKBENCH_TEST_STALL=STAGE (tests only) stops the main thread for good
+ * when it enters that stage, so tests can check the watchdog. */
+static void set_stage(const char *s)
+{
+    atomic_store_explicit(&stage, s, memory_order_relaxed);
+    const char *t = getenv("LOCKBENCH_TEST_STALL");
+    if (t && strcmp(t, s) == 0)
+        for (;;)
+            pause();
+}
+
+/* Sleeps until the bound; if the program is still running then, prints a
+ * timeout record (with write(): the main thread may hold stdio's lock) and
+ * leaves at once, as a stuck run does. */
+static void *watchdog_main(void *p)
+{
+    double secs = *(double *)p;
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += (time_t)secs;
+    until.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) != 0)
+        ;
+    const char *st = atomic_load_explicit(&stage, memory_order_relaxed);
+    char buf[1024];
+    int n = snprintf(buf, sizeof buf,
+                     "lockbench: %s, %ld threads: the program did not finish within %.1f s; stuck in stage '%s'\n",
+                     cfg.algo, cfg.threads, secs, st);
+    if (n > 0)
+        (void)!write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+    if (cfg.fmt == FMT_JSON) {
+        n = snprintf(buf, sizeof buf,
+                     "{\"benchmark\": \"lockbench\", \"label\": \"%s\", \"algorithm\": \"%s\", \"threads\": %ld, "
+                     "\"status\": \"timeout\", \"check\": \"skipped\", \"stage\": \"%s\", \"stuck\": 1, "
+                     "\"error\": \"program not finished after %.1f s, in stage %s\"}\n",
+                     cfg.label, cfg.algo, cfg.threads, st, secs, st);
+        if (n > 0)
+            (void)!write(1, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+    }
+    _exit(3);
+    return NULL;
+}
+
+static void start_watchdog(void)
+{
+    static double secs;
+    secs = (cfg.count ? cfg.timeout : cfg.duration + cfg.timeout) + WATCHDOG_SLACK_S;
+    pthread_t th;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&th, &a, watchdog_main, &secs) != 0)
+        fprintf(stderr, "lockbench: no watchdog thread: set-up and tear-down are not bounded\n");
+    pthread_attr_destroy(&a);
+}
+
 static pthread_barrier_t start_bar;
 static LL_ALIGNED _Atomic int stop_flag;
 
@@ -327,6 +409,8 @@ static void parse(int argc, char **argv)
 int main(int argc, char **argv)
 {
     parse(argc, argv);
+    start_watchdog();
+    set_stage("describe-machine");
     struct machine m;
     machine_describe(&m);
     liblock_algorithm_info_t info;
@@ -337,6 +421,7 @@ int main(int argc, char **argv)
 
     /* the probe before: taken before any server exists (an RCL server spins
      * on its CPU at real-time priority and would stall the probe) */
+    set_stage("probe-before");
     double probe0 = cfg.probe && ncpu > 1 ? probe_quick() : -1;
     double wake0 = cfg.wake_probe && ncpu > 1 ? wake_probe_cross() : -1;
     double wake0s = cfg.wake_probe ? wake_probe_same() : -1;
@@ -351,7 +436,8 @@ int main(int argc, char **argv)
         return 2;
     }
     liblock_server_t *server = NULL;
-    if (delegates && cfg.convention != 2 && liblock_server_start) {
+    set_stage("server-start");
+    if (delegates && (info.properties & LIBLOCK_PROP_SERVER) && cfg.convention != 2 && liblock_server_start) {
         server = liblock_server_start((int)server_cpu);
         if (server && liblock_attr_setserver(&attr, server) != 0) {
             if (liblock_server_stop)
@@ -359,6 +445,7 @@ int main(int argc, char **argv)
             server = NULL;
         }
     }
+    set_stage("lock-init");
     int r = liblock_init(&lock, cfg.algo, &attr);
     if (r) {
         fprintf(stderr, "lockbench: liblock_init(%s): %s\n", cfg.algo, strerror(r));
@@ -384,10 +471,11 @@ int main(int argc, char **argv)
         else
             server_mode = "algorithm-managed";
     }
-    if (server && bound != server && liblock_server_stop) { /* not used by this algorithm */
-        liblock_server_stop(server);
+    /* A server this algorithm does not use is left to idle-park and end
+     * with the process, not stopped: stopping joins its SCHED_FIFO threads,
+     * which can wait without bound for the server CPU (see the header). */
+    if (server && bound != server)
         server = NULL;
-    }
     if (!server_conv)
         server_cpu = -1;
     long nworkers = server_conv ? (cfg.threads > 1 ? cfg.threads - 1 : 1) : cfg.threads;
@@ -429,6 +517,7 @@ int main(int argc, char **argv)
     }
 
 
+    set_stage("threads-start");
     pthread_barrier_init(&start_bar, NULL, (unsigned)nworkers + 1);
     for (long i = 0; i < nworkers; i++) {
         int e = pthread_create(&w[i].th, NULL, worker_main, &w[i]);
@@ -439,6 +528,7 @@ int main(int argc, char **argv)
     }
     pthread_barrier_wait(&start_bar);
     uint64_t t_start = ll_now_ns();
+    set_stage("run");
     double start_s = (double)t_start * 1e-9;
     /* timed_out: the run did not complete in its time bound (reported as
      * status "timeout"); stuck: some thread did not even come back after
@@ -454,6 +544,7 @@ int main(int argc, char **argv)
         if (timed_out) /* give the threads a moment to see the stop flag */
             stuck = wait_all(w, nworkers, now_s() + 1.0) != 0;
     }
+    set_stage("teardown");
     if (!stuck)
         for (long i = 0; i < nworkers; i++)
             pthread_join(w[i].th, NULL);
@@ -464,6 +555,7 @@ int main(int argc, char **argv)
         if (server && liblock_server_stop)
             liblock_server_stop(server);
     }
+    set_stage("probe-after");
     double probe1 = cfg.probe && ncpu > 1 && !stuck ? probe_quick() : -1;
     double wake1 = cfg.wake_probe && ncpu > 1 && !stuck ? wake_probe_cross() : -1;
     double wake1s = cfg.wake_probe && !stuck ? wake_probe_same() : -1;
@@ -594,6 +686,7 @@ int main(int argc, char **argv)
         REC_N(&rec, "per_thread_counts", "%s", buf);
     }
     rec_print(&rec, cfg.fmt, cfg.header, stdout);
+    set_stage("exit");
     rec_free(&rec);
 
     if (stuck)

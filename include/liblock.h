@@ -40,8 +40,10 @@ enum {
     LIBLOCK_PROP_COND = 1u << 2,       /* condition variables supported          */
     LIBLOCK_PROP_STARVATION_FREE = 1u << 3,
     LIBLOCK_PROP_DETECTS_UNLOCK = 1u << 4, /* unlock by a non-holder -> EPERM    */
-    LIBLOCK_PROP_COND_IN_EXECUTE = 1u << 5 /* a cs run by execute() on another thread
+    LIBLOCK_PROP_COND_IN_EXECUTE = 1u << 5, /* a cs run by execute() on another thread
                                               may wait on a condition with the lock  */
+    LIBLOCK_PROP_SERVER = 1u << 6 /* cs run on an RCL server: liblock_attr_setserver
+                                     applies (without it the attribute is ignored) */
 };
 
 /* The lock object: a complete type so it can be static or a struct member.

@@ -4,7 +4,8 @@
 # count with the counts adding up and the shared/context line check passing;
 # delegating algorithms get the server convention (T-1 workers); JSON and CSV
 # output carry every configuration and machine field; a time-bounded run is
-# reported as a timeout; bad options give a usage message and exit 2; the
+# reported as a timeout, and so is a program stuck before or after its run
+# (the watchdog); bad options give a usage message and exit 2; the
 # characterisation programs run and produce parseable records; `liblock
 # bench` writes CSV files that parse.
 set -u
@@ -99,6 +100,27 @@ out=$(timeout 30 "$lb" -a posix -t 2 -n 1000 -d 2e7 -T 0.3 -p none --no-probe); 
 python3 -c '
 import json,sys; r=json.loads(sys.argv[1])
 assert r["status"]=="timeout" and r["total_cs"] < 2000, r' "$out" && [ $rc -eq 3 ] && ok || bad "timeout not reported (rc=$rc)"
+
+# 4b. set-up and tear-down are bounded too (the watchdog): a main thread
+# stuck before the run (as behind a busy real-time thread on the server CPU
+# when starting an RCL server) gives a timeout record naming the stage, exit 3
+section "watchdog"
+for st in server-start teardown; do
+  out=$(LOCKBENCH_TEST_STALL=$st timeout 60 "$lb" -a cc-synch -t 2 -D 0.1 -T 0.1 -p none --no-probe); rc=$?
+  python3 -c '
+import json,sys; r=json.loads(sys.argv[1].splitlines()[-1])
+assert r["status"]=="timeout" and r["stage"]==sys.argv[2] and r["algorithm"]=="cc-synch", r' "$out" "$st" &&
+    [ $rc -eq 3 ] && ok || bad "watchdog at stage $st not reported (rc=$rc): $out"
+done
+
+# an RCL server is started for rcl (LIBLOCK_PROP_SERVER) only, not for the
+# other delegating algorithms (LIBLOCK_STATS=1 lists every server at exit)
+for a in rcl cc-synch dsm-synch; do
+  LIBLOCK_STATS=1 timeout 60 "$lb" -a $a -t 2 -n 200 -p none --no-probe > /dev/null 2> "$tmp/stats"; rc=$?
+  n=$(grep -c "liblock: rcl server" "$tmp/stats")
+  want=0; [ $a = rcl ] && want=1
+  [ $rc -eq 0 ] && [ "$n" -eq $want ] && ok || bad "lockbench -a $a: $n RCL servers started, want $want (rc=$rc)"
+done
 
 # 5. bad options: usage message, exit 2
 section "bad options"

@@ -41,7 +41,7 @@ int main(int argc, char **argv)
     static const struct { unsigned bit; const char *name; } props[] = {
         {LIBLOCK_PROP_FIFO, "fifo"}, {LIBLOCK_PROP_DELEGATES, "delegates"}, {LIBLOCK_PROP_COND, "cond"},
         {LIBLOCK_PROP_STARVATION_FREE, "starvation-free"}, {LIBLOCK_PROP_DETECTS_UNLOCK, "detects-unlock"},
-        {LIBLOCK_PROP_COND_IN_EXECUTE, "cond-in-execute"}};
+        {LIBLOCK_PROP_COND_IN_EXECUTE, "cond-in-execute"}, {LIBLOCK_PROP_SERVER, "server"}};
     for (const char *const *a = liblock_algorithms(); *a; a++) {
         liblock_algorithm_info_t in;
         if (liblock_algorithm_info(*a, &in))

@@ -27,7 +27,8 @@ const struct ll_ops ll_ops_rcl = {
     .name = "rcl",
     .description = "Remote Core Locking: critical sections delegated to a server CPU",
     .source = "seed 000 chapter 4.1, Algorithms 9-11 (Lozi's thesis); seed 003 (CFSE 2011 paper)",
-    .props = LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK | LIBLOCK_PROP_COND_IN_EXECUTE,
+    .props = LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK | LIBLOCK_PROP_COND_IN_EXECUTE |
+             LIBLOCK_PROP_SERVER,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) | LL_POLICY_BIT(LIBLOCK_WAIT_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
