@@ -165,6 +165,7 @@ static struct cfg cfg;
 
 /* ---- the whole-program bound (see the header) ---- */
 #define WATCHDOG_SLACK_S 10.0
+static char label_json[512], algo_json[256]; /* quoted before the watchdog starts */
 static const char *_Atomic stage = "start"; /* what the main thread is doing */
 
 /* LOCKBENCH_TEST_STALL=STAGE (tests only) stops the main thread for good
@@ -195,7 +196,7 @@ static void *watchdog_main(void *p)
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) != 0)
         ;
     const char *st = atomic_load_explicit(&stage, memory_order_relaxed);
-    char buf[1024];
+    char buf[2048];
     int n = snprintf(buf, sizeof buf,
                      "lockbench: %s, %ld threads: the program did not finish within %.1f s; stuck in stage '%s'\n",
                      cfg.algo, cfg.threads, secs, st);
@@ -203,10 +204,10 @@ static void *watchdog_main(void *p)
         (void)!write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
     if (cfg.fmt == FMT_JSON) {
         n = snprintf(buf, sizeof buf,
-                     "{\"benchmark\": \"lockbench\", \"label\": \"%s\", \"algorithm\": \"%s\", \"threads\": %ld, "
+                     "{\"benchmark\": \"lockbench\", \"label\": %s, \"algorithm\": %s, \"threads\": %ld, "
                      "\"status\": \"timeout\", \"check\": \"skipped\", \"stage\": \"%s\", \"stuck\": 1, "
                      "\"error\": \"program not finished after %.1f s, in stage %s\"}\n",
-                     cfg.label, cfg.algo, cfg.threads, st, secs, st);
+                     label_json, algo_json, cfg.threads, st, secs, st);
         if (n > 0)
             (void)!write(1, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
     }
@@ -214,8 +215,25 @@ static void *watchdog_main(void *p)
     return NULL;
 }
 
+/* Quotes and escapes s as a JSON string into out (the watchdog cannot use
+ * stdio when it fires, so this is done before); too long -> truncated. */
+static void json_quote(char *out, size_t size, const char *s)
+{
+    FILE *f = fmemopen(out, size, "w");
+    if (!f) {
+        snprintf(out, size, "\"\"");
+        return;
+    }
+    setvbuf(f, NULL, _IONBF, 0);
+    json_string(f, s);
+    fclose(f);
+    out[size - 1] = '\0';
+}
+
 static void start_watchdog(void)
 {
+    json_quote(label_json, sizeof label_json, cfg.label);
+    json_quote(algo_json, sizeof algo_json, cfg.algo);
     static double secs;
     secs = (cfg.count ? cfg.timeout : cfg.duration + cfg.timeout) + WATCHDOG_SLACK_S;
     pthread_t th;
