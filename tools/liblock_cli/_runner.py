@@ -109,19 +109,36 @@ def run_program(cmd, timeout_s):
     'timeout' (the program's own bound should have fired first)."""
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return [{"status": "timeout", "error": f"killed after {timeout_s:.0f} s", "check": "skipped"}]
+    except subprocess.TimeoutExpired as e:
+        # keep what the program said before it was killed: its records and
+        # its last line on stderr (the stage it was stuck in, say)
+        out, err = (_text(x) for x in (e.stdout, e.stderr))
+        last = (err.strip().splitlines() or [""])[-1]
+        killed = {"status": "timeout", "error": f"killed after {timeout_s:.0f} s" + (f"; it said: {last}" if last else ""),
+                  "check": "skipped"}
+        return _records(out) + [killed]
+    recs = _records(p.stdout)
+    if not recs:
+        err = (p.stderr.strip().splitlines() or ["no output"])[-1]
+        recs = [{"status": "error", "error": f"exit {p.returncode}: {err}", "check": "skipped"}]
+    return recs
+
+
+def _text(x):
+    if x is None:
+        return ""
+    return x.decode(errors="replace") if isinstance(x, bytes) else x
+
+
+def _records(out):
     recs = []
-    for line in p.stdout.splitlines():
+    for line in out.splitlines():
         line = line.strip()
         if line.startswith("{"):
             try:
                 recs.append(json.loads(line))
             except json.JSONDecodeError:
                 pass
-    if not recs:
-        err = (p.stderr.strip().splitlines() or ["no output"])[-1]
-        recs = [{"status": "error", "error": f"exit {p.returncode}: {err}", "check": "skipped"}]
     return recs
 
 
