@@ -31,6 +31,18 @@
 #define LL_ALIGNED _Alignas(LL_CACHELINE)
 #define LL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define LL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* LL_KEEP_ERRNO; at the top of a scope restores errno when the scope is
+ * left.  Lock, unlock and condition calls must leave the caller's errno as
+ * it was, as glibc's do: programs read errno across them (CPython after
+ * readdir(), across its GIL).  The hot paths make no failing system call
+ * (ll_futex_* keep errno themselves); the cold ones (first use of a mutex
+ * or a thread, sleeps, start-up) use this. */
+static inline void ll_errno_restore_(const int *saved) { errno = *saved; }
+#define LL_KEEP_ERRNO_CAT2(a, b) a##b
+#define LL_KEEP_ERRNO_CAT(a, b) LL_KEEP_ERRNO_CAT2(a, b)
+#define LL_KEEP_ERRNO                                                                                                   \
+    int LL_KEEP_ERRNO_CAT(ll_saved_errno_, __LINE__) __attribute__((cleanup(ll_errno_restore_), unused)) = errno
 #define LL_EXPORT __attribute__((visibility("default")))
 
 #define LL_LOCK_MAGIC 0x4c4c4f4bu   /* "LLOK" */

@@ -32,6 +32,7 @@
 #include "harness.h"
 
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <threads.h>
 #include <sys/wait.h>
@@ -245,6 +246,33 @@ static void init_dynamic(void)
 
 static int is_recursive(int k) { return k == K_S_RECURSIVE || k == K_D_RECURSIVE; }
 
+/* errno across interposed calls: glibc's pthread and C11 calls leave it
+ * alone, and programs rely on that (CPython reads errno after readdir()
+ * across its GIL's lock and condition calls), so the interposer must too,
+ * even when its waits made system calls that failed (a futex wait that
+ * found the word changed: EAGAIN).  KEEP_ERRNO(call) sets a sentinel, makes
+ * the call and counts a change. */
+#define ERRNO_SENTINEL 4242
+static _Atomic long errno_changes;
+static _Atomic int errno_last;
+#define KEEP_ERRNO(call)                                                                                               \
+    ({                                                                                                                 \
+        errno = ERRNO_SENTINEL;                                                                                        \
+        __typeof__(call) r_ = (call);                                                                                  \
+        if (errno != ERRNO_SENTINEL) {                                                                                 \
+            atomic_fetch_add(&errno_changes, 1);                                                                       \
+            atomic_store(&errno_last, errno);                                                                          \
+        }                                                                                                              \
+        r_;                                                                                                            \
+    })
+
+static void check_errno_kept(const char *what)
+{
+    long n = atomic_exchange(&errno_changes, 0);
+    int e = atomic_load(&errno_last);
+    CHECK(n == 0, "%s: %ld interposed calls changed errno (last to %d, %s)", what, n, e, strerror(e));
+}
+
 static void *counter_main(void *arg)
 {
     unsigned id = (unsigned)(uintptr_t)arg;
@@ -255,21 +283,21 @@ static void *counter_main(void *arg)
             int kk = (int)((k + id) % K_COUNT);
             if ((i + id) % 4 == 0) {
                 int r;
-                while ((r = pthread_mutex_trylock(m)) == EBUSY)
+                while ((r = KEEP_ERRNO(pthread_mutex_trylock(m))) == EBUSY)
                     sched_yield();
                 if (r)
                     CHECK_EQ(r, 0);
             } else {
-                int r = pthread_mutex_lock(m);
+                int r = KEEP_ERRNO(pthread_mutex_lock(m));
                 if (r)
                     CHECK_EQ(r, 0);
             }
             if (is_recursive(kk))
-                pthread_mutex_lock(m);
+                KEEP_ERRNO(pthread_mutex_lock(m));
             counters[kk]++;
             if (is_recursive(kk))
-                pthread_mutex_unlock(m);
-            int r = pthread_mutex_unlock(m);
+                KEEP_ERRNO(pthread_mutex_unlock(m));
+            int r = KEEP_ERRNO(pthread_mutex_unlock(m));
             if (r)
                 CHECK_EQ(r, 0);
         }
@@ -291,6 +319,7 @@ static void test_counters(void)
     for (int k = 0; k < K_COUNT; k++)
         CHECK(counters[k] == (long)NTHREADS * iters, "%s: counter %ld, expected %ld", k_names[k], counters[k],
               (long)NTHREADS * iters);
+    check_errno_kept("counters");
 }
 
 /* ---------------------------------------------------------------- types */
@@ -498,13 +527,13 @@ static void *producer_main(void *arg)
 {
     long base = (long)(intptr_t)arg;
     for (int i = 1; i <= bb_items; i++) {
-        pthread_mutex_lock(&bb_mutex);
+        KEEP_ERRNO(pthread_mutex_lock(&bb_mutex));
         while (bb_count == BUF_CAP)
-            pthread_cond_wait(&bb_not_full, &bb_mutex);
+            KEEP_ERRNO(pthread_cond_wait(&bb_not_full, &bb_mutex));
         bb_buf[(bb_head + bb_count) % BUF_CAP] = base + i;
         bb_count++;
-        pthread_cond_signal(&bb_not_empty);
-        pthread_mutex_unlock(&bb_mutex);
+        KEEP_ERRNO(pthread_cond_signal(&bb_not_empty));
+        KEEP_ERRNO(pthread_mutex_unlock(&bb_mutex));
     }
     return NULL;
 }
@@ -513,16 +542,16 @@ static void *consumer_main(void *arg)
 {
     long n = (long)(intptr_t)arg;
     for (long i = 0; i < n; i++) {
-        pthread_mutex_lock(&bb_mutex);
+        KEEP_ERRNO(pthread_mutex_lock(&bb_mutex));
         while (bb_count == 0)
-            pthread_cond_wait(&bb_not_empty, &bb_mutex);
+            KEEP_ERRNO(pthread_cond_wait(&bb_not_empty, &bb_mutex));
         long v = bb_buf[bb_head];
         bb_head = (bb_head + 1) % BUF_CAP;
         bb_count--;
         bb_sum += v;
         bb_got++;
-        pthread_cond_signal(&bb_not_full);
-        pthread_mutex_unlock(&bb_mutex);
+        KEEP_ERRNO(pthread_cond_signal(&bb_not_full));
+        KEEP_ERRNO(pthread_mutex_unlock(&bb_mutex));
     }
     return NULL;
 }
@@ -617,6 +646,7 @@ static void test_cond(void)
     long n = bb_items;
     CHECK_EQ(bb_got, 2 * n);
     CHECK_EQ(bb_sum, n * (n + 1) + 1000000L * n);
+    check_errno_kept("bounded buffer");
     CHECK_EQ(bb_count, 0);
 
     th_context = "timedwait";
@@ -831,14 +861,14 @@ static int c11_worker(void *arg)
     for (int i = 0; i < scale(20000); i++) {
         if (i % 8 == 0) {
             int r;
-            while ((r = mtx_trylock(&c11_m)) == thrd_busy)
+            while ((r = KEEP_ERRNO(mtx_trylock(&c11_m))) == thrd_busy)
                 thrd_yield();
             if (r != thrd_success)
                 return r;
-        } else if (mtx_lock(&c11_m) != thrd_success)
+        } else if (KEEP_ERRNO(mtx_lock(&c11_m)) != thrd_success)
             return -1;
         c11_count++;
-        mtx_unlock(&c11_m);
+        KEEP_ERRNO(mtx_unlock(&c11_m));
     }
     return 0;
 }
@@ -859,9 +889,9 @@ static int c11_consumer(void *arg)
 {
     (void)arg;
     for (;;) {
-        mtx_lock(&c11_m);
+        KEEP_ERRNO(mtx_lock(&c11_m));
         while (c11_items == 0 && c11_taken < 1000)
-            cnd_wait(&c11_c, &c11_m);
+            KEEP_ERRNO(cnd_wait(&c11_c, &c11_m));
         if (c11_taken >= 1000) {
             mtx_unlock(&c11_m);
             return 0;
@@ -942,6 +972,7 @@ static void test_c11(void)
     for (int i = 0; i < 2; i++)
         thrd_join(cons[i], NULL);
     CHECK_EQ(c11_taken, 1000);
+    check_errno_kept("C11");
     CHECK_EQ(c11_sum, 1000 * 1001 / 2);
     cnd_destroy(&c11_c);
     mtx_destroy(&c11_m);

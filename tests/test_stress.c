@@ -12,7 +12,8 @@
  * seen set.  Each configuration runs for a fixed count (40,000 critical
  * sections in all) or until a deadline of 250 ms, whichever comes first
  * (oversubscribed FIFO spin locks hand over slowly on 2 cores); the
- * deadline only bounds the run, it asserts nothing.
+ * deadline only bounds the run, it asserts nothing.  Every successful call
+ * must leave errno as it found it (docs/api.md).
  *
  * Usage: test_stress [ALGORITHM...]   (default: all)
  */
@@ -28,6 +29,8 @@ struct shared {
     volatile int stop;
     long per_thread_max;
     int use_execute; /* MODE_* */
+    long errno_changes; /* successful calls that changed errno */
+    int errno_last;
 };
 
 enum { MODE_LOCK = 0, MODE_EXECUTE = 1, MODE_MIXED = 2, MODE__COUNT };
@@ -57,21 +60,40 @@ static void *critical(void *arg)
 /* One critical section: how = 0 lock/unlock, 1 execute, 2 trylock.
  * Returns 1 if it ran, 0 if trylock found the lock busy (EBUSY, the only
  * failure trylock may report), or -errno on any error. */
+/* errno must come out of a successful lock, trylock, unlock or execute as
+ * it went in (docs/api.md), even after waits that slept in the kernel. */
+#define ERRNO_SENTINEL 7777
+static void errno_check(struct shared *sh)
+{
+    if (errno != ERRNO_SENTINEL) {
+        __atomic_store_n(&sh->errno_last, errno, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&sh->errno_changes, 1, __ATOMIC_RELAXED);
+    }
+}
+
 static int one_cs(struct shared *sh, int how)
 {
+    errno = ERRNO_SENTINEL;
     if (how == MODE_EXECUTE) {
-        errno = 0;
         void *r = liblock_execute(&sh->lock, critical, sh);
-        return r == (void *)0x5a ? 1 : -(errno ? errno : 1);
+        if (r != (void *)0x5a)
+            return -(errno != ERRNO_SENTINEL && errno ? errno : 1);
+        errno_check(sh);
+        return 1;
     }
     int e = how == 2 ? liblock_trylock(&sh->lock) : liblock_lock(&sh->lock);
-    if (how == 2 && e == EBUSY)
+    if (how == 2 && e == EBUSY) {
+        errno_check(sh);
         return 0;
+    }
     if (e)
         return -e;
     critical(sh);
     e = liblock_unlock(&sh->lock);
-    return e ? -e : 1;
+    if (e)
+        return -e;
+    errno_check(sh);
+    return 1;
 }
 
 static void *worker_main(void *arg)
@@ -135,6 +157,9 @@ static void run_config(const char *algo, int policy, int nthreads, int use_execu
           liblock_wait_name(policy), nthreads, mode_names[use_execute], sh.counter, total);
     CHECK(sh.violations == 0, "%s/%s %d threads %s: %d exclusion violations", algo, liblock_wait_name(policy),
           nthreads, mode_names[use_execute], sh.violations);
+    CHECK(sh.errno_changes == 0, "%s/%s %d threads %s: %ld successful calls changed errno (last to %d, %s)", algo,
+          liblock_wait_name(policy), nthreads, mode_names[use_execute], sh.errno_changes, sh.errno_last,
+          strerror(sh.errno_last));
     for (int i = 0; i < nthreads; i++)
         CHECK(ws[i].done > 0 || ws[i].err, "%s/%s %d threads: thread %d made no progress", algo,
               liblock_wait_name(policy), nthreads, i);

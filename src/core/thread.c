@@ -94,6 +94,7 @@ long liblock_debug_live_threads(void) { return atomic_load_explicit(&live_record
 
 ll_thread_t *ll_self_slow(void)
 {
+    LL_KEEP_ERRNO;
     pthread_once(&self_once, self_key_init);
     ll_thread_t *t = calloc(1, sizeof *t);
     if (!t)

@@ -64,6 +64,7 @@ static void *ip_start_off_server(void *p)
 
 LL_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
+    LL_KEEP_ERRNO;
     create_fn real = __atomic_load_n(&real_create, __ATOMIC_ACQUIRE);
     if (LL_UNLIKELY(!real)) {
         real = (create_fn)dlsym(RTLD_NEXT, "pthread_create");

@@ -160,6 +160,7 @@ static int topo_from_hwloc(void)
 
 static void topo_init(void)
 {
+    LL_KEEP_ERRNO; /* reached from a lock call on first use (mcscrn: the node of a CPU) */
 #ifdef HAVE_HWLOC
     if (topo_from_hwloc() != 0)
         topo_from_sysfs();
@@ -256,16 +257,27 @@ void ll_free_on_node(void *p, size_t size)
 }
 
 /* ---- futex ------------------------------------------------------------------ */
+/* Both return their error instead of leaving it in errno, and keep the
+ * caller's errno: a lock call must not change it (glibc's do not, and
+ * programs read errno across them -- CPython after readdir(), across its
+ * GIL), while a futex wait that finds the word changed fails with EAGAIN
+ * all the time. */
 int ll_futex_wait(_Atomic uint32_t *addr, uint32_t val, const struct timespec *rel)
 {
+    int saved = errno;
     long r = syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, val, rel, NULL, 0);
-    return r == 0 ? 0 : errno;
+    int e = r == 0 ? 0 : errno;
+    errno = saved;
+    return e;
 }
 
 int ll_futex_wake(_Atomic uint32_t *addr, int n)
 {
+    int saved = errno;
     long r = syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
-    return r < 0 ? -errno : (int)r;
+    int e = r < 0 ? -errno : (int)r;
+    errno = saved;
+    return e;
 }
 
 void ll_yield(void) { sched_yield(); }

@@ -494,6 +494,7 @@ static void poll_backoff(unsigned n, int may_spin, unsigned spin_until, unsigned
     } else if (n < yield_until) {
         ll_yield();
     } else {
+        LL_KEEP_ERRNO; /* nanosleep may fail with EINTR */
         struct timespec d = {0, (long)*ns};
         nanosleep(&d, NULL);
         if (*ns < 1000000)

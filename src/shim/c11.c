@@ -34,6 +34,7 @@ static int thrd_result(int e)
 
 LL_EXPORT int mtx_init(mtx_t *m, int type)
 {
+    LL_KEEP_ERRNO;
     int base = type & ~mtx_recursive;
     if (!m || (base != mtx_plain && base != mtx_timed))
         return thrd_error; /* as glibc: only plain or timed, optionally recursive */
@@ -54,23 +55,46 @@ LL_EXPORT int mtx_unlock(mtx_t *m) { return thrd_result(shim_mutex_unlock((pthre
 
 LL_EXPORT int mtx_timedlock(mtx_t *restrict m, const struct timespec *restrict t)
 {
+    LL_KEEP_ERRNO;
     return thrd_result(shim_mutex_timedlock_at((pthread_mutex_t *)m, t, __builtin_return_address(0)));
 }
 
-LL_EXPORT void mtx_destroy(mtx_t *m) { shim_mutex_destroy((pthread_mutex_t *)m); }
+LL_EXPORT void mtx_destroy(mtx_t *m)
+{
+    LL_KEEP_ERRNO;
+    shim_mutex_destroy((pthread_mutex_t *)m);
+}
 
-LL_EXPORT int cnd_init(cnd_t *c) { return thrd_result(shim_cond_init((pthread_cond_t *)c, NULL)); }
-LL_EXPORT int cnd_signal(cnd_t *c) { return thrd_result(shim_cond_signal((pthread_cond_t *)c)); }
-LL_EXPORT int cnd_broadcast(cnd_t *c) { return thrd_result(shim_cond_broadcast((pthread_cond_t *)c)); }
-LL_EXPORT void cnd_destroy(cnd_t *c) { shim_cond_destroy((pthread_cond_t *)c); }
+LL_EXPORT int cnd_init(cnd_t *c)
+{
+    LL_KEEP_ERRNO;
+    return thrd_result(shim_cond_init((pthread_cond_t *)c, NULL));
+}
+LL_EXPORT int cnd_signal(cnd_t *c)
+{
+    LL_KEEP_ERRNO;
+    return thrd_result(shim_cond_signal((pthread_cond_t *)c));
+}
+LL_EXPORT int cnd_broadcast(cnd_t *c)
+{
+    LL_KEEP_ERRNO;
+    return thrd_result(shim_cond_broadcast((pthread_cond_t *)c));
+}
+LL_EXPORT void cnd_destroy(cnd_t *c)
+{
+    LL_KEEP_ERRNO;
+    shim_cond_destroy((pthread_cond_t *)c);
+}
 
 LL_EXPORT int cnd_wait(cnd_t *c, mtx_t *m)
 {
+    LL_KEEP_ERRNO;
     return thrd_result(shim_cond_wait((pthread_cond_t *)c, (pthread_mutex_t *)m));
 }
 
 LL_EXPORT int cnd_timedwait(cnd_t *restrict c, mtx_t *restrict m, const struct timespec *restrict t)
 {
+    LL_KEEP_ERRNO;
     return thrd_result(shim_cond_timedwait((pthread_cond_t *)c, (pthread_mutex_t *)m, t));
 }
 

@@ -66,6 +66,7 @@ static struct ip_cond *cond_resolve(pthread_cond_t *c, int *err)
 
 LL_EXPORT int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *a)
 {
+    LL_KEEP_ERRNO;
     config_ensure();
     int pshared = PTHREAD_PROCESS_PRIVATE;
     clockid_t clock = CLOCK_REALTIME;
@@ -86,6 +87,7 @@ LL_EXPORT int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *a)
 
 LL_EXPORT int pthread_cond_destroy(pthread_cond_t *c)
 {
+    LL_KEEP_ERRNO;
     config_ensure();
     if (!cfg.active || cond_pshared(c))
         return R.cond_destroy(c);
@@ -106,6 +108,7 @@ LL_EXPORT int pthread_cond_destroy(pthread_cond_t *c)
 
 LL_EXPORT int pthread_cond_signal(pthread_cond_t *c)
 {
+    LL_KEEP_ERRNO;
     config_ensure();
     if (!cfg.active || cond_pshared(c))
         return R.cond_signal(c);
@@ -125,6 +128,7 @@ LL_EXPORT int pthread_cond_signal(pthread_cond_t *c)
 
 LL_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
 {
+    LL_KEEP_ERRNO;
     config_ensure();
     if (!cfg.active || cond_pshared(c))
         return R.cond_broadcast(c);
@@ -318,15 +322,21 @@ static int cond_wait_cancel(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
     return r;
 }
 
-LL_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) { return cond_wait_cancel(c, m, 0, 0, NULL); }
+LL_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+    LL_KEEP_ERRNO;
+    return cond_wait_cancel(c, m, 0, 0, NULL);
+}
 
 LL_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime)
 {
+    LL_KEEP_ERRNO;
     return cond_wait_cancel(c, m, 0, 0, abstime);
 }
 
 LL_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk, const struct timespec *abstime)
 {
+    LL_KEEP_ERRNO;
     return cond_wait_cancel(c, m, 1, clk, abstime);
 }
 

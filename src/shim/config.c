@@ -285,6 +285,7 @@ void config_ensure(void)
 {
     if (LL_LIKELY(atomic_load_explicit(&shim_cfg_ready, memory_order_acquire)))
         return;
+    LL_KEEP_ERRNO; /* the first call reads files and the machine's topology */
     if (ip_in_setup)
         return; /* re-entered from config_load's own allocations: treat as inactive */
     ip_resolve();

@@ -7,6 +7,7 @@
 
 LL_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *a)
 {
+    LL_KEEP_ERRNO;
     config_ensure();
     int type = PTHREAD_MUTEX_NORMAL, pshared = PTHREAD_PROCESS_PRIVATE, proto = PTHREAD_PRIO_NONE,
         robust = PTHREAD_MUTEX_STALLED;
@@ -61,6 +62,7 @@ LL_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *
 
 LL_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
 {
+    LL_KEEP_ERRNO;
     config_ensure();
     if (mkind(m) & IP_KIND_PASS)
         return R.mutex_destroy(m);
@@ -220,11 +222,13 @@ int shim_mutex_timedlock_at(pthread_mutex_t *m, const struct timespec *abstime, 
 
 LL_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
 {
+    LL_KEEP_ERRNO;
     return shim_mutex_timedlock_at(m, abstime, __builtin_return_address(0));
 }
 
 LL_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk, const struct timespec *abstime)
 {
+    LL_KEEP_ERRNO;
     ip_resolve();
     struct ip_mutex *w = mutex_resolve(m);
     if (!w)

@@ -88,6 +88,7 @@ int kind_to_type(int kind)
 /* The wrapper of m, setting it up if needed; NULL: glibc handles m. */
 struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
 {
+    LL_KEEP_ERRNO;
     config_ensure();
     if (mkind(m) & IP_KIND_PASS)
         return NULL;
@@ -428,6 +429,7 @@ int w_owner_check(struct ip_mutex *w, int try)
 
 int w_lock(struct ip_mutex *w)
 {
+    LL_KEEP_ERRNO;
 #ifdef LL_SHIM_PROFILE
     if (SHIM_GLIBC(w))
         return g_lock(w);
@@ -446,6 +448,7 @@ int w_lock(struct ip_mutex *w)
 
 int w_trylock(struct ip_mutex *w)
 {
+    LL_KEEP_ERRNO;
 #ifdef LL_SHIM_PROFILE
     if (SHIM_GLIBC(w))
         return g_trylock(w);
@@ -464,6 +467,7 @@ int w_trylock(struct ip_mutex *w)
 
 int w_unlock(struct ip_mutex *w)
 {
+    LL_KEEP_ERRNO;
 #ifdef LL_SHIM_PROFILE
     if (SHIM_GLIBC(w))
         return g_unlock(w);
@@ -502,6 +506,7 @@ static int ts_passed(clockid_t clk, const struct timespec *t, uint64_t *left_ns)
 
 int w_timedlock(struct ip_mutex *w, clockid_t clk, const struct timespec *abstime)
 {
+    LL_KEEP_ERRNO;
 #ifdef LL_SHIM_PROFILE
     if (SHIM_GLIBC(w)) {
         int g = clk == CLOCK_REALTIME ? R.mutex_timedlock(GM(w), abstime)
@@ -530,6 +535,7 @@ int w_timedlock(struct ip_mutex *w, clockid_t clk, const struct timespec *abstim
         } else {
             uint64_t s = sleep_ns < left ? sleep_ns : left;
             struct timespec d = {(time_t)(s / 1000000000ull), (long)(s % 1000000000ull)};
+            LL_KEEP_ERRNO; /* EINTR */
             nanosleep(&d, NULL);
             if (sleep_ns < 1000000)
                 sleep_ns *= 2;
