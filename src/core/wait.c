@@ -32,26 +32,43 @@
  */
 #include "../internal.h"
 
+#include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 /* ---- the spin budget ------------------------------------------------------------
- * Spin-then-park should spin for about what parking costs: a wake-up of a
- * sleeping thread until it runs, and back (a context-switch round trip).  We
- * measure that once per process, at the first call (the interposer's set-up,
- * a lock initialised with a parking policy, or the first spin-then-park
- * wait): a helper thread and the caller hand a token back and forth ROUNDS
- * times, both parking in futex_wait each time, and the budget is the
- * fastest round trip seen (the scheduler's own cost, not a transient queue),
- * clamped to [BUDGET_MIN_NS, BUDGET_MAX_NS].  About 0.2 ms, once.
+ * Spin-then-park should spin for about what parking costs (the 2-competitive
+ * rule of seed 001 section 5, Karlin et al.): the time from the futex_wake
+ * of a sleeping waiter until it runs.  A lock hands over to a waiter on
+ * another CPU (one on the releaser's own CPU is not running anyway), so the
+ * cost that counts is a *cross-CPU* wake-up.  We measure it once per
+ * process, at the first call (the interposer's set-up, a lock initialised
+ * with a parking policy, or the first spin-then-park wait): two helper
+ * threads pinned to two CPUs of the caller's set hand a token back and forth
+ * ROUNDS times, both parking in futex_wait each time; the budget is half the
+ * median round trip, clamped to [BUDGET_MIN_NS, BUDGET_MAX_NS].  The CPUs
+ * are two of the caller's, or of the online CPUs if the caller is pinned to
+ * one (the first lock is often initialised by a pinned thread); on a
+ * one-CPU machine they share it (a same-CPU wake-up: spinning longer there
+ * only delays the thread the waiter waits for).  About 2.5 ms, once.
  * LIBLOCK_SPIN_NS overrides; if the helper cannot be created the budget is
  * BUDGET_DEFAULT_NS.  Callers that arrive while the measurement runs use the
- * default for that one wait rather than wait for the measurement. */
+ * default for that one wait rather than wait for the measurement.
+ *
+ * Why not the fastest round trip without pinning (what this was until
+ * 2026-11-27): the helper then often ran on the caller's CPU, so the
+ * budget was a same-CPU round trip (2 us on the 2-CPU development VM, where
+ * a cross-CPU wake-up takes ~25 us), and only sometimes a cross-CPU one
+ * (60 us): bimodal from process to process, and when short, waiters parked
+ * during ordinary hand-offs: two threads on two CPUs ran mcs at 0.28 M
+ * critical sections/s against 2.0 M with a 20 us budget (docs/bench.md). */
 #define BUDGET_DEFAULT_NS 20000
 #define BUDGET_MIN_NS 2000
 #define BUDGET_MAX_NS 200000
-#define ROUNDS 40
+#define ROUNDS 41
 
 static _Atomic uint64_t spin_budget;    /* cycles; 0 = not known yet */
 static _Atomic uint64_t spin_budget_ns; /* the same in ns, for reports */
@@ -59,44 +76,107 @@ static _Atomic int budget_state;        /* 0 none, 1 measuring, 2 done */
 static const char *_Atomic budget_source = "default";
 
 struct rt_probe {
-    _Atomic uint32_t to_helper, to_main;
+    _Atomic uint32_t to_a, to_b;
+    uint64_t d[ROUNDS];
+    unsigned n;
+    int cpu_a, cpu_b; /* -1: not pinned */
 };
 
-static void *rt_helper(void *arg)
+static void pin_self(int cpu)
+{
+    if (cpu < 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* refused: measured unpinned */
+}
+
+/* B: answers each token. */
+static void *rt_answer(void *arg)
 {
     struct rt_probe *p = arg;
+    pin_self(p->cpu_b);
     for (uint32_t i = 0; i < ROUNDS; i++) {
-        ll_wait_while(&p->to_helper, i, LIBLOCK_WAIT_PARK);
-        ll_wake(&p->to_main, i + 1, LIBLOCK_WAIT_PARK);
+        ll_wait_while(&p->to_b, i, LIBLOCK_WAIT_PARK);
+        ll_wake(&p->to_a, i + 1, LIBLOCK_WAIT_PARK);
     }
     return NULL;
 }
 
-/* Fastest futex round trip in ns, or 0 if no helper thread could be made. */
-static uint64_t measure_round_trip_ns(void)
+/* A: sends ROUNDS tokens to B and times each round trip. */
+static void *rt_ask(void *arg)
 {
+    struct rt_probe *p = arg;
+    pin_self(p->cpu_a);
+    for (uint32_t i = 0; i < ROUNDS; i++) {
+        uint64_t t0 = ll_now_ns();
+        ll_wake(&p->to_b, i + 1, LIBLOCK_WAIT_PARK);
+        ll_wait_while(&p->to_a, i, LIBLOCK_WAIT_PARK);
+        if (i >= 3) /* the first rounds include the threads' start */
+            p->d[p->n++] = ll_now_ns() - t0;
+    }
+    return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median cross-CPU wake-up in ns (half a futex round trip between two
+ * helper threads pinned to two CPUs of the caller's set: pinning both keeps
+ * the scheduler's wake-affine placement from pulling them onto one CPU;
+ * the caller's own affinity is not touched), or 0 if the helpers could not
+ * be made.  With one CPU allowed they share it. */
+static uint64_t measure_wake_ns(void)
+{
+    LL_KEEP_ERRNO;
     struct rt_probe p;
-    atomic_init(&p.to_helper, 0);
-    atomic_init(&p.to_main, 0);
+    memset(&p, 0, sizeof p);
+    atomic_init(&p.to_a, 0);
+    atomic_init(&p.to_b, 0);
+    p.cpu_a = p.cpu_b = -1;
+    /* the caller's CPUs; a caller pinned to one CPU (a benchmark thread, an
+     * application worker) measures the process's machine all the same: the
+     * online CPUs (pinning outside the process's cpuset fails, and the
+     * helpers then run where the scheduler puts them) */
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) < 2) {
+        CPU_ZERO(&set);
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        for (long c = 0; c < n && c < CPU_SETSIZE; c++)
+            CPU_SET((int)c, &set);
+    }
+    if (CPU_COUNT(&set) > 1)
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &set)) {
+                if (p.cpu_a < 0)
+                    p.cpu_a = c;
+                else {
+                    p.cpu_b = c;
+                    break;
+                }
+            }
     sigset_t all, old;
     sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* the helper takes no signals */
-    pthread_t th;
-    int r = pthread_create(&th, NULL, rt_helper, &p);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the helpers take no signals */
+    pthread_t ta, tb;
+    int r = pthread_create(&tb, NULL, rt_answer, &p);
+    if (r == 0 && (r = pthread_create(&ta, NULL, rt_ask, &p)) != 0) {
+        /* B waits for tokens that will not come: send them */
+        for (uint32_t i = 0; i < ROUNDS; i++)
+            ll_wake(&p.to_b, i + 1, LIBLOCK_WAIT_PARK);
+        pthread_join(tb, NULL);
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (r)
         return 0;
-    uint64_t best = UINT64_MAX;
-    for (uint32_t i = 0; i < ROUNDS; i++) {
-        uint64_t t0 = ll_now_ns();
-        ll_wake(&p.to_helper, i + 1, LIBLOCK_WAIT_PARK);
-        ll_wait_while(&p.to_main, i, LIBLOCK_WAIT_PARK);
-        uint64_t d = ll_now_ns() - t0;
-        if (i >= 2 && d < best) /* the first rounds include the helper's start */
-            best = d;
-    }
-    pthread_join(th, NULL);
-    return best;
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    qsort(p.d, p.n, sizeof *p.d, cmp_u64);
+    return p.n ? p.d[p.n / 2] / 2 : 0;
 }
 
 uint64_t ll_spin_budget_cycles(void)
@@ -113,7 +193,7 @@ uint64_t ll_spin_budget_cycles(void)
     long ns = ll_env_long("LIBLOCK_SPIN_NS", -1, 0, 1000000000L);
     const char *src = "LIBLOCK_SPIN_NS";
     if (ns < 0) {
-        uint64_t rt = measure_round_trip_ns();
+        uint64_t rt = measure_wake_ns();
         if (rt == 0 || rt == UINT64_MAX) {
             ns = BUDGET_DEFAULT_NS;
             src = "default (measurement failed)";
