@@ -285,6 +285,7 @@ void ll_yield(void) { sched_yield(); }
 /* ---- environment and warnings -------------------------------------------------- */
 long ll_env_long(const char *name, long dflt, long min, long max)
 {
+    LL_KEEP_ERRNO; /* read lazily, inside lock calls too */
     const char *s = getenv(name);
     if (!s || !*s)
         return dflt;
@@ -310,6 +311,7 @@ int ll_mutex_lock_bounded(pthread_mutex_t *m)
 
 double ll_env_double(const char *name, double dflt, double min, double max)
 {
+    LL_KEEP_ERRNO;
     const char *s = getenv(name);
     if (!s || !*s)
         return dflt;
