@@ -35,9 +35,11 @@
 /* LL_KEEP_ERRNO; at the top of a scope restores errno when the scope is
  * left.  Lock, unlock and condition calls must leave the caller's errno as
  * it was, as glibc's do: programs read errno across them (CPython after
- * readdir(), across its GIL).  The hot paths make no failing system call
- * (ll_futex_* keep errno themselves); the cold ones (first use of a mutex
- * or a thread, sleeps, start-up) use this. */
+ * readdir(), across its GIL).  The hot paths (lock, unlock, trylock of
+ * any mutex type) make no failing system call of their own (ll_futex_*
+ * and the env readers keep errno themselves) and do not pay for this; the
+ * cold ones (first use of a mutex, a thread or the topology, sleeps,
+ * start-up, condition and timed calls, the replaced init/destroy) use it. */
 static inline void ll_errno_restore_(const int *saved) { errno = *saved; }
 #define LL_KEEP_ERRNO_CAT2(a, b) a##b
 #define LL_KEEP_ERRNO_CAT(a, b) LL_KEEP_ERRNO_CAT2(a, b)

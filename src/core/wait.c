@@ -64,7 +64,8 @@
  * a cross-CPU wake-up takes ~25 us), and only sometimes a cross-CPU one
  * (60 us): bimodal from process to process, and when short, waiters parked
  * during ordinary hand-offs: two threads on two CPUs ran mcs at 0.28 M
- * critical sections/s against 2.0 M with a 20 us budget (docs/bench.md). */
+ * critical sections/s against 2.0 M with a 20 us budget (docs/api.md,
+ * BENCHMARKS.md "Oversubscription"). */
 #define BUDGET_DEFAULT_NS 20000
 #define BUDGET_MIN_NS 2000
 #define BUDGET_MAX_NS 200000

@@ -429,7 +429,6 @@ int w_owner_check(struct ip_mutex *w, int try)
 
 int w_lock(struct ip_mutex *w)
 {
-    LL_KEEP_ERRNO;
 #ifdef LL_SHIM_PROFILE
     if (SHIM_GLIBC(w))
         return g_lock(w);
@@ -448,7 +447,6 @@ int w_lock(struct ip_mutex *w)
 
 int w_trylock(struct ip_mutex *w)
 {
-    LL_KEEP_ERRNO;
 #ifdef LL_SHIM_PROFILE
     if (SHIM_GLIBC(w))
         return g_trylock(w);
@@ -467,7 +465,6 @@ int w_trylock(struct ip_mutex *w)
 
 int w_unlock(struct ip_mutex *w)
 {
-    LL_KEEP_ERRNO;
 #ifdef LL_SHIM_PROFILE
     if (SHIM_GLIBC(w))
         return g_unlock(w);
