@@ -218,6 +218,9 @@ static inline ll_thread_t *ll_self(void)
 /* Register fn(self,arg) to run when the calling thread exits (hook memory is
  * owned by the caller and must stay valid).  Hooks run newest first. */
 void ll_thread_on_exit(ll_thread_t *self, struct ll_exit_hook *hook);
+/* pthread_create for the library's own threads (servers): counted, so that
+ * the process still ends when its last application thread does (thread.c). */
+int ll_internal_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 unsigned ll_thread_max_id(void);          /* 1 + highest id in use (scan bound) */
 LL_EXPORT long liblock_debug_live_threads(void); /* for leak tests */
 

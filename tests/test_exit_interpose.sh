@@ -92,6 +92,44 @@ cc -O1 -shared -fPIC -pthread -o "$tmp/libdtor.so" "$tmp/libdtor.c" &&
 want=$'main done\natexit ok\ndtor ok'
 out=$("$tmp/dtormain") && [ "$out" = "$want" ] || { echo "FAIL: the program itself (glibc): '$out'"; exit 1; }
 
+# Second program: the main thread leaves with pthread_exit, the last thread
+# ends by returning; glibc then ends the process with exit(0).  The
+# library's own threads (RCL, mp-server servers) must not keep it alive
+# (they did: the main thread a zombie, the servers asleep with every signal
+# blocked, the process unkillable by SIGTERM).
+cat > "$tmp/lastthread.c" <<'EOF'
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static long n;
+static void *worker(void *a)
+{
+    (void)a;
+    usleep(50000); /* main has left by now */
+    for (int i = 0; i < 1000; i++) {
+        pthread_mutex_lock(&m);
+        n++;
+        pthread_mutex_unlock(&m);
+    }
+    printf("worker done %ld\n", n);
+    fflush(stdout);
+    return NULL;
+}
+int main(void)
+{
+    pthread_mutex_lock(&m);
+    n++;
+    pthread_mutex_unlock(&m);
+    pthread_t t;
+    pthread_create(&t, NULL, worker, NULL);
+    pthread_exit(NULL);
+}
+EOF
+cc -O1 -pthread -o "$tmp/lastthread" "$tmp/lastthread.c" || { echo "FAIL: could not build lastthread"; exit 1; }
+want2="worker done 1001"
+out=$("$tmp/lastthread") && [ "$out" = "$want2" ] || { echo "FAIL: lastthread itself (glibc): '$out'"; exit 1; }
+
 algos=$("$info" | sed -n 's/^{"name": "\([^"]*\)".*/\1/p')
 [ -n "$algos" ] || { echo "FAIL: no algorithm from $info"; exit 1; }
 for a in $algos; do
@@ -104,6 +142,14 @@ for a in $algos; do
   else
     why="exit $rc"; [ $rc -eq 124 ] || [ $rc -eq 137 ] && why="hang (killed after $bound s)"
     echo "FAIL $a: $why; output: $(printf '%s' "$out" | tr '\n' '|') stderr: $(head -c 300 "$tmp/err" | tr '\n' '|')"
+    fails=$((fails+1))
+  fi
+  out=$(env -u LIBLOCK_WAIT timeout -k 2 "$bound" "$liblock" run --lock "$a" -- "$tmp/lastthread" 2>"$tmp/err"); rc=$?
+  if [ $rc -eq 0 ] && [ "$out" = "$want2" ]; then
+    echo "ok   $a: main thread pthread_exit, last thread returns"
+  else
+    why="exit $rc"; [ $rc -eq 124 ] || [ $rc -eq 137 ] && why="hang (killed after $bound s)"
+    echo "FAIL $a (main thread pthread_exit, last thread returns): $why; output: $out stderr: $(head -c 300 "$tmp/err" | tr '\n' '|')"
     fails=$((fails+1))
   fi
 done

@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -38,6 +40,136 @@ static _Atomic unsigned id_watermark;
 static _Atomic long live_records; /* a count for leak tests; relaxed: it orders nothing */
 
 static void thread_exit(void *arg);
+
+/* ---- the library's own threads ------------------------------------------------
+ * glibc ends the process with exit(0) when its last thread ends, whatever
+ * the main thread did (pthread_exit included).  The library's own threads
+ * (RCL servers, mp-server servers) would keep such a process alive for ever
+ * -- the main thread a zombie, servers asleep with every signal blocked, so
+ * even SIGTERM is never taken (seen: CPython's test_threading
+ * test_3_join_in_forked_from_thread under mp-server).  So every library
+ * thread is made by ll_internal_thread_create, which counts the live ones,
+ * and when an application thread that used the library ends, it checks
+ * whether it is the last one: the kernel's thread count (/proc/self/status;
+ * near the end the live ones in /proc/self/task, since a main thread that
+ * left by pthread_exit stays counted as a zombie) minus the library's
+ * threads minus itself; if nothing is left it calls exit(0), as glibc would
+ * once it was gone.
+ *  - Errors only on the safe side: the count is raised before
+ *    pthread_create and lowered after the thread's function returned (the
+ *    kernel may still count it then), so it never exceeds the library's
+ *    threads the kernel counts, and a miscount can only leave the process
+ *    running, never end it early.  fork resets it in the child (the
+ *    parent's library threads are not there; the child's own are counted as
+ *    they are made).
+ *  - Not covered: an application thread that never used the library ends
+ *    last (it has no record, so nothing runs at its exit), or two end at
+ *    the same moment (each sees the other): the process then stays as
+ *    before.
+ *  - Orderings: the count is an atomic read-modify-write, read relaxed: it
+ *    is compared with a kernel figure read at the same moment, not used to
+ *    order memory. */
+static _Atomic int internal_threads;
+static __thread int internal_self;
+
+struct internal_start {
+    void *(*fn)(void *);
+    void *arg;
+};
+
+static void *internal_main(void *p)
+{
+    struct internal_start st = *(struct internal_start *)p;
+    free(p);
+    internal_self = 1;
+    void *r = st.fn(st.arg);
+    atomic_fetch_sub_explicit(&internal_threads, 1, memory_order_relaxed);
+    return r;
+}
+
+int ll_internal_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    struct internal_start *st = malloc(sizeof *st);
+    if (!st)
+        return EAGAIN;
+    st->fn = fn;
+    st->arg = arg;
+    atomic_fetch_add_explicit(&internal_threads, 1, memory_order_relaxed);
+    int r = pthread_create(th, attr, internal_main, st);
+    if (r) {
+        atomic_fetch_sub_explicit(&internal_threads, 1, memory_order_relaxed);
+        free(st);
+    }
+    return r;
+}
+
+static void internal_threads_child(void) { atomic_store_explicit(&internal_threads, 0, memory_order_relaxed); }
+
+__attribute__((constructor(101))) static void internal_threads_atfork(void)
+{
+    pthread_atfork(NULL, NULL, internal_threads_child);
+}
+
+/* Threads of this process according to the kernel, or -1. */
+static int process_threads(void)
+{
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char buf[4096];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *p = strstr(buf, "\nThreads:");
+    return p ? atoi(p + 9) : -1;
+}
+
+/* Threads of this process that have not ended (state not Z or X), or -1. */
+static int live_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[300], buf[512];
+        snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue; /* ended meanwhile */
+        ssize_t k = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (k <= 0)
+            continue;
+        buf[k] = '\0';
+        const char *p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+        if (p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X')
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static void exit_if_last_application_thread(void)
+{
+    int internal = atomic_load_explicit(&internal_threads, memory_order_relaxed);
+    if (internal <= 0)
+        return;
+    LL_KEEP_ERRNO;
+    int n = process_threads();
+    /* a main thread that left by pthread_exit stays counted as a zombie
+     * until the process ends: when at most one application thread besides
+     * us remains, count the live ones */
+    if (n > 0 && n - internal - 1 <= 1)
+        n = live_threads();
+    if (n > 0 && n - internal - 1 <= 0)
+        exit(0);
+}
 
 static void self_key_init(void)
 {
@@ -141,6 +273,8 @@ static void thread_exit(void *arg)
     id_free(t->id);
     free(t);
     atomic_fetch_sub_explicit(&live_records, 1, memory_order_relaxed);
+    if (!internal_self)
+        exit_if_last_application_thread();
 }
 
 ll_hold_t *ll_hold_push_slow(ll_thread_t *self, liblock_t *lock)

@@ -295,7 +295,7 @@ int ll_mps_server_start(liblock_t *l, struct mps_lock *s)
     pthread_sigmask(SIG_SETMASK, &all, &old); /* signals go to application threads */
     pthread_attr_t a;
     pthread_attr_init(&a);
-    int e = pthread_create(&s->thread, &a, server_main, s);
+    int e = ll_internal_thread_create(&s->thread, &a, server_main, s);
     pthread_attr_destroy(&a);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (e == 0)

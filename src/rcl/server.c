@@ -565,7 +565,7 @@ static int spawn_sthread(struct rcl_server *s)
     rcl_add32(s, &s->n_free, 1);
     pthread_attr_t a;
     make_attr(s, &a, s->prio_serv);
-    int r = pthread_create(&t->th, &a, sthread_main, t);
+    int r = ll_internal_thread_create(&t->th, &a, sthread_main, t);
     pthread_attr_destroy(&a);
     if (r) {
         rcl_add32(s, &s->n_servicing, -1);
@@ -748,7 +748,7 @@ static int create_aux(struct rcl_server *s, pthread_t *th, void *(*fn)(void *), 
 {
     pthread_attr_t a;
     make_attr(s, &a, prio);
-    int r = pthread_create(th, &a, fn, s);
+    int r = ll_internal_thread_create(th, &a, fn, s);
     pthread_attr_destroy(&a);
     return r;
 }
