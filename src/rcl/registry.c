@@ -59,6 +59,20 @@ int rcl_cpu_is_server(int cpu)
     return r;
 }
 
+/* The server's own mutexes: the pool's (priority inheritance: servicing
+ * threads of two priorities take it) and the overflow list's.  At start,
+ * and again in a forked child (make_dormant), where the parent's may have
+ * been held by a thread that is not there. */
+static void init_server_mutexes(struct rcl_server *s)
+{
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
+    pthread_mutex_init(&s->pool_mutex, &ma);
+    pthread_mutexattr_destroy(&ma);
+    pthread_mutex_init(&s->ovf_mutex, NULL);
+}
+
 LL_EXPORT liblock_server_t *liblock_server_start(int cpu)
 {
     int ncpus = ll_ncpus();
@@ -96,12 +110,7 @@ LL_EXPORT liblock_server_t *liblock_server_start(int cpu)
     s->prio_serv = pmin + 1;
     s->prio_mgr = pmin + 2;
     s->local = 1; /* every server thread is created bound to `cpu` (make_attr) */
-    pthread_mutexattr_t ma;
-    pthread_mutexattr_init(&ma);
-    pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
-    pthread_mutex_init(&s->pool_mutex, &ma);
-    pthread_mutexattr_destroy(&ma);
-    pthread_mutex_init(&s->ovf_mutex, NULL);
+    init_server_mutexes(s);
 
     err = rcl_threads_start(s);
     if (err)
@@ -350,12 +359,7 @@ static void fork_parent(void)
 
 static void make_dormant(struct rcl_server *s)
 {
-    pthread_mutexattr_t ma;
-    pthread_mutexattr_init(&ma);
-    pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
-    pthread_mutex_init(&s->pool_mutex, &ma);
-    pthread_mutexattr_destroy(&ma);
-    pthread_mutex_init(&s->ovf_mutex, NULL);
+    init_server_mutexes(s);
     for (unsigned i = 0; i < s->nslots; i++) {
         atomic_store_explicit(&s->slots[i].fn, NULL, memory_order_relaxed);
         atomic_store_explicit(&s->slots[i].parked, 0, memory_order_relaxed);
