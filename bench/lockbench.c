@@ -166,7 +166,9 @@ static struct cfg cfg;
 /* ---- the whole-program bound (see the header) ---- */
 #define WATCHDOG_SLACK_S 10.0
 static char label_json[512], algo_json[256]; /* quoted before the watchdog starts */
-static const char *_Atomic stage = "start"; /* what the main thread is doing */
+/* what the main thread is doing: static strings, relaxed -- the watchdog
+ * only names a stage in its message, a stale one at worst */
+static const char *_Atomic stage = "start";
 
 /* LOCKBENCH_TEST_STALL=STAGE (tests only) stops the main thread for good
  * when it enters that stage, so tests can check the watchdog. */

@@ -76,6 +76,10 @@ static _Atomic uint64_t spin_budget_ns; /* the same in ns, for reports */
 static _Atomic int budget_state;        /* 0 none, 1 measuring, 2 done */
 static const char *_Atomic budget_source = "default";
 
+/* to_a/to_b: the tokens, handed over through ll_wake/ll_wait_while
+ * (release/acquire).  d and n are written by A only and read by the caller
+ * after pthread_join, which orders them; cpu_a/cpu_b are written before the
+ * helpers are created. */
 struct rt_probe {
     _Atomic uint32_t to_a, to_b;
     uint64_t d[ROUNDS];
