@@ -71,15 +71,22 @@ fi
 
 # 4. liblock bench oversubscription, tiny
 section "bench oversubscription"
-if timeout 120 python3 tools/liblock bench oversubscription --algorithms posix,mcs --threads-list 3 --reps 1 \
+if timeout 120 python3 tools/liblock bench oversubscription --algorithms posix,mcs,ttas --threads-list 3 --reps 1 \
      --duration 0.1 --timeout 5 --pin none --out "$tmp/ov" > "$tmp/ov.out" 2>&1; then
   python3 - "$tmp/ov" "$tmp/ov.out" <<'PY' && ok || bad "oversubscription files"
 import csv, json, os, sys
 d, out = sys.argv[1], open(sys.argv[2]).read()
 runs = list(csv.DictReader(open(os.path.join(d, "runs.csv"))))
-assert len(runs) == 2, len(runs)
-assert {r["algorithm"] for r in runs} == {"posix", "mcs"}
-for r in runs:
+over = [r for r in runs if r["series"] == "oversub"]
+ceil = [r for r in runs if r["series"] == "ceiling"]
+assert len(over) == 3 and len(ceil) == 2, runs
+assert {r["algorithm"] for r in over} == {"posix", "mcs", "ttas"}
+# the ceiling series: non-FIFO algorithms only, as many threads as CPUs, pure spin where the lock has it
+assert {r["algorithm"] for r in ceil} == {"posix", "ttas"}, ceil
+for r in ceil:
+    assert r["threads"] == str(os.cpu_count()), r
+    assert r["wait"] == ("spin" if r["algorithm"] == "ttas" else "park"), r
+for r in over:
     for f in ("rep", "threads", "wait", "fifo", "completed", "throughput_cs_per_s", "ratio_vs_baseline", "handoffs",
               "handoff_ns", "wake_ns", "wake_same_ns", "handoff_over_wake", "probe_ns", "regime"):
         assert f in r, f
@@ -87,14 +94,26 @@ for r in runs:
     if r["completed"] == "1":
         assert float(r["throughput_cs_per_s"]) > 0 and int(r["handoffs"]) >= 1, r
 summ = list(csv.DictReader(open(os.path.join(d, "summary.csv"))))
-assert len(summ) == 2 and all(s["target"] and s["meets"] in ("0", "1", "") for s in summ), summ
+assert len(summ) == 3 and all(s["target"] and s["meets"] in ("0", "1", "") for s in summ), summ
 assert [s for s in summ if s["algorithm"] == "mcs"][0]["fifo"] == "1"
+assert [s for s in summ if s["algorithm"] == "mcs"][0]["ceiling_ratio_median"] == ""
+t = [s for s in summ if s["algorithm"] == "ttas"][0]
+assert t["ceiling_runs"] == "1" and t["ceiling_wait"] == "spin", t
+if t["ceiling_completed"] == "1" and [r for r in ceil if r["algorithm"] == "posix"][0]["completed"] == "1":
+    assert float(t["ceiling_ratio_median"]) > 0, t
 meta = json.load(open(os.path.join(d, "meta.json")))
 assert "mcs" in meta["targets"], meta
 assert os.path.exists(os.path.join(d, "oversubscription.png"))
-assert "issue 12 targets" in out and "T = 3 threads" in out, out
+assert "issue 12 targets" in out and "T = 3 threads" in out and "ceiling" in out, out
 PY
 else bad "liblock bench oversubscription failed"; cat "$tmp/ov.out" >&2; fi
+# the Markdown report of that directory: one row per algorithm, the ceiling column
+if python3 tools/liblock bench report "$tmp/ov" > "$tmp/rep.md" 2> "$tmp/rep.err"; then
+  grep -q '^| ttas | spin-then-park | no | .* | 1/1 | ' "$tmp/rep.md" && grep -q 'ceiling: [0-9]* thr, spin' "$tmp/rep.md" \
+    && grep -q '^| mcs | .* | – | 1/1 | ' "$tmp/rep.md" && ok || { bad "report table"; cat "$tmp/rep.md" >&2; }
+else bad "liblock bench report failed: $(cat "$tmp/rep.err")"; fi
+if python3 tools/liblock bench report "$tmp" > /dev/null 2> "$tmp/rep.err"; then bad "report: non-results directory accepted"
+else grep -q "not a results directory" "$tmp/rep.err" && ok || bad "report: no message: $(cat "$tmp/rep.err")"; fi
 if python3 tools/liblock bench oversubscription --locks nosuch > /dev/null 2> "$tmp/e"; then
   bad "oversubscription: unknown algorithm accepted"; else grep -q nosuch "$tmp/e" && ok || bad "no message for nosuch"; fi
 

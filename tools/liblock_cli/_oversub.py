@@ -7,6 +7,15 @@ against the wake-up probe of the same run; the targets of issue 12.
 One run is `lockbench --handoffs --wake-probe` (bench/lockbench.c,
 bench/wakeprobe.h).  A round is one run of every algorithm at one thread
 count, in an order rotated by one each round.
+
+The ceiling series (on unless --no-ceiling): in every round, each non-FIFO
+algorithm also runs with as many threads as CPUs and pure `spin` (where it
+has it), against the baseline with its default policy in the same round.
+Nothing is oversubscribed there, so its ratio is what the algorithm reaches
+on this machine before oversubscription costs anything: a non-FIFO
+algorithm that misses the 0.5x target at 8 and 32 threads and also misses
+it here misses it because of its succession policy on these CPUs, not
+because of the threads outnumbering them.
 """
 import math
 import os
@@ -16,7 +25,7 @@ import sys
 from . import _runner as R
 from ._lockexp import registry
 
-FIRST = ["rep", "threads", "algorithm", "wait", "fifo", "status", "check", "completed", "elapsed_s", "total_cs",
+FIRST = ["rep", "series", "threads", "algorithm", "wait", "fifo", "status", "check", "completed", "elapsed_s", "total_cs",
          "throughput_cs_per_s", "ratio_vs_baseline", "handoffs", "handoff_ns", "wake_ns", "wake_same_ns",
          "handoff_over_wake", "probe_before_ns", "probe_after_ns", "probe_ns", "probe_agree", "regime"]
 FIFO_MAX_HANDOFF_OVER_WAKE = 2.0
@@ -46,6 +55,9 @@ def add_arguments(sub, common):
                     "(the run must then finish within --timeout of its start)")
     sp.add_argument("--wait", help="waiting policy for every algorithm that has it (default: each algorithm's own)")
     sp.add_argument("--pin", default="rr", choices=["rr", "none"], help="thread placement (default rr)")
+    sp.add_argument("--no-ceiling", dest="ceiling", action="store_false",
+                    help="skip the ceiling series (each non-FIFO algorithm with as many threads as CPUs and pure "
+                         "spin, in every round; see docs/bench.md)")
     sp.add_argument("--wake-ref", default="cross", choices=["cross", "same"],
                     help="the wake-up probe FIFO hand-offs are compared with: cross (sleeper on the other, idle "
                          "CPU; default) or same (one CPU: wake-up plus a context switch)")
@@ -84,10 +96,14 @@ def run(args, env):
         raise SystemExit("liblock bench: --delay must be >= 0 and --lines >= 1")
     if args.wait and not any(args.wait in reg[a]["policies"] for a in algos):
         raise SystemExit(f"liblock bench: no chosen algorithm has waiting policy '{args.wait}'")
-    order = R.interleave(tlist, algos, args.reps)
+    ncpus = os.cpu_count() or 1
+    points = list(tlist) + (["ceiling"] if args.ceiling else [])
+    order = [(rep, pt, a) for rep, pt, a in R.interleave(points, algos, args.reps)
+             if pt != "ceiling" or a == base or "fifo" not in reg[a]["properties"]]
     d = R.out_dir(env, "oversubscription", args.out)
     per = f"{args.count} CSs/thread" if args.count else f"{args.duration:g} s"
-    print(f"liblock bench oversubscription: {len(algos)} algorithms x threads {','.join(map(str, tlist))} x "
+    print(f"liblock bench oversubscription: {len(algos)} algorithms x threads {','.join(map(str, tlist))}"
+          f"{f' (+ ceiling: {ncpus} threads, spin)' if args.ceiling else ''} x "
           f"{args.reps} rounds = {len(order)} runs of {per} (bound: {args.timeout:g} s past the "
           f"{'start' if args.count else 'end'}); {os.cpu_count()} CPUs; results in {d}", file=sys.stderr)
     load0 = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else ""
@@ -96,10 +112,13 @@ def run(args, env):
     prog = R.Progress(len(order), args.quiet)
     rows = []
     lb = env.program("lockbench")
-    for rep, t, algo in order:
+    for rep, pt, algo in order:
         info = reg[algo]
+        series = "ceiling" if pt == "ceiling" else "oversub"
+        t = ncpus if series == "ceiling" else pt
         # the baseline keeps its default policy: the reference is posix as a program gets it
-        wait = args.wait if args.wait and args.wait in info["policies"] and algo != base else None
+        want = "spin" if series == "ceiling" else args.wait
+        wait = want if want and want in info["policies"] and algo != base else None
         cmd = [lb, "-a", algo, "-t", str(t), "-d", str(args.delay), "-k", str(args.lines), "-T", str(args.timeout),
                "-p", args.pin, "--handoffs", "--wake-probe", "-l", f"rep{rep}", "-f", "json"]
         cmd += ["-n", str(args.count)] if args.count else ["-D", f"{args.duration:g}"]
@@ -107,10 +126,10 @@ def run(args, env):
             cmd += ["-w", wait]
         outer = (args.timeout if args.count else args.duration + args.timeout) + 20
         rec = R.run_program(cmd, outer)[-1]
-        rec["rep"], rec["threads"], rec["algorithm"] = rep, t, algo
+        rec["rep"], rec["threads"], rec["algorithm"], rec["series"] = rep, t, algo, series
         rec.setdefault("wait", wait or info.get("default_policy", ""))
-        if args.wait and not wait and algo != base:
-            rec["wait_note"] = f"{args.wait} not supported: default"
+        if want and not wait and algo != base:
+            rec["wait_note"] = f"{want} not supported: default"
         rec["fifo"] = int("fifo" in info["properties"])
         rec["completed"] = int(rec.get("status") == "ok" and rec.get("check") == "ok")
         rec["wake_ns"] = _gmean_pos(rec.get("wake_before_ns"), rec.get("wake_after_ns"))
@@ -121,20 +140,22 @@ def run(args, env):
         R.classify(rec, args.probe_tolerance, args.regime_bounds)
         rows.append(rec)
         st = rec.get("status")
-        prog.step(f"{algo} T={t} round {rep + 1}/{args.reps}" + ("" if rec["completed"] else f" [{st}]"))
-    # ratios within a round: the baseline's run of the same round and thread count
-    bidx = {(r["rep"], r["threads"]): r for r in rows if r["algorithm"] == base and r["completed"]}
+        prog.step(f"{algo} T={t}{' ceiling' if series == 'ceiling' else ''} round {rep + 1}/{args.reps}"
+                  + ("" if rec["completed"] else f" [{st}]"))
+    # ratios within a round: the baseline's run of the same round, series and thread count
+    bidx = {(r["rep"], r["series"], r["threads"]): r for r in rows if r["algorithm"] == base and r["completed"]}
     for r in rows:
-        b = bidx.get((r["rep"], r["threads"]))
+        b = bidx.get((r["rep"], r["series"], r["threads"]))
         v, bv = _num(r.get("throughput_cs_per_s")), b and _num(b.get("throughput_cs_per_s"))
         r["ratio_vs_baseline"] = round(v / bv, 4) if r["completed"] and v is not None and bv else ""
-    summary = summarise(rows, algos, tlist, reg, base)
+    summary = summarise([r for r in rows if r["series"] == "oversub"], algos, tlist, reg, base,
+                        ceilings([r for r in rows if r["series"] == "ceiling"], algos))
     R.write_csv(os.path.join(d, "runs.csv"), rows, FIRST)
     R.write_csv(os.path.join(d, "summary.csv"), summary, ["threads", "algorithm"])
     meta = R.write_meta(d, env, args, {"experiment": "oversubscription", "algorithms": algos, "threads": tlist,
                                        "duration_s": args.duration, "count": args.count, "delay_cycles": args.delay,
                                        "lines": args.lines, "baseline": base, "wake_ref": args.wake_ref,
-                                       "runs": len(rows), "ncpus": os.cpu_count(), "loadavg_start": load0, "date_utc_start": date0})
+                                       "ceiling": bool(args.ceiling), "runs": len(rows), "ncpus": ncpus, "loadavg_start": load0, "date_utc_start": date0})
     print_tables(rows, summary, algos, tlist, base, args)
     verdicts = print_targets(summary, algos, tlist, base)
     meta["targets"] = verdicts
@@ -154,7 +175,23 @@ def _mmm(vals):
     return R.med_min_max([v for v in vals if v is not None])
 
 
-def summarise(rows, algos, tlist, reg, base):
+def ceilings(rows, algos):
+    """Per algorithm: the ceiling series' policy, runs, completed runs and
+    median [min, max] ratio to the baseline (per-round ratios)."""
+    out = {}
+    for a in algos:
+        rs = [r for r in rows if r["algorithm"] == a]
+        if not rs:
+            continue
+        ok = [r for r in rs if r["completed"]]
+        md, mn, mx = _mmm([_num(r.get("ratio_vs_baseline")) for r in ok])
+        out[a] = {"ceiling_threads": rs[0]["threads"], "ceiling_wait": rs[0].get("wait", ""),
+                  "ceiling_runs": len(rs), "ceiling_completed": len(ok), "ceiling_ratio_median": md,
+                  "ceiling_ratio_min": mn, "ceiling_ratio_max": mx}
+    return out
+
+
+def summarise(rows, algos, tlist, reg, base, ceil=None):
     out = []
     for t in tlist:
         for a in algos:
@@ -176,6 +213,7 @@ def summarise(rows, algos, tlist, reg, base):
             tot = [_num(r.get("total_cs")) for r in ok]
             s["handoffs_per_cs_median"] = (statistics.median([h / c for h, c in zip(hand, tot) if h is not None and c])
                                            if any(c for c in tot if c) else None)
+            s.update((ceil or {}).get(a, {}))
             s.update(target_of(s, base))
             out.append(s)
     return out
@@ -199,6 +237,10 @@ def target_of(s, base):
         v = s.get("ratio_vs_baseline_median")
         ok = v is not None and v >= NONFIFO_MIN_RATIO
         why = "" if ok else ("no completed run in a round with the baseline" if v is None else f"{v:.3g}x {base}")
+        c = s.get("ceiling_ratio_median")
+        if why and v is not None and c is not None:
+            why += (f" (ceiling {c:.3g}x: below the target without oversubscription too)" if c < NONFIFO_MIN_RATIO
+                    else f" (ceiling {c:.3g}x: lost to oversubscription)")
     if not s["completed"]:
         why = ""  # nothing to compare: "did not complete" says it
     whys = "; ".join(x for x in (done, why) if x)
@@ -261,7 +303,7 @@ def print_tables(rows, summary, algos, tlist, base, args):
               f" [{_fmt_ns(min(wk)) if wk else '-'}-{_fmt_ns(max(wk)) if wk else '-'}], same CPU "
               f"{_fmt_ns(statistics.median(ws)) if ws else '-'}; ratios are medians of per-round ratios")
         print(f"{'algorithm':<15} {'policy':<15} {'fifo':<4} {'done':>5} {'CS/s median [min-max]':>27} "
-              f"{'x ' + base:>9} {'hand-off':>9} {'wake':>8} {'ho/wake':>8} {'wake1cpu':>8}  target")
+              f"{'x ' + base:>9} {'ceiling':>8} {'hand-off':>9} {'wake':>8} {'ho/wake':>8} {'wake1cpu':>8}  target")
         for a in algos:
             s = sel.get(a)
             if not s:
@@ -272,7 +314,8 @@ def print_tables(rows, summary, algos, tlist, base, args):
             how = s["handoff_over_wake_median"]
             verdict = "meets" if s["meets"] == 1 else ("UNKNOWN" if s["meets"] == "" else "MISSES") + ": " + s["why"]
             print(f"{a:<15} {str(s['wait']):<15} {'yes' if s['fifo'] else 'no':<4} {s['completed']:>2}/{s['runs']:<2} "
-                  f"{rate:>27} {_fmt_ratio(ratio):>9} {_fmt_ns(s['handoff_ns_median']):>9} "
+                  f"{rate:>27} {_fmt_ratio(ratio):>9} {_fmt_ratio(s.get('ceiling_ratio_median')):>8} "
+                  f"{_fmt_ns(s['handoff_ns_median']):>9} "
                   f"{_fmt_ns(s['wake_ns_median'] if args.wake_ref == 'cross' else s['wake_same_ns_median']):>8} "
                   f"{_fmt_ratio(how):>8} {_fmt_ns(s['wake_same_ns_median'] if args.wake_ref == 'cross' else s['wake_ns_median']):>8}"
                   f"  {verdict if a != base else 'baseline'}")
@@ -280,7 +323,9 @@ def print_tables(rows, summary, algos, tlist, base, args):
     print("done: runs completed within the bound (a run that hit it is 'did not complete'); hand-off = elapsed time /"
           " number of times the critical section ran for a different thread than the previous one; wake = the "
           f"wake-up probe ({'other' if args.wake_ref == 'cross' else 'same'} CPU) of the same runs; ho/wake: median of"
-          f" per-run ratios; wake1cpu: the {'same' if args.wake_ref == 'cross' else 'other'}-CPU wake-up, for reference.")
+          f" per-run ratios; wake1cpu: the {'same' if args.wake_ref == 'cross' else 'other'}-CPU wake-up, for reference;"
+          f" ceiling: x {base} with {os.cpu_count()} threads and pure spin (no oversubscription), same rounds"
+          f"{'' if args.ceiling else ' (not run: --no-ceiling)'}.")
 
 
 def print_targets(summary, algos, tlist, base):

@@ -85,6 +85,10 @@ def _oversub(d, meta, rows, keep):
     for t in tl:
         head += f" {t} thr: CS/s | × {base} | hand-off ÷ wake |"
         sep += "--:|--:|--:|"
+    ceil = meta.get("ceiling") and any(_f(r.get("ceiling_ratio_median")) is not None for r in rows)
+    if ceil:
+        head += f" ceiling: {meta.get('ncpus', '?')} thr, spin, × {base} |"
+        sep += "--:|"
     head += " completed | target |"
     sep += "--:|---|"
     print(head)
@@ -117,7 +121,15 @@ def _oversub(d, meta, rows, keep):
             verdict = "misses (" + "; ".join(why) + ")"
         else:
             verdict = "unknown (" + "; ".join(why) + ")"
+        if ceil:
+            c = next((_f(idx[(t, a)].get("ceiling_ratio_median")) for t in tl if (t, a) in idx), None)
+            cells.append("1.00×" if a == base else _x(c) if c is not None else "–")
         print(f"| {a} | {pol} | {'yes' if fifo else 'no'} | " + " | ".join(cells) + f" | {', '.join(done)} | {verdict} |")
+    if ceil:
+        print()
+        print(f"Ceiling: the same workload with as many threads as CPUs ({meta.get('ncpus', '?')}) and pure spin, "
+              f"in the same rounds (non-FIFO algorithms): what the algorithm reaches here before oversubscription "
+              f"costs anything.")
     print()
 
 
