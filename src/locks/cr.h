@@ -23,11 +23,14 @@
 
 #include "../internal.h"
 
+#include <sched.h>
+
 struct cr_node {
     _Atomic(struct cr_node *) next; /* MCS link (written by the next arrival, or by the owner when grafting) */
     _Atomic uint32_t locked;        /* waiting word: 1 = wait, 0 = granted (bit 31 = policy) */
     int numa;                       /* mcscrn: NUMA node of the waiter when it arrived */
     unsigned takeovers;             /* mcscr: take-overs of this lock() call's pending grants */
+    _Atomic int cpu;                /* CPU the thread arrived on (cr_arrive; a hint) */
     struct cr_node *ps_prev, *ps_next; /* list links, owner-only */
 };
 _Static_assert(sizeof(struct cr_node) <= LL_NODE_BYTES, "cr node too large");
@@ -185,6 +188,24 @@ static inline void cr_link_wait_step(int policy)
 #define CR_PENDING 3u /* word: you hold the lock unless an arrival takes it over first */
 #define CR_STOLE 4u   /* cr_arrive's result: took the lock over from a pending grantee */
 
+/* Same-CPU waiters park at once (not in the paper).
+ * Under spin-then-park a waiter spins for about a cross-CPU wake-up before
+ * it parks (wait.c), on the premise that the thread it waits for runs on
+ * another CPU.  When that thread is on the waiter's own CPU, it is not
+ * running (the waiter is), and it cannot run before the waiter leaves the
+ * CPU: the spin only delays it, by the whole budget.  This is what
+ * oversubscription does to a lock that hands over directly: the unlocker
+ * grants the lock to a waiter of its own CPU, comes back for the lock and
+ * queues behind it.  Measured with the critical section's owner logged at
+ * each acquisition (32 threads pinned 16 per CPU on the 2-CPU VM, mcscr):
+ * 10K such hand-offs per half second at 20-100 us each, half of the wall
+ * time; with the rule each costs a context switch (1-2 us) and throughput
+ * rose 1.8x (lifocr, with the same rule in its own form: 1.7-2.5x).  The
+ * CPU of a node is recorded when its thread arrives (sched_getcpu: glibc
+ * reads it from the thread's rseq area, a few cycles) and is only a hint:
+ * a thread migrated since makes the rule park where spinning would have
+ * done, or spin as before. */
+
 /* One arrival: enqueue n and wait for the lock.  take_over: whether this
  * lock grants pending (mcscr) so that an arrival may take a pending grant
  * over.  Returns 0 when n holds the lock, CR_STOLE when n holds it by taking
@@ -195,9 +216,18 @@ static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node
 {
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
+    int cpu = sched_getcpu();
+    atomic_store_explicit(&n->cpu, cpu, memory_order_relaxed);
     struct cr_node *pred = atomic_exchange_explicit(tail, n, memory_order_acq_rel);
     if (!pred)
         return 0;
+    /* Behind a thread of our own CPU, park at once ("Same-CPU waiters"
+     * above).  pred's field is read before we link, so pred cannot have
+     * re-armed its node yet. */
+    int wpol = policy == LIBLOCK_WAIT_SPIN_THEN_PARK && cpu >= 0 &&
+                       atomic_load_explicit(&pred->cpu, memory_order_relaxed) == cpu
+                   ? LIBLOCK_WAIT_PARK
+                   : policy;
     if (take_over && atomic_load_explicit(&pred->locked, memory_order_relaxed) == CR_PENDING) {
         uint32_t expect = CR_PENDING;
         if (atomic_compare_exchange_strong_explicit(&pred->locked, &expect, CR_RETRY, memory_order_acquire,
@@ -205,7 +235,7 @@ static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node
             return CR_STOLE;
     }
     atomic_store_explicit(&pred->next, n, memory_order_release);
-    uint32_t v = ll_wait_while(&n->locked, 1, policy);
+    uint32_t v = ll_wait_while(&n->locked, 1, wpol);
     if (v == CR_PENDING) {
         uint32_t expect = CR_PENDING;
         if (atomic_compare_exchange_strong_explicit(&n->locked, &expect, 0, memory_order_acquire,
@@ -223,6 +253,7 @@ static inline void cr_grant_pending(struct cr_node *t, int policy) { ll_wake(&t-
 /* Take the lock only if the chain is empty. */
 static inline int cr_trylock(_Atomic(struct cr_node *) *tail, struct cr_node *n)
 {
+    atomic_store_explicit(&n->cpu, sched_getcpu(), memory_order_relaxed);
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->locked, 0, memory_order_relaxed);
     struct cr_node *expect = NULL;

@@ -85,6 +85,14 @@
  *    and either is safe, because ownership is decided by the CAS on pend.
  *  - trylock does not take over (EBUSY while the lock is held pending).
  *
+ * Same CPU (not in the paper; cr.h, "Same-CPU waiters", has the measured
+ * case).  An unlocker that grants the lock to a waiter of its own CPU
+ * remembers it (granted_same_cpu, thread-local); its next lock() of the
+ * same lock, if it must wait, parks at once under spin-then-park instead of
+ * spinning: the grantee cannot run on that CPU while the unlocker spins
+ * there, and the unlocker, pushed on top of the stack, is the next to be
+ * granted.  Each node records its thread's CPU when it pushes (a hint).
+ *
  * Policies: spin, yield, spin-then-park (default; the paper notes LIFO-CR
  * suits spin-then-park because the top of the stack, which runs next, is
  * the thread most likely to be still spinning).  Not FIFO (unless P = 1).
@@ -127,11 +135,19 @@ static inline bool take_pending(struct lifocr_lock *s)
            atomic_compare_exchange_strong_explicit(&s->pend, &p, NULL, memory_order_acquire, memory_order_relaxed);
 }
 
+/* The lock this thread last granted to a waiter of its own CPU (see
+ * "Same CPU" in the header); a hint, cleared by the next lock(). */
+static __thread const struct lifocr_lock *granted_same_cpu;
+
 static int lifocr_lock(liblock_t *l, void *vnode)
 {
     struct lifocr_lock *s = LL_STATE(l, struct lifocr_lock);
     struct cr_node *n = vnode;
     n->takeovers = 0;
+    int cpu = sched_getcpu();
+    atomic_store_explicit(&n->cpu, cpu, memory_order_relaxed);
+    int wpol = l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK && granted_same_cpu == s ? LIBLOCK_WAIT_PARK : l->_wait;
+    granted_same_cpu = NULL;
     for (;;) {
         atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
         struct cr_node *h = atomic_load_explicit(&s->top, memory_order_relaxed);
@@ -150,7 +166,7 @@ static int lifocr_lock(liblock_t *l, void *vnode)
             if (atomic_compare_exchange_weak_explicit(&s->top, &h, n, memory_order_release, memory_order_relaxed))
                 break;
         }
-        if (ll_wait_while(&n->locked, 1, l->_wait) != LIFO_CHECK)
+        if (ll_wait_while(&n->locked, 1, wpol) != LIFO_CHECK)
             return 0; /* granted outright */
         struct cr_node *me = n;
         if (atomic_compare_exchange_strong_explicit(&s->pend, &me, NULL, memory_order_acquire,
@@ -182,6 +198,9 @@ static inline struct cr_node *next_of(struct cr_node *n)
  * has been taken over CR_MAX_TAKEOVERS times already. */
 static inline void grant_popped(struct lifocr_lock *s, struct cr_node *w, int pol)
 {
+    int cpu = sched_getcpu();
+    if (cpu >= 0 && atomic_load_explicit(&w->cpu, memory_order_relaxed) == cpu)
+        granted_same_cpu = s;
     if (!(atomic_load_explicit(&w->locked, memory_order_relaxed) & LL_PARKED) ||
         w->takeovers >= CR_MAX_TAKEOVERS) {
         ll_wake(&w->locked, 0, pol);

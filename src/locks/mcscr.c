@@ -54,6 +54,10 @@
  * Fairness grafts (F) grant outright: the eldest thread is admitted, not
  * raced.
  *
+ * A waiter whose predecessor arrived on the same CPU parks at once under
+ * spin-then-park instead of spinning out its budget (not in the paper; cr.h,
+ * "Same-CPU waiters").
+ *
  * Culled threads are not told: their `locked` word simply stays 1, so they
  * keep waiting under the lock's policy (spin: MCSCR-S; spin-then-park:
  * MCSCR-STP, where they time out of spinning and sleep in the kernel).

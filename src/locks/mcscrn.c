@@ -82,7 +82,9 @@
  * thread has since migrated) or the remote list (all of other nodes); the
  * lock is released only when both lists are empty.
  *
- * Policies: spin, yield, spin-then-park (default), as mcscr.
+ * Policies: spin, yield, spin-then-park (default), as mcscr; as there, a
+ * waiter behind a predecessor of its own CPU parks at once (cr.h,
+ * "Same-CPU waiters").
  */
 #include "cr.h"
 
