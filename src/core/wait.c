@@ -195,7 +195,7 @@ uint64_t ll_spin_budget_cycles(void)
         b = atomic_load_explicit(&spin_budget, memory_order_acquire);
         return b ? b : ll_ns_to_cycles(BUDGET_DEFAULT_NS); /* being measured */
     }
-    long ns = ll_env_long("LIBLOCK_SPIN_NS", -1, 0, 1000000000L);
+    long ns = ll_env_long("LIBLOCK_SPIN_NS", -1, 0, 60000000000L);
     const char *src = "LIBLOCK_SPIN_NS";
     if (ns < 0) {
         uint64_t rt = measure_wake_ns();

@@ -1,0 +1,168 @@
+/*
+ * test_same_cpu - waiters of concurrency-restricting locks do not spin
+ * behind a thread of their own CPU (docs/malthusian.md, "Waiters behind a
+ * thread of their own CPU park at once"; src/locks/cr.h, "Same-CPU
+ * waiters").  The spin budget is set to 30 s (LIBLOCK_SPIN_NS), so a waiter
+ * that spins stays runnable ('R') for 30 s, and one that parks is seen
+ * sleeping ('S' in /proc/self/task/TID/stat) as soon as it has run.  Every
+ * thread is pinned to CPU 0, so this runs on any machine.  Only the
+ * watchdog (20 s, shorter than the spin budget) bounds time.
+ *
+ *  1. mcscr, mcscrn: the main thread holds the lock; a second thread of the
+ *     same CPU calls lock() behind it and must park, not spin.
+ *  2. lifocr: the main thread holds the lock and a second thread B of the
+ *     same CPU waits (it spins: nothing tells it otherwise); the main thread
+ *     unlocks, which grants B, and calls lock() again at once: it is the one
+ *     that must park (B needs the CPU).  B holds the lock until an observer
+ *     has seen the main thread asleep.
+ * Each case also checks that the lock still works: every thread gets it.
+ */
+#include "harness.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+
+static void pin0(void)
+{
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    CPU_SET(0, &s);
+    pthread_setaffinity_np(pthread_self(), sizeof s, &s);
+}
+
+/* The scheduler state letter of thread tid, or '?' */
+static char state_of(pid_t tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return '?';
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p[2] : '?';
+}
+
+static void nap_ms(long ms)
+{
+    struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&d, NULL);
+}
+
+/* wait (napping) until thread tid sleeps; the watchdog ends a spinner */
+static void wait_asleep(_Atomic pid_t *tid)
+{
+    while (!atomic_load(tid))
+        nap_ms(1);
+    while (state_of(atomic_load(tid)) != 'S')
+        nap_ms(1);
+}
+
+static liblock_t L;
+static _Atomic pid_t b_tid, main_tid;
+static _Atomic int b_got, observed;
+
+static void *waiter(void *arg)
+{
+    (void)arg;
+    pin0();
+    atomic_store(&b_tid, (pid_t)syscall(SYS_gettid));
+    CHECK_EQ(liblock_lock(&L), 0);
+    atomic_store(&b_got, 1);
+    CHECK_EQ(liblock_unlock(&L), 0);
+    return NULL;
+}
+
+static void behind_same_cpu(const char *algo)
+{
+    th_context = algo;
+    CHECK_EQ(liblock_init(&L, algo, NULL), 0);
+    atomic_store(&b_tid, 0);
+    atomic_store(&b_got, 0);
+    CHECK_EQ(liblock_lock(&L), 0);
+    pthread_t b;
+    pthread_create(&b, NULL, waiter, NULL);
+    wait_asleep(&b_tid); /* parked behind us (a spinner would stay 'R' for 30 s) */
+    CHECK_EQ(atomic_load(&b_got), 0);
+    CHECK_EQ(liblock_unlock(&L), 0);
+    pthread_join(b, NULL);
+    CHECK_EQ(atomic_load(&b_got), 1);
+    CHECK_EQ(liblock_destroy(&L), 0);
+    printf("%s: a waiter behind a thread of its own CPU parked\n", algo);
+}
+
+static void *holder(void *arg)
+{
+    (void)arg;
+    pin0();
+    atomic_store(&b_tid, (pid_t)syscall(SYS_gettid));
+    CHECK_EQ(liblock_lock(&L), 0);
+    atomic_store(&b_got, 1);
+    while (!atomic_load(&observed)) /* hold it until the main thread is seen asleep */
+        nap_ms(1);
+    CHECK_EQ(liblock_unlock(&L), 0);
+    return NULL;
+}
+
+static void *observer(void *arg)
+{
+    (void)arg;
+    pin0();
+    while (!atomic_load(&b_got))
+        nap_ms(1);
+    wait_asleep(&main_tid);
+    atomic_store(&observed, 1);
+    return NULL;
+}
+
+static int lifocr_top_is_node(liblock_t *l);
+
+static void unlocker_parks(void)
+{
+    th_context = "lifocr";
+    CHECK_EQ(liblock_init(&L, "lifocr", NULL), 0);
+    atomic_store(&b_tid, 0);
+    atomic_store(&b_got, 0);
+    atomic_store(&observed, 0);
+    CHECK_EQ(liblock_lock(&L), 0);
+    pthread_t b, c;
+    pthread_create(&b, NULL, holder, NULL);
+    while (!lifocr_top_is_node(&L)) /* B has pushed itself (it spins: same CPU, nothing told it) */
+        nap_ms(1);
+    pthread_create(&c, NULL, observer, NULL);
+    CHECK_EQ(liblock_unlock(&L), 0); /* grants B, of our CPU */
+    CHECK_EQ(liblock_lock(&L), 0);   /* must park at once: B needs the CPU */
+    CHECK_EQ(atomic_load(&observed), 1);
+    CHECK_EQ(liblock_unlock(&L), 0);
+    pthread_join(b, NULL);
+    pthread_join(c, NULL);
+    CHECK_EQ(atomic_load(&b_got), 1);
+    CHECK_EQ(liblock_destroy(&L), 0);
+    printf("lifocr: an unlocker that granted a waiter of its own CPU parked in its next lock()\n");
+}
+
+#include "locks/cr.h"
+int ll_lifocr_stats(const liblock_t *l, struct ll_cr_stats *out);
+
+static int lifocr_top_is_node(liblock_t *l)
+{
+    struct ll_cr_stats st;
+    return ll_lifocr_stats(l, &st) == 0 && (uintptr_t)st.tail > 1; /* not FREE (0) or HELD (1) */
+}
+
+int main(void)
+{
+    setenv("LIBLOCK_SPIN_NS", "30000000000", 1); /* 30 s: a spinner is seen spinning */
+    th_watchdog(20);
+    pin0();
+    atomic_store(&main_tid, (pid_t)syscall(SYS_gettid));
+    behind_same_cpu("mcscr");
+    behind_same_cpu("mcscrn");
+    unlocker_parks();
+    printf("test_same_cpu: %d checks, %d failed\n", th_checks, th_failures);
+    return th_failures ? 1 : 0;
+}
