@@ -39,7 +39,7 @@
  * after its end (fixed time) or its start (fixed count) is reported with
  * status "timeout" and the program exits with status 3, so a sweep over a
  * collapsing configuration cannot hang.  The set-up and tear-down around
- * the run are bounded too, by a watchdog thread: the program as a whole
+ * the run are bounded too, by a watchdog thread (bench/watchdog.h): the program as a whole
  * must finish within that bound + WATCHDOG_SLACK_S (probes, starting the
  * lock and its server, joining threads); otherwise the watchdog prints a
  * record with status "timeout" and the stage that did not finish
@@ -76,6 +76,7 @@
 #include "common.h"
 #include "probe.h"
 #include "wakeprobe.h"
+#include "watchdog.h"
 
 /* RCL servers come with the RCL runtime; until it is linked in, the weak
  * reference is NULL and the algorithm manages its own server. */
@@ -163,88 +164,15 @@ struct worker {
 static liblock_t lock;
 static struct cfg cfg;
 
-/* ---- the whole-program bound (see the header) ---- */
+/* ---- the whole-program bound (see the header; bench/watchdog.h) ---- */
 #define WATCHDOG_SLACK_S 10.0
-static char label_json[512], algo_json[256]; /* quoted before the watchdog starts */
-/* what the main thread is doing: static strings, relaxed -- the watchdog
- * only names a stage in its message, a stale one at worst */
-static const char *_Atomic stage = "start";
 
-/* LOCKBENCH_TEST_STALL=STAGE (tests only) stops the main thread for good
- * when it enters that stage, so tests can check the watchdog. */
-static void set_stage(const char *s)
-{
-    atomic_store_explicit(&stage, s, memory_order_relaxed);
-    const char *t = getenv("LOCKBENCH_TEST_STALL");
-    if (t && strcmp(t, s) == 0)
-        for (;;)
-            pause();
-}
-
-/* Sleeps until the bound; if the program is still running then, prints a
- * timeout record (with write(): the main thread may hold stdio's lock) and
- * leaves at once, as a stuck run does. */
-static void *watchdog_main(void *p)
-{
-    double secs = *(double *)p;
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)secs;
-    until.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) != 0)
-        ;
-    const char *st = atomic_load_explicit(&stage, memory_order_relaxed);
-    char buf[2048];
-    int n = snprintf(buf, sizeof buf,
-                     "lockbench: %s, %ld threads: the program did not finish within %.1f s; stuck in stage '%s'\n",
-                     cfg.algo, cfg.threads, secs, st);
-    if (n > 0)
-        (void)!write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
-    if (cfg.fmt == FMT_JSON) {
-        n = snprintf(buf, sizeof buf,
-                     "{\"benchmark\": \"lockbench\", \"label\": %s, \"algorithm\": %s, \"threads\": %ld, "
-                     "\"status\": \"timeout\", \"check\": \"skipped\", \"stage\": \"%s\", \"stuck\": 1, "
-                     "\"error\": \"program not finished after %.1f s, in stage %s\"}\n",
-                     label_json, algo_json, cfg.threads, st, secs, st);
-        if (n > 0)
-            (void)!write(1, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
-    }
-    _exit(3);
-    return NULL;
-}
-
-/* Quotes and escapes s as a JSON string into out (the watchdog cannot use
- * stdio when it fires, so this is done before); too long -> truncated. */
-static void json_quote(char *out, size_t size, const char *s)
-{
-    FILE *f = fmemopen(out, size, "w");
-    if (!f) {
-        snprintf(out, size, "\"\"");
-        return;
-    }
-    setvbuf(f, NULL, _IONBF, 0);
-    json_string(f, s);
-    fclose(f);
-    out[size - 1] = '\0';
-}
+static void set_stage(const char *s) { bench_set_stage(s); }
 
 static void start_watchdog(void)
 {
-    json_quote(label_json, sizeof label_json, cfg.label);
-    json_quote(algo_json, sizeof algo_json, cfg.algo);
-    static double secs;
-    secs = (cfg.count ? cfg.timeout : cfg.duration + cfg.timeout) + WATCHDOG_SLACK_S;
-    pthread_t th;
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&th, &a, watchdog_main, &secs) != 0)
-        fprintf(stderr, "lockbench: no watchdog thread: set-up and tear-down are not bounded\n");
-    pthread_attr_destroy(&a);
+    double secs = (cfg.count ? cfg.timeout : cfg.duration + cfg.timeout) + WATCHDOG_SLACK_S;
+    bench_watchdog_start("lockbench", secs, cfg.label, cfg.algo, cfg.threads, cfg.fmt == FMT_JSON);
 }
 
 static pthread_barrier_t start_bar;
