@@ -173,6 +173,11 @@ static int mps_init(liblock_t *l, const liblock_attr_t *attr)
     s->stream = (int)ll_env_long("LIBLOCK_MPSERVER_STREAM", 0, 0, 1);
     s->shuffle = (int)ll_env_long("LIBLOCK_MPSERVER_SHUFFLE", 0, 0, 1);
     s->cpu = (int)ll_env_long("LIBLOCK_MPSERVER_CPU", -1, -1, 1 << 20);
+    s->xnice = (int)ll_env_long("XNICE", 0, -20, 19);
+    s->direct = ll_mps_direct_default(l->_wait);
+    long win = ll_env_long("LIBLOCK_MPSERVER_WINDOW_NS", 0, 0, 1000000000L);
+    s->window = win ? ll_ns_to_cycles((uint64_t)win) : 0; /* 0: an eighth of the spin budget */
+    atomic_store_explicit(&s->server_cpu, -1, memory_order_relaxed);
     const char *b = getenv("LIBLOCK_MPSERVER_BACKOFF");
     if (b && strcmp(b, "adaptive") == 0) {
         s->backoff_mode = MPS_BO_ADAPTIVE;
@@ -208,6 +213,8 @@ static void fork_fixup(struct mps_lock *s)
 {
     atomic_store_explicit(&s->sleepers, 0, memory_order_relaxed);
     atomic_store_explicit(&s->server_parked, 0, memory_order_relaxed);
+    if (s->direct && (atomic_load_explicit(&s->locked, memory_order_relaxed) & MPS_W_SERVER))
+        atomic_store_explicit(&s->locked, 0, memory_order_relaxed); /* held by the parent's server for a pass */
     _Atomic(struct mps_chunk *) *dir = atomic_load_explicit(&s->dir, memory_order_relaxed);
     if (!dir)
         return;
@@ -303,8 +310,11 @@ static inline uint64_t reply_value(struct mps_slot *p, uint64_t w)
     return w >> 2;
 }
 
+#define MPS_WITHDRAWN (-1) /* request(): direct mode, the EXEC was withdrawn */
+
 /* Post one request and (unless it is an UNLOCK) wait for its reply.
- * Returns 0 and the reply value, or an errno. */
+ * Returns 0 and the reply value, or an errno, or (direct mode, EXEC)
+ * MPS_WITHDRAWN: the caller runs the section itself. */
 static int request(liblock_t *l, unsigned op, void *(*cs)(void *), void *arg, uint64_t *out)
 {
     struct mps_lock *s = LL_STATE(l, struct mps_lock);
@@ -341,7 +351,13 @@ static int request(liblock_t *l, unsigned op, void *(*cs)(void *), void *arg, ui
         ll_mps_wake_server(s);
     if (op == MPS_TRY)
         return ll_mps_try_wait(l, s, p, cp, t0, seq, out);
-    uint64_t w = ll_mps_wait_reply(l, s, p, cp, t0, op != MPS_LOCK);
+    uint64_t w;
+    if (s->direct) {
+        if (ll_mps_exec_wait(l, s, p, cp, t0, seq, &w))
+            return MPS_WITHDRAWN;
+    } else {
+        w = ll_mps_wait_reply(l, s, p, cp, t0, op != MPS_LOCK);
+    }
     *out = reply_value(p, w);
     return 0;
 }
@@ -374,12 +390,59 @@ static int held_by_caller(const liblock_t *l)
     return self && self->nheld && ll_hold_find(self, l);
 }
 
+/* Direct mode: run cs on the calling thread under the lock word. */
+static void *run_own(liblock_t *l, struct mps_lock *s, void *(*cs)(void *), void *arg)
+{
+    struct ll_cs_scope sc = ll_cs_enter(&ll_mps_serving, l);
+    void *ret = cs(arg);
+    ll_cs_leave(&ll_mps_serving, sc);
+    ll_mps_word_unlock(s);
+    return ret;
+}
+
+/* Direct mode (header, "Direct mode"): the server is asleep or cannot be
+ * running (it last ran on our CPU): take the word and run cs here if it is
+ * free; on our CPU, wait for the word (the server is not running anyway).
+ * Otherwise post the request; withdrawn after the window: take the word. */
+static void *exec_direct(liblock_t *l, struct mps_lock *s, void *(*cs)(void *), void *arg)
+{
+    int e = ensure_server(l, s);
+    if (LL_UNLIKELY(e)) {
+        errno = e;
+        return NULL;
+    }
+    uint32_t parked = atomic_load_explicit(&s->server_parked, memory_order_relaxed);
+    if (parked || ll_current_cpu() == atomic_load_explicit(&s->server_cpu, memory_order_relaxed)) {
+        if (ll_mps_word_trylock(s))
+            return run_own(l, s, cs, arg);
+        if (!parked) {
+            ll_mps_word_lock(s, l->_wait);
+            return run_own(l, s, cs, arg);
+        }
+        /* asleep and the word is taken: contention, delegation pays again */
+    }
+    uint64_t v = 0;
+    e = request(l, MPS_EXEC, cs, arg, &v);
+    if (e == MPS_WITHDRAWN) {
+        ll_mps_word_lock(s, l->_wait);
+        return run_own(l, s, cs, arg);
+    }
+    if (LL_UNLIKELY(e)) {
+        errno = e;
+        return NULL;
+    }
+    return (void *)(uintptr_t)v;
+}
+
 static void *mps_execute(liblock_t *l, void *(*cs)(void *), void *arg)
 {
     if (LL_UNLIKELY(held_by_caller(l))) {
         errno = EDEADLK;
         return NULL;
     }
+    struct mps_lock *s = LL_STATE(l, struct mps_lock);
+    if (s->direct)
+        return exec_direct(l, s, cs, arg);
     uint64_t v = 0;
     int e = request(l, MPS_EXEC, cs, arg, &v);
     if (LL_UNLIKELY(e)) {
@@ -394,6 +457,14 @@ static int mps_lock(liblock_t *l, void *node)
     (void)node;
     if (ll_mps_serving == l)
         return EDEADLK;
+    struct mps_lock *s = LL_STATE(l, struct mps_lock);
+    if (s->direct) {
+        int e = ensure_server(l, s); /* (in a forked child: the parent's server's hold) */
+        if (LL_UNLIKELY(e))
+            return e;
+        ll_mps_word_lock(s, l->_wait);
+        return 0;
+    }
     uint64_t v = 0;
     return request(l, MPS_LOCK, NULL, NULL, &v);
 }
@@ -448,6 +519,8 @@ static int mps_trylock(liblock_t *l, void *node)
     int e = ensure_server(l, s); /* (in a forked child: first applies the parent's pending UNLOCKs) */
     if (LL_UNLIKELY(e))
         return e;
+    if (s->direct)
+        return ll_mps_word_trylock(s) ? 0 : EBUSY;
     settle_own(l, s); /* our own UNLOCK first */
     /* Fail only on a real holder (or a running delegated section, see
      * try_wait); a release in flight is waited for and we try again.
@@ -476,6 +549,11 @@ static int mps_trylock(liblock_t *l, void *node)
 static int mps_unlock(liblock_t *l, void *node)
 {
     (void)node;
+    struct mps_lock *s = LL_STATE(l, struct mps_lock);
+    if (s->direct) {
+        ll_mps_word_unlock(s);
+        return 0;
+    }
     uint64_t v;
     return request(l, MPS_UNLOCK, NULL, NULL, &v);
 }
