@@ -134,7 +134,63 @@
  * Oversubscription: the server spins one futex round trip
  * (ll_spin_budget_cycles) with nothing to serve, then sleeps; clients poll
  * (spin, yield) or poll then sleep (spin-then-park, default) or sleep at
- * once (park).
+ * once (park).  With the explicit spin policy that is all (seed 004's
+ * dedicated-core configuration, unchanged).  With every other policy the
+ * lock is in direct mode (below).
+ *
+ * Direct mode (ours, issue 12; src/mpserver/direct.c has the lock word and
+ * its no-lost-wake-up argument).  Why: delegation pays only while the
+ * server thread is on a CPU.  With more threads than CPUs it is an ordinary
+ * thread that the scheduler runs 1/(threads on its CPU) of the time; a
+ * request posted while it is off-CPU waits for it to be scheduled (or,
+ * asleep, for a cross-CPU futex wake-up, 25-35 us on the 2-CPU machine),
+ * and a client polling for the reply on the server's own CPU keeps it off.
+ * Measured before this mode (lockbench -d 100 -k 2, 2 CPUs): 0.05-0.11x
+ * posix at 8 threads, 0.01-0.04x at 32; and lock()/unlock() under the
+ * interposer cost a server round trip per lock (6 to >10x glibc on the
+ * application benchmark).  Raising the server's scheduling weight (nice
+ * -20) or making clients on the server's CPU yield brought lockbench to
+ * ~0.3x posix only: the cross-CPU round trip itself (~0.5-0.7 us here,
+ * 1.6-2 M requests/s even with dedicated CPUs) is slower than the section
+ * run locally by a thread that already has its lines, so the server must
+ * get out of the way when it cannot be on a CPU of its own.
+ * What: a lock word (mps_lock.locked, MPS_W_* bits) that every critical
+ * section holds, whichever thread runs it:
+ *   lock/trylock/unlock: a futex mutex on the word (CAS 0 -> HELD, spin as
+ *     the policy says, then sleep; unlock = exchange(0), wake one sleeper)
+ *     -- no request at all, like rcl's direct lock/unlock;
+ *   execute: if the server sleeps (server_parked) or last ran a pass on the
+ *     caller's CPU (server_cpu, so it is not running now), take the word and
+ *     run cs on the calling thread (ll_mps_serving set around it: EDEADLK
+ *     etc. as inside a delegated section); on the server's CPU with the
+ *     word taken, wait for the word; asleep with the word taken (contention)
+ *     post the request and wake the server.  Otherwise post the request; if
+ *     no reply within the window (LIBLOCK_MPSERVER_WINDOW_NS, default an
+ *     eighth of the spin budget: a running server answers in a pass), try
+ *     to withdraw it (CAS PENDING -> 0) and run cs under the word here.
+ *   server: takes the word (CAS 0 -> HELD|SERVER) at the first EXEC of a
+ *     pass, claims each request (CAS PENDING -> PENDING|CLAIM; a withdrawn
+ *     one is skipped), runs them, drops the word at the end of the pass.
+ *     If the word is held by a client it leaves the requests pending; if it
+ *     sleeps so, it announces server_parked = 2 and the word's next release
+ *     wakes it.
+ * Invariants in direct mode (in place of I2/I3): D1 every critical section
+ * (delegated, run by its caller, or between lock and unlock) runs while its
+ * thread holds the word, taken by a CAS from 0: mutual exclusion; D2 a
+ * request is run at most once and then replied to: claim and withdrawal
+ * are CASes from the same PENDING word (exactly one wins), the server runs
+ * only what it claimed, the client runs only what it withdrew; D3 a request
+ * left pending because the word was held is served after the word's next
+ * release (the server rescans every pass; asleep, it is woken, direct.c).
+ * Fairness is the futex word's: barging, not starvation-free (a section
+ * posted to a running server is served in scan order as before; one whose
+ * client withdrew competes for the word like a lock() caller).  Thread-
+ * local state in a section that its caller runs itself is the caller's
+ * (allowed by docs/api.md: a delegated section "may run on another
+ * thread").  Cost when not oversubscribed: one CAS per pass and one per
+ * request on the server, ll_current_cpu per pass and per execute.
+ * LIBLOCK_MPSERVER_DIRECT=0 turns direct mode off (the request path for
+ * every policy, as before issue 12).
  * fork: the child has no server thread; the first request in the child
  * (ll_mps_generation differs from the lock's) starts one, after applying
  * the UNLOCKs still pending in the parent's slots and dropping other
@@ -175,7 +231,7 @@ static int mps_init(liblock_t *l, const liblock_attr_t *attr)
     s->cpu = (int)ll_env_long("LIBLOCK_MPSERVER_CPU", -1, -1, 1 << 20);
     s->xnice = (int)ll_env_long("XNICE", 0, -20, 19);
     s->direct = ll_mps_direct_default(l->_wait);
-    long win = ll_env_long("LIBLOCK_MPSERVER_WINDOW_NS", 0, 0, 1000000000L);
+    long win = ll_env_long("LIBLOCK_MPSERVER_WINDOW_NS", 0, 0, 60000000000L);
     s->window = win ? ll_ns_to_cycles((uint64_t)win) : 0; /* 0: an eighth of the spin budget */
     atomic_store_explicit(&s->server_cpu, -1, memory_order_relaxed);
     const char *b = getenv("LIBLOCK_MPSERVER_BACKOFF");
@@ -213,8 +269,11 @@ static void fork_fixup(struct mps_lock *s)
 {
     atomic_store_explicit(&s->sleepers, 0, memory_order_relaxed);
     atomic_store_explicit(&s->server_parked, 0, memory_order_relaxed);
-    if (s->direct && (atomic_load_explicit(&s->locked, memory_order_relaxed) & MPS_W_SERVER))
-        atomic_store_explicit(&s->locked, 0, memory_order_relaxed); /* held by the parent's server for a pass */
+    /* held by the parent's server for a pass, or by a client running its
+     * own execute() section: neither thread exists here (a lock() holder
+     * other than the forking thread keeps it held, as with glibc) */
+    if (s->direct && (atomic_load_explicit(&s->locked, memory_order_relaxed) & (MPS_W_SERVER | MPS_W_EXEC)))
+        atomic_store_explicit(&s->locked, 0, memory_order_relaxed);
     _Atomic(struct mps_chunk *) *dir = atomic_load_explicit(&s->dir, memory_order_relaxed);
     if (!dir)
         return;
@@ -413,10 +472,10 @@ static void *exec_direct(liblock_t *l, struct mps_lock *s, void *(*cs)(void *), 
     }
     uint32_t parked = atomic_load_explicit(&s->server_parked, memory_order_relaxed);
     if (parked || ll_current_cpu() == atomic_load_explicit(&s->server_cpu, memory_order_relaxed)) {
-        if (ll_mps_word_trylock(s))
+        if (ll_mps_word_trylock(s, MPS_W_EXEC))
             return run_own(l, s, cs, arg);
         if (!parked) {
-            ll_mps_word_lock(s, l->_wait);
+            ll_mps_word_lock(s, l->_wait, MPS_W_EXEC);
             return run_own(l, s, cs, arg);
         }
         /* asleep and the word is taken: contention, delegation pays again */
@@ -424,7 +483,7 @@ static void *exec_direct(liblock_t *l, struct mps_lock *s, void *(*cs)(void *), 
     uint64_t v = 0;
     e = request(l, MPS_EXEC, cs, arg, &v);
     if (e == MPS_WITHDRAWN) {
-        ll_mps_word_lock(s, l->_wait);
+        ll_mps_word_lock(s, l->_wait, MPS_W_EXEC);
         return run_own(l, s, cs, arg);
     }
     if (LL_UNLIKELY(e)) {
@@ -462,7 +521,7 @@ static int mps_lock(liblock_t *l, void *node)
         int e = ensure_server(l, s); /* (in a forked child: the parent's server's hold) */
         if (LL_UNLIKELY(e))
             return e;
-        ll_mps_word_lock(s, l->_wait);
+        ll_mps_word_lock(s, l->_wait, 0);
         return 0;
     }
     uint64_t v = 0;
@@ -520,7 +579,7 @@ static int mps_trylock(liblock_t *l, void *node)
     if (LL_UNLIKELY(e))
         return e;
     if (s->direct)
-        return ll_mps_word_trylock(s) ? 0 : EBUSY;
+        return ll_mps_word_trylock(s, 0) ? 0 : EBUSY;
     settle_own(l, s); /* our own UNLOCK first */
     /* Fail only on a real holder (or a running delegated section, see
      * try_wait); a release in flight is waited for and we try again.

@@ -8,11 +8,13 @@
  * The lock word is mps_lock.locked, with bits (mpserver.h)
  *   MPS_W_HELD      held (by a client, or by the server for one pass);
  *   MPS_W_SERVER    the holder is the server thread (fork: mp-server.c);
+ *   MPS_W_EXEC      the holder is a client running its own execute()
+ *                   section (fork: mp-server.c);
  *   MPS_W_SLEEPERS  clients may sleep on the word: the releaser wakes one.
  * Every write of it is a real atomic read-modify-write (it is written from
- * every CPU): acquire by CAS 0 -> HELD (client), 0 -> HELD|SERVER (server),
- * 0 -> HELD|SLEEPERS (a client in its futex phase, which may have taken a
- * wake-up meant for others); a waiter marks SLEEPERS by CAS v -> v|SLEEPERS
+ * every CPU): acquire by CAS 0 -> HELD (client; |EXEC for its own
+ * section), 0 -> HELD|SERVER (server), 0 -> HELD|SLEEPERS (a client in its
+ * futex phase, which may have taken a wake-up meant for others); a waiter marks SLEEPERS by CAS v -> v|SLEEPERS
  * on a held word; release by exchange(0).  It is Drepper's futex mutex
  * ("Futexes are tricky", mutex 2) with a CAS for the marking so that the
  * SERVER bit survives it.
@@ -57,29 +59,29 @@ static inline int cas_w(struct mps_lock *s, uint32_t *expect, uint32_t v)
                                                    memory_order_relaxed);
 }
 
-int ll_mps_word_trylock(struct mps_lock *s)
+int ll_mps_word_trylock(struct mps_lock *s, uint32_t bits)
 {
     uint32_t e = 0;
-    return cas_w(s, &e, MPS_W_HELD);
+    return cas_w(s, &e, MPS_W_HELD | bits);
 }
 
 /* Acquire the word as a client: spin (spin-then-park: one spin budget;
  * yield: sched_yield between looks, never sleeps), then sleep on it. */
-void ll_mps_word_lock(struct mps_lock *s, int policy)
+void ll_mps_word_lock(struct mps_lock *s, int policy, uint32_t bits)
 {
-    if (LL_LIKELY(ll_mps_word_trylock(s)))
+    if (LL_LIKELY(ll_mps_word_trylock(s, bits)))
         return;
     if (policy == LIBLOCK_WAIT_YIELD || policy == LIBLOCK_WAIT_SPIN) {
         for (;;) {
             ll_yield();
-            if (atomic_load_explicit(&s->locked, memory_order_relaxed) == 0 && ll_mps_word_trylock(s))
+            if (atomic_load_explicit(&s->locked, memory_order_relaxed) == 0 && ll_mps_word_trylock(s, bits))
                 return;
         }
     }
     if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
         uint64_t t0 = ll_cycles(), budget = ll_spin_budget_cycles();
         for (unsigned n = 1;; n++) {
-            if (atomic_load_explicit(&s->locked, memory_order_relaxed) == 0 && ll_mps_word_trylock(s))
+            if (atomic_load_explicit(&s->locked, memory_order_relaxed) == 0 && ll_mps_word_trylock(s, bits))
                 return;
             ll_pause();
             if ((n & 63) == 0 && ll_cycles() - t0 > budget)
@@ -89,7 +91,7 @@ void ll_mps_word_lock(struct mps_lock *s, int policy)
     for (;;) {
         uint32_t v = atomic_load_explicit(&s->locked, memory_order_relaxed);
         if (v == 0) {
-            if (cas_w(s, &v, MPS_W_HELD | MPS_W_SLEEPERS))
+            if (cas_w(s, &v, MPS_W_HELD | MPS_W_SLEEPERS | bits))
                 return;
             continue;
         }

@@ -40,6 +40,7 @@ enum { MPS_EXEC = 0, MPS_LOCK = 1, MPS_UNLOCK = 2, MPS_TRY = 3 };
 #define MPS_W_HELD 1u
 #define MPS_W_SLEEPERS 2u
 #define MPS_W_SERVER 4u
+#define MPS_W_EXEC 8u /* a client runs its own execute() section (fork: dropped in the child) */
 
 /* One client's line.  req/cs/arg: written by the client only while it has
  * no request outstanding (resp not pending), published by the release store
@@ -131,8 +132,8 @@ int ll_mps_try_wait(liblock_t *l, struct mps_lock *s, struct mps_slot *p, struct
 
 /* direct.c: direct mode (the oversubscription path, see mp-server.c) */
 int ll_mps_direct_default(int policy);
-int ll_mps_word_trylock(struct mps_lock *s);
-void ll_mps_word_lock(struct mps_lock *s, int policy);
+int ll_mps_word_trylock(struct mps_lock *s, uint32_t bits);
+void ll_mps_word_lock(struct mps_lock *s, int policy, uint32_t bits); /* bits: 0 or MPS_W_EXEC */
 void ll_mps_word_unlock(struct mps_lock *s);
 int ll_mps_server_take_word(struct mps_lock *s);
 void ll_mps_server_drop_word(struct mps_lock *s);
