@@ -716,11 +716,11 @@ const struct ll_ops ll_ops_mp_server = {
     .name = "mp-server",
     .description = "dedicated server thread per lock, one line per client; optional client back-off and streaming-store replies",
     .source = "seed 004 chapter 7 (Algorithm 5 with back-off and streaming stores), digest 004 sections 8, 11, 13.1",
-    .props = LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_DETECTS_UNLOCK,
+    .props = LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) | LL_POLICY_BIT(LIBLOCK_WAIT_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
-    .oversubscribed = "clients poll their line about one futex round trip, then sleep until the server wakes them; the server thread sleeps after one futex round trip with nothing to serve",
+    .oversubscribed = "direct mode (every policy but spin): lock/unlock are a futex mutex on the lock word, no request; execute runs the section on the caller's thread under that word when the server sleeps or last ran on the caller's CPU, or when a posted request is not answered within an eighth of the spin budget (withdrawn); otherwise the server runs it, its clients polling, then sleeping",
     .state_size = sizeof(struct mps_lock),
     .node_size = 0,
     .init = mps_init,
