@@ -229,7 +229,6 @@ static int mps_init(liblock_t *l, const liblock_attr_t *attr)
     s->stream = (int)ll_env_long("LIBLOCK_MPSERVER_STREAM", 0, 0, 1);
     s->shuffle = (int)ll_env_long("LIBLOCK_MPSERVER_SHUFFLE", 0, 0, 1);
     s->cpu = (int)ll_env_long("LIBLOCK_MPSERVER_CPU", -1, -1, 1 << 20);
-    s->xnice = (int)ll_env_long("XNICE", 0, -20, 19);
     s->direct = ll_mps_direct_default(l->_wait);
     long win = ll_env_long("LIBLOCK_MPSERVER_WINDOW_NS", 0, 0, 60000000000L);
     s->window = win ? ll_ns_to_cycles((uint64_t)win) : 0; /* 0: an eighth of the spin budget */

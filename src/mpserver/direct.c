@@ -138,15 +138,24 @@ void ll_mps_server_drop_word(struct mps_lock *s)
 int ll_mps_exec_wait(liblock_t *l, struct mps_lock *s, struct mps_slot *p, struct mps_cpriv *cp, uint64_t t0,
                      uint64_t seq, uint64_t *out)
 {
-    uint64_t win = s->window ? s->window : ll_spin_budget_cycles() / 8;
+    uint64_t win = s->window ? s->window : ll_spin_budget_cycles() / 8, last_check = t0;
     for (unsigned n = 1;; n++) {
         uint64_t w = atomic_load_explicit(&p->resp, memory_order_acquire);
         if ((w & 3u) != MPS_PENDING) {
             *out = w;
             return 0;
         }
-        if ((n & 15) == 0 && ll_cycles() - t0 > win)
-            break;
+        if ((n & 15) == 0) {
+            uint64_t now = ll_cycles();
+            if (now - t0 > win)
+                break;
+            /* the Dekker half of I4 (mp-server.c) for a long window: a
+             * server that announced its sleep as we posted is woken */
+            if (now - last_check > MPS_RECHECK) {
+                ll_mps_server_check_fenced(s);
+                last_check = now;
+            }
+        }
         ll_pause();
     }
     uint64_t pend = MPS_PENDING_WORD(seq);

@@ -11,8 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 /* The lock whose critical sections this thread runs (the server thread's
  * own TLS; ll_cs_enter sets it around each delegated section). */
@@ -247,8 +245,6 @@ static void *server_main(void *arg)
     if (s->cpu >= 0)
         ll_pin_self(s->cpu);
     (void)ll_self(); /* a thread record, so nested liblock calls work */
-    if (s->xnice && setpriority(PRIO_PROCESS, (id_t)gettid(), s->xnice) != 0)
-        perror("setpriority");
     const uint64_t budget = ll_spin_budget_cycles();
     unsigned *perm = NULL, perm_n = 0;
     uint64_t rng = 0x2545f4914f6cdd1dull ^ ll_cycles();
