@@ -324,6 +324,7 @@ static int in_child(const char *name, int (*fn)(void), unsigned secs)
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
+        th_failures = th_checks = 0; /* this child's own */
         th_watchdog(secs);
         int f = fn();
         fflush(stdout);
