@@ -158,7 +158,8 @@
  * section holds, whichever thread runs it:
  *   lock/trylock/unlock: a futex mutex on the word (CAS 0 -> HELD, spin as
  *     the policy says, then sleep; unlock = exchange(0), wake one sleeper)
- *     -- no request at all, like rcl's direct lock/unlock;
+ *     -- no request at all, like rcl's direct lock/unlock, and no server
+ *     thread either until the first execute (ensure_direct);
  *   execute: if the server sleeps (server_parked) or last ran a pass on the
  *     caller's CPU (server_cpu, so it is not running now), take the word and
  *     run cs on the calling thread (ll_mps_serving set around it: EDEADLK
@@ -333,6 +334,19 @@ static int ensure_server(liblock_t *l, struct mps_lock *s)
     }
     atomic_store_explicit(&s->start_lock, 0, memory_order_release);
     return e;
+}
+
+/* Direct mode, lock/trylock: no server thread is needed (they send no
+ * request), so none is started -- a program under the interposer has
+ * many mutexes and runs execute() on none of them.  Only a forked child's
+ * copy of a lock whose server ran in the parent needs ensure_server's
+ * fix-up (the parent's server's or own-execute hold on the word). */
+static inline int ensure_direct(liblock_t *l, struct mps_lock *s)
+{
+    uint64_t cur = atomic_load_explicit(&s->gen, memory_order_acquire);
+    if (LL_LIKELY(cur == 0 || cur == atomic_load_explicit(&ll_mps_generation, memory_order_relaxed)))
+        return 0;
+    return ensure_server(l, s);
 }
 
 /* The calling thread's slot (its chunk allocated on first use). */
@@ -517,7 +531,7 @@ static int mps_lock(liblock_t *l, void *node)
         return EDEADLK;
     struct mps_lock *s = LL_STATE(l, struct mps_lock);
     if (s->direct) {
-        int e = ensure_server(l, s); /* (in a forked child: the parent's server's hold) */
+        int e = ensure_direct(l, s);
         if (LL_UNLIKELY(e))
             return e;
         ll_mps_word_lock(s, l->_wait, 0);
@@ -574,11 +588,13 @@ static int mps_trylock(liblock_t *l, void *node)
     struct mps_lock *s = LL_STATE(l, struct mps_lock);
     if (ll_mps_serving == l)
         return EBUSY;
+    if (s->direct) {
+        int e = ensure_direct(l, s);
+        return e ? e : ll_mps_word_trylock(s, 0) ? 0 : EBUSY;
+    }
     int e = ensure_server(l, s); /* (in a forked child: first applies the parent's pending UNLOCKs) */
     if (LL_UNLIKELY(e))
         return e;
-    if (s->direct)
-        return ll_mps_word_trylock(s, 0) ? 0 : EBUSY;
     settle_own(l, s); /* our own UNLOCK first */
     /* Fail only on a real holder (or a running delegated section, see
      * try_wait); a release in flight is waited for and we try again.
