@@ -65,8 +65,9 @@ int ll_mps_word_trylock(struct mps_lock *s, uint32_t bits)
     return cas_w(s, &e, MPS_W_HELD | bits);
 }
 
-/* Acquire the word as a client: spin (spin-then-park: one spin budget;
- * yield: sched_yield between looks, never sleeps), then sleep on it. */
+/* Acquire the word as a client: spin (spin-then-park: s->word_spin, by
+ * default an eighth of the spin budget, see mp-server.c; yield:
+ * sched_yield between looks, never sleeps), then sleep on it. */
 void ll_mps_word_lock(struct mps_lock *s, int policy, uint32_t bits)
 {
     if (LL_LIKELY(ll_mps_word_trylock(s, bits)))
@@ -79,7 +80,7 @@ void ll_mps_word_lock(struct mps_lock *s, int policy, uint32_t bits)
         }
     }
     if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
-        uint64_t t0 = ll_cycles(), budget = ll_spin_budget_cycles();
+        uint64_t t0 = ll_cycles(), budget = s->word_spin ? s->word_spin : ll_spin_budget_cycles() / 8;
         for (unsigned n = 1;; n++) {
             if (atomic_load_explicit(&s->locked, memory_order_relaxed) == 0 && ll_mps_word_trylock(s, bits))
                 return;

@@ -110,6 +110,7 @@ struct mps_lock {
     int cpu;                     /* server CPU, -1: not pinned */
     int direct;                  /* direct mode (direct.c): fixed at init */
     uint64_t window;             /* direct mode: cycles a posted EXEC waits before withdrawing */
+    uint64_t word_spin;          /* direct mode, spin-then-park: cycles a word waiter spins */
     liblock_t *self;             /* the liblock_t (for the server thread) */
     /* statistics, written by the server thread only */
     LL_ALIGNED _Atomic uint64_t served, passes, busy_passes, parks, wakeups;
