@@ -26,7 +26,8 @@
  *  5. fork while the server holds the word for a pass: the child's lock,
  *     trylock and execute work (the parent's server's hold is dropped);
  *  6. the explicit spin policy keeps seed 004's request path: lock/unlock
- *     are served by the server (its count moves) -- direct mode is off.
+ *     are served by the server (its count moves) -- direct mode is off;
+ *  7. so does a server pinned with LIBLOCK_MPSERVER_CPU (default policy).
  * Each configuration runs in a child process with a watchdog.
  */
 #include "harness.h"
@@ -151,9 +152,11 @@ static int test_release_wakes_server(void)
         return 0;
     }
     setenv("LIBLOCK_MPSERVER_CPU", "0", 1);
+    setenv("LIBLOCK_MPSERVER_DIRECT", "1", 1); /* a pinned server is not in direct mode by default */
     setenv("LIBLOCK_MPSERVER_WINDOW_NS", "60000000000", 1); /* 60 s: never withdrawn within the watchdog */
     CHECK_EQ(init_mps(&l3, -1), 0);
     unsetenv("LIBLOCK_MPSERVER_CPU");
+    unsetenv("LIBLOCK_MPSERVER_DIRECT");
     unsetenv("LIBLOCK_MPSERVER_WINDOW_NS");
     pin(0);
     pid_t r = 0;
@@ -318,6 +321,23 @@ static int test_spin_requests(void)
     return th_failures;
 }
 
+/* ---- 7 ------------------------------------------------------------------ */
+static int test_pinned_requests(void)
+{
+    th_context = "pinned server: request path";
+    setenv("LIBLOCK_MPSERVER_CPU", "0", 1);
+    liblock_t l;
+    CHECK_EQ(init_mps(&l, -1), 0);
+    unsetenv("LIBLOCK_MPSERVER_CPU");
+    for (int i = 0; i < 10; i++) {
+        CHECK_EQ(liblock_lock(&l), 0);
+        CHECK_EQ(liblock_unlock(&l), 0);
+    }
+    CHECK(SERVED(&l) >= 10, "served %llu", (unsigned long long)SERVED(&l));
+    CHECK_EQ(liblock_destroy(&l), 0);
+    return th_failures;
+}
+
 /* run fn in a child with a watchdog; returns 0 if it passed */
 static int in_child(const char *name, int (*fn)(void), unsigned secs)
 {
@@ -368,6 +388,7 @@ int main(void)
         }
     in_child("5 fork while the server holds the word", test_fork, 120);
     in_child("6 spin policy keeps the request path", test_spin_requests, 60);
+    in_child("7 a pinned server keeps the request path", test_pinned_requests, 60);
     printf("test_mps_oversub: %d checks, %d failed\n", th_checks, th_failures);
     return th_failures ? 1 : 0;
 }

@@ -135,8 +135,10 @@
  * (ll_spin_budget_cycles) with nothing to serve, then sleeps; clients poll
  * (spin, yield) or poll then sleep (spin-then-park, default) or sleep at
  * once (park).  With the explicit spin policy that is all (seed 004's
- * dedicated-core configuration, unchanged).  With every other policy the
- * lock is in direct mode (below).
+ * dedicated-core configuration, unchanged), and so it is for a server
+ * pinned by LIBLOCK_MPSERVER_CPU (a core given to it: `liblock bench
+ * delegation` reproduces seed 004 so).  Otherwise the lock is in direct
+ * mode (below).
  *
  * Direct mode (ours, issue 12; src/mpserver/direct.c has the lock word and
  * its no-lost-wake-up argument).  Why: delegation pays only while the
@@ -195,7 +197,8 @@
  * thread").  Cost when not oversubscribed: one CAS per pass and one per
  * request on the server, ll_current_cpu per pass and per execute.
  * LIBLOCK_MPSERVER_DIRECT=0 turns direct mode off (the request path for
- * every policy, as before issue 12).
+ * every policy, as before issue 12); =1 turns it on for a pinned server
+ * too (never for the spin policy).
  * fork: the child has no server thread; the first request in the child
  * (ll_mps_generation differs from the lock's) starts one, after applying
  * the UNLOCKs still pending in the parent's slots and dropping other
@@ -234,7 +237,7 @@ static int mps_init(liblock_t *l, const liblock_attr_t *attr)
     s->stream = (int)ll_env_long("LIBLOCK_MPSERVER_STREAM", 0, 0, 1);
     s->shuffle = (int)ll_env_long("LIBLOCK_MPSERVER_SHUFFLE", 0, 0, 1);
     s->cpu = (int)ll_env_long("LIBLOCK_MPSERVER_CPU", -1, -1, 1 << 20);
-    s->direct = ll_mps_direct_default(l->_wait);
+    s->direct = ll_mps_direct_default(l->_wait, s->cpu >= 0);
     long win = ll_env_long("LIBLOCK_MPSERVER_WINDOW_NS", 0, 0, 60000000000L);
     s->window = win ? ll_ns_to_cycles((uint64_t)win) : 0; /* 0: an eighth of the spin budget */
     long ws = ll_env_long("LIBLOCK_MPSERVER_WORD_SPIN_NS", -1, -1, 1000000000L);
@@ -741,7 +744,7 @@ const struct ll_ops ll_ops_mp_server = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) | LL_POLICY_BIT(LIBLOCK_WAIT_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
-    .oversubscribed = "direct mode (every policy but spin): lock/unlock are a futex mutex on the lock word, no request; execute runs the section on the caller's thread under that word when the server sleeps or last ran on the caller's CPU, or when a posted request is not answered within an eighth of the spin budget (withdrawn); otherwise the server runs it, its clients polling, then sleeping",
+    .oversubscribed = "direct mode (every policy but spin, server not pinned): lock/unlock are a futex mutex on the lock word, no request; execute runs the section on the caller's thread under that word when the server sleeps or last ran on the caller's CPU, or when a posted request is not answered within an eighth of the spin budget (withdrawn); otherwise the server runs it, its clients polling, then sleeping",
     .state_size = sizeof(struct mps_lock),
     .node_size = 0,
     .init = mps_init,

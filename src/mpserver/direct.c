@@ -44,13 +44,15 @@
 #include "mpserver.h"
 #include "../platform/nt_store.h"
 
-int ll_mps_direct_default(int policy)
+int ll_mps_direct_default(int policy, int pinned)
 {
     /* the explicit spin policy is seed 004's dedicated-core configuration:
-     * it keeps the pure request path (no lock word, no CAS on the server) */
+     * it keeps the pure request path (no lock word, no CAS on the server);
+     * so does a server pinned to a CPU (LIBLOCK_MPSERVER_CPU: the user
+     * gave it a core), unless LIBLOCK_MPSERVER_DIRECT=1 */
     if (policy == LIBLOCK_WAIT_SPIN)
         return 0;
-    return (int)ll_env_long("LIBLOCK_MPSERVER_DIRECT", 1, 0, 1);
+    return (int)ll_env_long("LIBLOCK_MPSERVER_DIRECT", !pinned, 0, 1);
 }
 
 static inline int cas_w(struct mps_lock *s, uint32_t *expect, uint32_t v)

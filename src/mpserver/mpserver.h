@@ -131,7 +131,7 @@ int ll_mps_try_wait(liblock_t *l, struct mps_lock *s, struct mps_slot *p, struct
                     uint64_t seq, uint64_t *out);
 
 /* direct.c: direct mode (the oversubscription path, see mp-server.c) */
-int ll_mps_direct_default(int policy);
+int ll_mps_direct_default(int policy, int pinned);
 int ll_mps_word_trylock(struct mps_lock *s, uint32_t bits);
 void ll_mps_word_lock(struct mps_lock *s, int policy, uint32_t bits); /* bits: 0 or MPS_W_EXEC */
 void ll_mps_word_unlock(struct mps_lock *s);
