@@ -188,7 +188,8 @@
  * are CASes from the same PENDING word (exactly one wins), the server runs
  * only what it claimed, the client runs only what it withdrew; D3 a request
  * left pending because the word was held is served after the word's next
- * release (the server rescans every pass; asleep, it is woken, direct.c).
+ * release (the server rescans every pass; asleep, it is woken, direct.c),
+ * unless its client has withdrawn it first (and then runs it itself).
  * Fairness is the futex word's: barging, not starvation-free (a section
  * posted to a running server is served in scan order as before; one whose
  * client withdrew competes for the word like a lock() caller).  Thread-
@@ -203,7 +204,12 @@
  * (ll_mps_generation differs from the lock's) starts one, after applying
  * the UNLOCKs still pending in the parent's slots and dropping other
  * pending requests (their threads do not exist in the child).  A lock held
- * by the forking thread stays held by it.  exit: the server is not stopped,
+ * by the forking thread stays held by it.  Direct mode: a word held by the
+ * parent's server (MPS_W_SERVER) or by a parent thread running its own
+ * execute() section (MPS_W_EXEC) is released in the child (fork_fixup, run
+ * by the child's first lock/trylock/execute through ensure_direct or
+ * ensure_server); a lock() holder other than the forking thread keeps it
+ * held, as with glibc.  exit: the server is not stopped,
  * so exit handlers and other threads are served until the process ends.
  */
 #include "../mpserver/mpserver.h"
