@@ -272,6 +272,10 @@ static void *t5(void *arg)
 static int test_fork(void)
 {
     th_context = "fork";
+    if (th_under_tsan()) {
+        printf("  (skipped under ThreadSanitizer: no threads after a multi-threaded fork)\n");
+        return 0;
+    }
     setenv("LIBLOCK_MPSERVER_WINDOW_NS", "60000000000", 1); /* the server runs (almost) every execute */
     CHECK_EQ(init_mps(&l5, -1), 0);
     unsetenv("LIBLOCK_MPSERVER_WINDOW_NS");

@@ -100,6 +100,7 @@ struct mps_lock {
     _Atomic uint64_t gen;        /* fork generation the server thread runs in; 0: none */
     _Atomic uint64_t start_lock; /* generation of the thread starting the server; 0: free */
     _Atomic int stop;
+    _Atomic int started;         /* the server thread has its thread record (ll_mps_server_start waits) */
     pthread_t thread;
     pid_t pid;                   /* process the server thread runs in */
     unsigned stride;             /* 1 or 2 lines per slot */

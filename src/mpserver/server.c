@@ -245,6 +245,7 @@ static void *server_main(void *arg)
     if (s->cpu >= 0)
         ll_pin_self(s->cpu);
     (void)ll_self(); /* a thread record, so nested liblock calls work */
+    atomic_store_explicit(&s->started, 1, memory_order_release);
     const uint64_t budget = ll_spin_budget_cycles();
     unsigned *perm = NULL, perm_n = 0;
     uint64_t rng = 0x2545f4914f6cdd1dull ^ ll_cycles();
@@ -333,6 +334,7 @@ int ll_mps_server_start(liblock_t *l, struct mps_lock *s)
 {
     (void)l;
     atomic_store_explicit(&s->stop, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->started, 0, memory_order_relaxed);
     atomic_store_explicit(&s->server_parked, 0, memory_order_relaxed);
     sigset_t all, old;
     sigfillset(&all);
@@ -342,8 +344,14 @@ int ll_mps_server_start(liblock_t *l, struct mps_lock *s)
     int e = ll_internal_thread_create(&s->thread, &a, server_main, s);
     pthread_attr_destroy(&a);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (e == 0)
+    if (e == 0) {
         pthread_setname_np(s->thread, "mp-server");
+        /* The server has its thread record when the lock's first request
+         * returns, even one its caller ran itself (direct mode): the
+         * process's live-record count does not change later (test_threads) */
+        while (!atomic_load_explicit(&s->started, memory_order_acquire))
+            ll_yield();
+    }
     return e;
 }
 
