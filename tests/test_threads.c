@@ -58,6 +58,9 @@ int main(int argc, char **argv)
         CHECK_EQ(liblock_init(&lock, *a, NULL), 0);
         liblock_lock(&lock); /* make sure main's own record exists before the baseline */
         liblock_unlock(&lock);
+        /* and the algorithm's own threads: mp-server (direct mode) starts
+         * its server at the first execute, not at lock() */
+        liblock_execute(&lock, cs, NULL);
         long base = liblock_debug_live_threads();
         counter = 0;
         max_seen_id = 0;

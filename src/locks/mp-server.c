@@ -134,12 +134,82 @@
  * Oversubscription: the server spins one futex round trip
  * (ll_spin_budget_cycles) with nothing to serve, then sleeps; clients poll
  * (spin, yield) or poll then sleep (spin-then-park, default) or sleep at
- * once (park).
+ * once (park).  With the explicit spin policy that is all (seed 004's
+ * dedicated-core configuration, unchanged), and so it is for a server
+ * pinned by LIBLOCK_MPSERVER_CPU (a core given to it: `liblock bench
+ * delegation` reproduces seed 004 so).  Otherwise the lock is in direct
+ * mode (below).
+ *
+ * Direct mode (ours, issue 12; src/mpserver/direct.c has the lock word and
+ * its no-lost-wake-up argument).  Why: delegation pays only while the
+ * server thread is on a CPU.  With more threads than CPUs it is an ordinary
+ * thread that the scheduler runs 1/(threads on its CPU) of the time; a
+ * request posted while it is off-CPU waits for it to be scheduled (or,
+ * asleep, for a cross-CPU futex wake-up, 25-35 us on the 2-CPU machine),
+ * and a client polling for the reply on the server's own CPU keeps it off.
+ * Measured before this mode (lockbench -d 100 -k 2, 2 CPUs): 0.05-0.11x
+ * posix at 8 threads, 0.01-0.04x at 32; and lock()/unlock() under the
+ * interposer cost a server round trip per lock (6 to >10x glibc on the
+ * application benchmark).  Raising the server's scheduling weight (nice
+ * -20) or making clients on the server's CPU yield brought lockbench to
+ * ~0.3x posix only: the cross-CPU round trip itself (~0.5-0.7 us here,
+ * 1.6-2 M requests/s even with dedicated CPUs) is slower than the section
+ * run locally by a thread that already has its lines, so the server must
+ * get out of the way when it cannot be on a CPU of its own.
+ * What: a lock word (mps_lock.locked, MPS_W_* bits) that every critical
+ * section holds, whichever thread runs it:
+ *   lock/trylock/unlock: a futex mutex on the word (CAS 0 -> HELD, spin as
+ *     the policy says -- spin-then-park: an eighth of the spin budget,
+ *     LIBLOCK_MPSERVER_WORD_SPIN_NS, because in this mode the holder is
+ *     often off its CPU: sqlite_threads 8 5000 under the interposer took
+ *     0.14 s with it, 0.19 s spinning the whole budget, lockbench no
+ *     different -- then sleep; unlock = exchange(0), wake one sleeper)
+ *     -- no request at all, like rcl's direct lock/unlock, and no server
+ *     thread either until the first execute (ensure_direct);
+ *   execute: if the server sleeps (server_parked) or last ran a pass on the
+ *     caller's CPU (server_cpu, so it is not running now), take the word and
+ *     run cs on the calling thread (ll_mps_serving set around it: EDEADLK
+ *     etc. as inside a delegated section); on the server's CPU with the
+ *     word taken, wait for the word; asleep with the word taken (contention)
+ *     post the request and wake the server.  Otherwise post the request; if
+ *     no reply within the window (LIBLOCK_MPSERVER_WINDOW_NS, default an
+ *     eighth of the spin budget: a running server answers in a pass), try
+ *     to withdraw it (CAS PENDING -> 0) and run cs under the word here.
+ *   server: takes the word (CAS 0 -> HELD|SERVER) at the first EXEC of a
+ *     pass, claims each request (CAS PENDING -> PENDING|CLAIM; a withdrawn
+ *     one is skipped), runs them, drops the word at the end of the pass.
+ *     If the word is held by a client it leaves the requests pending; if it
+ *     sleeps so, it announces server_parked = 2 and the word's next release
+ *     wakes it.
+ * Invariants in direct mode (in place of I2/I3): D1 every critical section
+ * (delegated, run by its caller, or between lock and unlock) runs while its
+ * thread holds the word, taken by a CAS from 0: mutual exclusion; D2 a
+ * request is run at most once and then replied to: claim and withdrawal
+ * are CASes from the same PENDING word (exactly one wins), the server runs
+ * only what it claimed, the client runs only what it withdrew; D3 a request
+ * left pending because the word was held is served after the word's next
+ * release (the server rescans every pass; asleep, it is woken, direct.c),
+ * unless its client has withdrawn it first (and then runs it itself).
+ * Fairness is the futex word's: barging, not starvation-free (a section
+ * posted to a running server is served in scan order as before; one whose
+ * client withdrew competes for the word like a lock() caller).  Thread-
+ * local state in a section that its caller runs itself is the caller's
+ * (allowed by docs/api.md: a delegated section "may run on another
+ * thread").  Cost when not oversubscribed: one CAS per pass and one per
+ * request on the server, ll_current_cpu per pass and per execute.
+ * LIBLOCK_MPSERVER_DIRECT=0 turns direct mode off (the request path for
+ * every policy, as before issue 12); =1 turns it on for a pinned server
+ * too (never for the spin policy).
  * fork: the child has no server thread; the first request in the child
  * (ll_mps_generation differs from the lock's) starts one, after applying
  * the UNLOCKs still pending in the parent's slots and dropping other
  * pending requests (their threads do not exist in the child).  A lock held
- * by the forking thread stays held by it.  exit: the server is not stopped,
+ * by the forking thread stays held by it.  Direct mode: a word held by the
+ * parent's server (MPS_W_SERVER) or by a parent thread running its own
+ * execute() section (MPS_W_EXEC) is released in the child (fork_fixup, run
+ * by the child's first lock/trylock/execute through ensure_direct or
+ * ensure_server); a lock() holder other than the forking thread keeps it
+ * held, as with glibc.  exit: the server is not stopped,
  * so exit handlers and other threads are served until the process ends.
  */
 #include "../mpserver/mpserver.h"
@@ -173,6 +243,12 @@ static int mps_init(liblock_t *l, const liblock_attr_t *attr)
     s->stream = (int)ll_env_long("LIBLOCK_MPSERVER_STREAM", 0, 0, 1);
     s->shuffle = (int)ll_env_long("LIBLOCK_MPSERVER_SHUFFLE", 0, 0, 1);
     s->cpu = (int)ll_env_long("LIBLOCK_MPSERVER_CPU", -1, -1, 1 << 20);
+    s->direct = ll_mps_direct_default(l->_wait, s->cpu >= 0);
+    long win = ll_env_long("LIBLOCK_MPSERVER_WINDOW_NS", 0, 0, 60000000000L);
+    s->window = win ? ll_ns_to_cycles((uint64_t)win) : 0; /* 0: an eighth of the spin budget */
+    long ws = ll_env_long("LIBLOCK_MPSERVER_WORD_SPIN_NS", -1, -1, 1000000000L);
+    s->word_spin = ws > 0 ? ll_ns_to_cycles((uint64_t)ws) : ws == 0 ? 1 : 0; /* 0: an eighth of the budget */
+    atomic_store_explicit(&s->server_cpu, -1, memory_order_relaxed);
     const char *b = getenv("LIBLOCK_MPSERVER_BACKOFF");
     if (b && strcmp(b, "adaptive") == 0) {
         s->backoff_mode = MPS_BO_ADAPTIVE;
@@ -208,6 +284,11 @@ static void fork_fixup(struct mps_lock *s)
 {
     atomic_store_explicit(&s->sleepers, 0, memory_order_relaxed);
     atomic_store_explicit(&s->server_parked, 0, memory_order_relaxed);
+    /* held by the parent's server for a pass, or by a client running its
+     * own execute() section: neither thread exists here (a lock() holder
+     * other than the forking thread keeps it held, as with glibc) */
+    if (s->direct && (atomic_load_explicit(&s->locked, memory_order_relaxed) & (MPS_W_SERVER | MPS_W_EXEC)))
+        atomic_store_explicit(&s->locked, 0, memory_order_relaxed);
     _Atomic(struct mps_chunk *) *dir = atomic_load_explicit(&s->dir, memory_order_relaxed);
     if (!dir)
         return;
@@ -270,6 +351,19 @@ static int ensure_server(liblock_t *l, struct mps_lock *s)
     return e;
 }
 
+/* Direct mode, lock/trylock: no server thread is needed (they send no
+ * request), so none is started -- a program under the interposer has
+ * many mutexes and runs execute() on none of them.  Only a forked child's
+ * copy of a lock whose server ran in the parent needs ensure_server's
+ * fix-up (the parent's server's or own-execute hold on the word). */
+static inline int ensure_direct(liblock_t *l, struct mps_lock *s)
+{
+    uint64_t cur = atomic_load_explicit(&s->gen, memory_order_acquire);
+    if (LL_LIKELY(cur == 0 || cur == atomic_load_explicit(&ll_mps_generation, memory_order_relaxed)))
+        return 0;
+    return ensure_server(l, s);
+}
+
 /* The calling thread's slot (its chunk allocated on first use). */
 static struct mps_chunk *my_chunk(struct mps_lock *s, ll_thread_t *self, unsigned *k)
 {
@@ -303,8 +397,11 @@ static inline uint64_t reply_value(struct mps_slot *p, uint64_t w)
     return w >> 2;
 }
 
+#define MPS_WITHDRAWN (-1) /* request(): direct mode, the EXEC was withdrawn */
+
 /* Post one request and (unless it is an UNLOCK) wait for its reply.
- * Returns 0 and the reply value, or an errno. */
+ * Returns 0 and the reply value, or an errno, or (direct mode, EXEC)
+ * MPS_WITHDRAWN: the caller runs the section itself. */
 static int request(liblock_t *l, unsigned op, void *(*cs)(void *), void *arg, uint64_t *out)
 {
     struct mps_lock *s = LL_STATE(l, struct mps_lock);
@@ -341,7 +438,13 @@ static int request(liblock_t *l, unsigned op, void *(*cs)(void *), void *arg, ui
         ll_mps_wake_server(s);
     if (op == MPS_TRY)
         return ll_mps_try_wait(l, s, p, cp, t0, seq, out);
-    uint64_t w = ll_mps_wait_reply(l, s, p, cp, t0, op != MPS_LOCK);
+    uint64_t w;
+    if (s->direct) {
+        if (ll_mps_exec_wait(l, s, p, cp, t0, seq, &w))
+            return MPS_WITHDRAWN;
+    } else {
+        w = ll_mps_wait_reply(l, s, p, cp, t0, op != MPS_LOCK);
+    }
     *out = reply_value(p, w);
     return 0;
 }
@@ -374,12 +477,59 @@ static int held_by_caller(const liblock_t *l)
     return self && self->nheld && ll_hold_find(self, l);
 }
 
+/* Direct mode: run cs on the calling thread under the lock word. */
+static void *run_own(liblock_t *l, struct mps_lock *s, void *(*cs)(void *), void *arg)
+{
+    struct ll_cs_scope sc = ll_cs_enter(&ll_mps_serving, l);
+    void *ret = cs(arg);
+    ll_cs_leave(&ll_mps_serving, sc);
+    ll_mps_word_unlock(s);
+    return ret;
+}
+
+/* Direct mode (header, "Direct mode"): the server is asleep or cannot be
+ * running (it last ran on our CPU): take the word and run cs here if it is
+ * free; on our CPU, wait for the word (the server is not running anyway).
+ * Otherwise post the request; withdrawn after the window: take the word. */
+static void *exec_direct(liblock_t *l, struct mps_lock *s, void *(*cs)(void *), void *arg)
+{
+    int e = ensure_server(l, s);
+    if (LL_UNLIKELY(e)) {
+        errno = e;
+        return NULL;
+    }
+    uint32_t parked = atomic_load_explicit(&s->server_parked, memory_order_relaxed);
+    if (parked || ll_current_cpu() == atomic_load_explicit(&s->server_cpu, memory_order_relaxed)) {
+        if (ll_mps_word_trylock(s, MPS_W_EXEC))
+            return run_own(l, s, cs, arg);
+        if (!parked) {
+            ll_mps_word_lock(s, l->_wait, MPS_W_EXEC);
+            return run_own(l, s, cs, arg);
+        }
+        /* asleep and the word is taken: contention, delegation pays again */
+    }
+    uint64_t v = 0;
+    e = request(l, MPS_EXEC, cs, arg, &v);
+    if (e == MPS_WITHDRAWN) {
+        ll_mps_word_lock(s, l->_wait, MPS_W_EXEC);
+        return run_own(l, s, cs, arg);
+    }
+    if (LL_UNLIKELY(e)) {
+        errno = e;
+        return NULL;
+    }
+    return (void *)(uintptr_t)v;
+}
+
 static void *mps_execute(liblock_t *l, void *(*cs)(void *), void *arg)
 {
     if (LL_UNLIKELY(held_by_caller(l))) {
         errno = EDEADLK;
         return NULL;
     }
+    struct mps_lock *s = LL_STATE(l, struct mps_lock);
+    if (s->direct)
+        return exec_direct(l, s, cs, arg);
     uint64_t v = 0;
     int e = request(l, MPS_EXEC, cs, arg, &v);
     if (LL_UNLIKELY(e)) {
@@ -394,6 +544,14 @@ static int mps_lock(liblock_t *l, void *node)
     (void)node;
     if (ll_mps_serving == l)
         return EDEADLK;
+    struct mps_lock *s = LL_STATE(l, struct mps_lock);
+    if (s->direct) {
+        int e = ensure_direct(l, s);
+        if (LL_UNLIKELY(e))
+            return e;
+        ll_mps_word_lock(s, l->_wait, 0);
+        return 0;
+    }
     uint64_t v = 0;
     return request(l, MPS_LOCK, NULL, NULL, &v);
 }
@@ -445,6 +603,10 @@ static int mps_trylock(liblock_t *l, void *node)
     struct mps_lock *s = LL_STATE(l, struct mps_lock);
     if (ll_mps_serving == l)
         return EBUSY;
+    if (s->direct) {
+        int e = ensure_direct(l, s);
+        return e ? e : ll_mps_word_trylock(s, 0) ? 0 : EBUSY;
+    }
     int e = ensure_server(l, s); /* (in a forked child: first applies the parent's pending UNLOCKs) */
     if (LL_UNLIKELY(e))
         return e;
@@ -476,6 +638,11 @@ static int mps_trylock(liblock_t *l, void *node)
 static int mps_unlock(liblock_t *l, void *node)
 {
     (void)node;
+    struct mps_lock *s = LL_STATE(l, struct mps_lock);
+    if (s->direct) {
+        ll_mps_word_unlock(s);
+        return 0;
+    }
     uint64_t v;
     return request(l, MPS_UNLOCK, NULL, NULL, &v);
 }
@@ -579,11 +746,11 @@ const struct ll_ops ll_ops_mp_server = {
     .name = "mp-server",
     .description = "dedicated server thread per lock, one line per client; optional client back-off and streaming-store replies",
     .source = "seed 004 chapter 7 (Algorithm 5 with back-off and streaming stores), digest 004 sections 8, 11, 13.1",
-    .props = LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_DETECTS_UNLOCK,
+    .props = LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) | LL_POLICY_BIT(LIBLOCK_WAIT_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
-    .oversubscribed = "clients poll their line about one futex round trip, then sleep until the server wakes them; the server thread sleeps after one futex round trip with nothing to serve",
+    .oversubscribed = "direct mode (every policy but spin, server not pinned): lock/unlock are a futex mutex on the lock word, no request; execute runs the section on the caller's thread under that word when the server sleeps or last ran on the caller's CPU, or when a posted request is not answered within an eighth of the spin budget (withdrawn); otherwise the server runs it, its clients polling, then sleeping",
     .state_size = sizeof(struct mps_lock),
     .node_size = 0,
     .init = mps_init,

@@ -28,6 +28,19 @@ enum { MPS_EXEC = 0, MPS_LOCK = 1, MPS_UNLOCK = 2, MPS_TRY = 3 };
 #define MPS_PENDING_WORD(seq) ((seq) << 2 | MPS_PENDING)
 #define MPS_OUTLINE 3u
 #define MPS_INLINE_MAX (1ull << 62)
+/* Direct mode (direct.c): the server claims an EXEC request before running
+ * it by CAS of its PENDING word to PENDING|CLAIM (still tag 1, "pending",
+ * for every reader); the client withdraws it by CAS of the same PENDING
+ * word to 0.  Exactly one of the two wins.  seq < 2^61, so the bit is free. */
+#define MPS_CLAIM (1ull << 63)
+
+/* Direct mode: the lock word `locked` (direct.c).  HELD alone: a client
+ * holds it; SERVER: the server holds it for a pass; SLEEPERS: clients may
+ * sleep on it (futex), the releaser wakes one. */
+#define MPS_W_HELD 1u
+#define MPS_W_SLEEPERS 2u
+#define MPS_W_SERVER 4u
+#define MPS_W_EXEC 8u /* a client runs its own execute() section (fork: dropped in the child) */
 
 /* One client's line.  req/cs/arg: written by the client only while it has
  * no request outstanding (resp not pending), published by the release store
@@ -71,7 +84,9 @@ enum { MPS_BO_NONE = 0, MPS_BO_FIXED = 1, MPS_BO_ADAPTIVE = 2 };
 struct mps_lock {
     /* written by the server (rarely), read by every client after posting */
     LL_ALIGNED _Atomic uint32_t server_parked; /* 1: the server sleeps on it (futex) */
-    /* written by the server, read by trylock callers only */
+    _Atomic int server_cpu;                    /* direct mode: CPU of the server's last pass (-1: unknown) */
+    /* written by the server, read by trylock callers only (direct mode: the
+     * lock word, written by every side, MPS_W_* bits) */
     LL_ALIGNED _Atomic uint32_t locked;        /* held through liblock_lock/trylock */
     _Atomic uint32_t in_cs;                    /* the server is running a delegated section */
     _Atomic int locked_by;                     /* slot index of the holder (diagnostics) */
@@ -85,6 +100,7 @@ struct mps_lock {
     _Atomic uint64_t gen;        /* fork generation the server thread runs in; 0: none */
     _Atomic uint64_t start_lock; /* generation of the thread starting the server; 0: free */
     _Atomic int stop;
+    _Atomic int started;         /* the server thread has its thread record (ll_mps_server_start waits) */
     pthread_t thread;
     pid_t pid;                   /* process the server thread runs in */
     unsigned stride;             /* 1 or 2 lines per slot */
@@ -93,6 +109,9 @@ struct mps_lock {
     int backoff_mode;
     uint64_t backoff;            /* fixed back-off, cycles */
     int cpu;                     /* server CPU, -1: not pinned */
+    int direct;                  /* direct mode (direct.c): fixed at init */
+    uint64_t window;             /* direct mode: cycles a posted EXEC waits before withdrawing */
+    uint64_t word_spin;          /* direct mode, spin-then-park: cycles a word waiter spins */
     liblock_t *self;             /* the liblock_t (for the server thread) */
     /* statistics, written by the server thread only */
     LL_ALIGNED _Atomic uint64_t served, passes, busy_passes, parks, wakeups;
@@ -111,6 +130,16 @@ uint64_t ll_mps_wait_reply(liblock_t *l, struct mps_lock *s, struct mps_slot *p,
                            int learn);
 int ll_mps_try_wait(liblock_t *l, struct mps_lock *s, struct mps_slot *p, struct mps_cpriv *cp, uint64_t t0,
                     uint64_t seq, uint64_t *out);
+
+/* direct.c: direct mode (the oversubscription path, see mp-server.c) */
+int ll_mps_direct_default(int policy, int pinned);
+int ll_mps_word_trylock(struct mps_lock *s, uint32_t bits);
+void ll_mps_word_lock(struct mps_lock *s, int policy, uint32_t bits); /* bits: 0 or MPS_W_EXEC */
+void ll_mps_word_unlock(struct mps_lock *s);
+int ll_mps_server_take_word(struct mps_lock *s);
+void ll_mps_server_drop_word(struct mps_lock *s);
+int ll_mps_exec_wait(liblock_t *l, struct mps_lock *s, struct mps_slot *p, struct mps_cpriv *cp, uint64_t t0,
+                     uint64_t seq, uint64_t *w);
 
 static inline struct mps_slot *mps_slot(struct mps_lock *s, struct mps_chunk *c, unsigned k)
 {

@@ -80,7 +80,7 @@ static unsigned nslots_now(struct mps_lock *s)
 
 /* Serve slot i if it has a request the server can serve now.  Returns 1 if
  * it served, 0 if nothing was pending, -1 if a request waits for the lock. */
-static inline int serve(liblock_t *l, struct mps_lock *s, struct mps_chunk *c, unsigned i)
+static inline int serve(liblock_t *l, struct mps_lock *s, struct mps_chunk *c, unsigned i, int *have)
 {
     unsigned k = i % MPS_CHUNK;
     struct mps_slot *p = mps_slot(s, c, k);
@@ -90,8 +90,22 @@ static inline int serve(liblock_t *l, struct mps_lock *s, struct mps_chunk *c, u
     unsigned locked = atomic_load_explicit(&s->locked, memory_order_relaxed);
     switch (MPS_OP(r)) {
     case MPS_EXEC: {
-        if (locked)
+        if (s->direct) {
+            /* direct.c: hold the lock word for the rest of the pass, then
+             * claim the request (the client may have withdrawn it) */
+            if (!*have) {
+                if (!ll_mps_server_take_word(s))
+                    return -1;
+                *have = 1;
+            }
+            uint64_t pend = MPS_PENDING_WORD(r >> 2);
+            c->last[k] = r;
+            if (!atomic_compare_exchange_strong_explicit(&p->resp, &pend, pend | MPS_CLAIM, memory_order_relaxed,
+                                                         memory_order_relaxed))
+                return 0; /* withdrawn: the client runs it itself */
+        } else if (locked) {
             return -1;
+        }
         void *(*cs)(void *) = p->cs;
         void *arg = p->arg;
         c->last[k] = r;
@@ -149,6 +163,27 @@ static int any_servable(struct mps_lock *s, unsigned nslots)
 {
     _Atomic(struct mps_chunk *) *dir = atomic_load_explicit(&s->dir, memory_order_acquire);
     unsigned locked = atomic_load_explicit(&s->locked, memory_order_relaxed);
+    if (s->direct) {
+        /* only EXEC requests come here; one that waits for the lock word
+         * makes us sleep as 2, so that the word's release wakes us (Dekker
+         * with ll_mps_word_unlock: our seq_cst exchange, then the word) */
+        int pending = 0;
+        for (unsigned i = 0; i < nslots && !pending; i++) {
+            struct mps_chunk *c = atomic_load_explicit(&dir[i / MPS_CHUNK], memory_order_acquire);
+            if (!c) {
+                i += MPS_CHUNK - 1;
+                continue;
+            }
+            unsigned k = i % MPS_CHUNK;
+            pending = atomic_load_explicit(&mps_slot(s, c, k)->req, memory_order_acquire) != c->last[k];
+        }
+        if (!pending)
+            return 0;
+        if (!locked)
+            return 1;
+        atomic_exchange_explicit(&s->server_parked, 2, memory_order_seq_cst);
+        return atomic_load_explicit(&s->locked, memory_order_relaxed) == 0;
+    }
     for (unsigned i = 0; i < nslots; i++) {
         struct mps_chunk *c = atomic_load_explicit(&dir[i / MPS_CHUNK], memory_order_acquire);
         if (!c) {
@@ -178,9 +213,10 @@ static void server_sleep(struct mps_lock *s)
     }
     sweep_sleepers(s, n); /* nobody may sleep on a reply that is in while we sleep */
     atomic_fetch_add_explicit(&s->parks, 1, memory_order_relaxed);
-    while (atomic_load_explicit(&s->server_parked, memory_order_acquire) &&
+    uint32_t v;
+    while ((v = atomic_load_explicit(&s->server_parked, memory_order_acquire)) != 0 &&
            !atomic_load_explicit(&s->stop, memory_order_acquire))
-        ll_futex_wait(&s->server_parked, 1, NULL);
+        ll_futex_wait(&s->server_parked, v, NULL); /* 1, or 2: a request waits for the lock word */
     atomic_fetch_add_explicit(&s->wakeups, 1, memory_order_relaxed);
 }
 
@@ -209,6 +245,7 @@ static void *server_main(void *arg)
     if (s->cpu >= 0)
         ll_pin_self(s->cpu);
     (void)ll_self(); /* a thread record, so nested liblock calls work */
+    atomic_store_explicit(&s->started, 1, memory_order_release);
     const uint64_t budget = ll_spin_budget_cycles();
     unsigned *perm = NULL, perm_n = 0;
     uint64_t rng = 0x2545f4914f6cdd1dull ^ ll_cycles();
@@ -219,6 +256,12 @@ static void *server_main(void *arg)
         _Atomic(struct mps_chunk *) *dir = atomic_load_explicit(&s->dir, memory_order_acquire);
         uint64_t t0 = ll_cycles();
         unsigned served = 0;
+        int have = 0; /* direct mode: we hold the lock word for this pass */
+        if (s->direct) {
+            int cpu = ll_current_cpu();
+            if (cpu != atomic_load_explicit(&s->server_cpu, memory_order_relaxed))
+                atomic_store_explicit(&s->server_cpu, cpu, memory_order_relaxed);
+        }
         if (s->shuffle) {
             if (n != perm_n) {
                 free(perm);
@@ -230,7 +273,7 @@ static void *server_main(void *arg)
             for (unsigned j = 0; j < perm_n; j++) {
                 unsigned i = perm[j];
                 struct mps_chunk *c = atomic_load_explicit(&dir[i / MPS_CHUNK], memory_order_acquire);
-                if (c && serve(l, s, c, i) > 0)
+                if (c && serve(l, s, c, i, &have) > 0)
                     served++;
             }
         } else {
@@ -240,10 +283,12 @@ static void *server_main(void *arg)
                     continue;
                 unsigned m = n - i < MPS_CHUNK ? n - i : MPS_CHUNK;
                 for (unsigned k = 0; k < m; k++)
-                    if (serve(l, s, c, i + k) > 0)
+                    if (serve(l, s, c, i + k, &have) > 0)
                         served++;
             }
         }
+        if (have)
+            ll_mps_server_drop_word(s);
         atomic_store_explicit(&s->passes, atomic_load_explicit(&s->passes, memory_order_relaxed) + 1,
                               memory_order_relaxed);
         if (served) {
@@ -289,6 +334,7 @@ int ll_mps_server_start(liblock_t *l, struct mps_lock *s)
 {
     (void)l;
     atomic_store_explicit(&s->stop, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->started, 0, memory_order_relaxed);
     atomic_store_explicit(&s->server_parked, 0, memory_order_relaxed);
     sigset_t all, old;
     sigfillset(&all);
@@ -298,8 +344,14 @@ int ll_mps_server_start(liblock_t *l, struct mps_lock *s)
     int e = ll_internal_thread_create(&s->thread, &a, server_main, s);
     pthread_attr_destroy(&a);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (e == 0)
+    if (e == 0) {
         pthread_setname_np(s->thread, "mp-server");
+        /* The server has its thread record when the lock's first request
+         * returns, even one its caller ran itself (direct mode): the
+         * process's live-record count does not change later (test_threads) */
+        while (!atomic_load_explicit(&s->started, memory_order_acquire))
+            ll_yield();
+    }
     return e;
 }
 
