@@ -30,7 +30,7 @@ struct cr_node {
     _Atomic uint32_t locked;        /* waiting word: 1 = wait, 0 = granted (bit 31 = policy) */
     int numa;                       /* mcscrn: NUMA node of the waiter when it arrived */
     unsigned takeovers;             /* mcscr: take-overs of this lock() call's pending grants */
-    _Atomic int cpu;                /* CPU the thread arrived on (cr_arrive; a hint) */
+    _Atomic int cpu;                /* CPU the thread arrived on (cr_arrive, cr_trylock, lifocr_lock): a hint, relaxed */
     struct cr_node *ps_prev, *ps_next; /* list links, owner-only */
 };
 _Static_assert(sizeof(struct cr_node) <= LL_NODE_BYTES, "cr node too large");
