@@ -15,6 +15,10 @@
  *     unlocks, which grants B, and calls lock() again at once: it is the one
  *     that must park (B needs the CPU).  B holds the lock until an observer
  *     has seen the main thread asleep.
+ *  3. hybcomb: the main thread combines (its own critical section first);
+ *     a second thread of the same CPU registers its request with it and
+ *     must park for the reply, not spin: the main thread's section waits
+ *     until it is seen asleep, then the pass serves it.
  * Each case also checks that the lock still works: every thread gets it.
  */
 #include "harness.h"
@@ -154,6 +158,53 @@ static int lifocr_top_is_node(liblock_t *l)
     return ll_lifocr_stats(l, &st) == 0 && (uintptr_t)st.tail > 1; /* not FREE (0) or HELD (1) */
 }
 
+/* ---- 3. hybcomb: a client of a combiner of its own CPU ---- */
+static _Atomic long served;
+
+static void *client_cs(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&served, 1);
+    return (void *)7;
+}
+
+static void *client(void *arg)
+{
+    (void)arg;
+    pin0();
+    atomic_store(&b_tid, (pid_t)syscall(SYS_gettid));
+    void *r = liblock_execute(&L, client_cs, NULL);
+    CHECK(r == (void *)7, "client's section returned %p", r);
+    atomic_store(&b_got, 1);
+    return NULL;
+}
+
+static void *combiner_cs(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&served, 1);
+    pthread_t *b = arg;
+    pthread_create(b, NULL, client, NULL);
+    wait_asleep(&b_tid); /* registered with us and parked (a spinner stays 'R' for 30 s) */
+    return NULL;
+}
+
+static void client_parks(void)
+{
+    th_context = "hybcomb";
+    CHECK_EQ(liblock_init(&L, "hybcomb", NULL), 0);
+    atomic_store(&b_tid, 0);
+    atomic_store(&b_got, 0);
+    atomic_store(&served, 0);
+    pthread_t b;
+    liblock_execute(&L, combiner_cs, &b);
+    pthread_join(b, NULL);
+    CHECK_EQ(atomic_load(&b_got), 1);
+    CHECK_EQ(atomic_load(&served), 2);
+    CHECK_EQ(liblock_destroy(&L), 0);
+    printf("hybcomb: a client of a combiner of its own CPU parked\n");
+}
+
 int main(void)
 {
     setenv("LIBLOCK_SPIN_NS", "30000000000", 1); /* 30 s: a spinner is seen spinning */
@@ -163,6 +214,7 @@ int main(void)
     behind_same_cpu("mcscr");
     behind_same_cpu("mcscrn");
     unlocker_parks();
+    client_parks();
     printf("test_same_cpu: %d checks, %d failed\n", th_checks, th_failures);
     return th_failures ? 1 : 0;
 }
