@@ -645,7 +645,7 @@ const struct ll_ops ll_ops_hybcomb = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
-    .oversubscribed = "execute: clients wait for their reply on their own mailbox lane and sleep after the spin budget; the combiner yields while a registered client that was preempted has not written its request; lock/unlock and combiner hand-over: FIFO, one wake-up per hand-off to a sleeping thread",
+    .oversubscribed = "execute: clients wait for their reply on their own mailbox lane and sleep after the spin budget (at once if the combiner runs on their CPU); the combiner yields while a registered client that was preempted has not written its request; lock/unlock and combiner hand-over: FIFO, one wake-up per hand-off to a sleeping thread",
     .state_size = sizeof(struct hc_lock),
     .node_size = sizeof(struct hc_hold),
     .init = hc_init,

@@ -286,7 +286,7 @@ const struct ll_ops ll_ops_lifocr = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
-    .oversubscribed = "the most recent waiters circulate the lock (LIFO); older waiters sleep; the eldest gets a hand-off now and then",
+    .oversubscribed = "the most recent waiters circulate the lock (LIFO); older waiters sleep; the eldest gets a hand-off now and then; an unlocker that granted a waiter of its own CPU sleeps at once in its next lock",
     .state_size = sizeof(struct lifocr_lock),
     .node_size = sizeof(struct cr_node),
     .init = lifocr_init,
