@@ -141,6 +141,14 @@ void ll_warn_once(const char *key, const char *fmt, ...) __attribute__((format(p
 #define LL_PARKED 0x80000000u
 
 uint32_t ll_wait_while(_Atomic uint32_t *w, uint32_t v, int policy);
+/* The policy to wait with for a thread last seen on CPU their_cpu (a hint):
+ * under spin-then-park, park at once when that thread is on the caller's
+ * own CPU my_cpu -- it cannot run while the caller spins there
+ * (src/locks/cr.h, "Same-CPU waiters"). */
+static inline int ll_policy_behind(int policy, int their_cpu, int my_cpu)
+{
+    return policy == LIBLOCK_WAIT_SPIN_THEN_PARK && my_cpu >= 0 && their_cpu == my_cpu ? LIBLOCK_WAIT_PARK : policy;
+}
 /* Same, giving up at the absolute CLOCK_MONOTONIC deadline (ns): returns 0
  * with *out set to the new value, or ETIMEDOUT.  After ETIMEDOUT the word may
  * still carry LL_PARKED (clearing it could strand another parked waiter on

@@ -70,11 +70,17 @@ static liblock_t L;
 static _Atomic pid_t b_tid, main_tid;
 static _Atomic int b_got, observed;
 
+/* the second thread of every case: on CPU 0, its tid published */
+static void become_b(void)
+{
+    pin0();
+    atomic_store(&b_tid, (pid_t)syscall(SYS_gettid));
+}
+
 static void *waiter(void *arg)
 {
     (void)arg;
-    pin0();
-    atomic_store(&b_tid, (pid_t)syscall(SYS_gettid));
+    become_b();
     CHECK_EQ(liblock_lock(&L), 0);
     atomic_store(&b_got, 1);
     CHECK_EQ(liblock_unlock(&L), 0);
@@ -102,8 +108,7 @@ static void behind_same_cpu(const char *algo)
 static void *holder(void *arg)
 {
     (void)arg;
-    pin0();
-    atomic_store(&b_tid, (pid_t)syscall(SYS_gettid));
+    become_b();
     CHECK_EQ(liblock_lock(&L), 0);
     atomic_store(&b_got, 1);
     while (!atomic_load(&observed)) /* hold it until the main thread is seen asleep */
@@ -171,8 +176,7 @@ static void *client_cs(void *arg)
 static void *client(void *arg)
 {
     (void)arg;
-    pin0();
-    atomic_store(&b_tid, (pid_t)syscall(SYS_gettid));
+    become_b();
     void *r = liblock_execute(&L, client_cs, NULL);
     CHECK(r == (void *)7, "client's section returned %p", r);
     atomic_store(&b_got, 1);

@@ -23,8 +23,6 @@
 
 #include "../internal.h"
 
-#include <sched.h>
-
 struct cr_node {
     _Atomic(struct cr_node *) next; /* MCS link (written by the next arrival, or by the owner when grafting) */
     _Atomic uint32_t locked;        /* waiting word: 1 = wait, 0 = granted (bit 31 = policy) */
@@ -201,8 +199,9 @@ static inline void cr_link_wait_step(int policy)
  * 10K such hand-offs per half second at 20-100 us each, half of the wall
  * time; with the rule each costs a context switch (1-2 us) and throughput
  * rose 1.8x (lifocr, with the same rule in its own form: 1.7-2.5x).  The
- * CPU of a node is recorded when its thread arrives (sched_getcpu: glibc
- * reads it from the thread's rseq area, a few cycles) and is only a hint:
+ * CPU of a node is recorded when its thread arrives (ll_current_cpu:
+ * sched_getcpu, which glibc reads from the thread's rseq area, a few
+ * cycles) and is only a hint:
  * a thread migrated since makes the rule park where spinning would have
  * done, or spin as before. */
 
@@ -216,7 +215,7 @@ static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node
 {
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
-    int cpu = sched_getcpu();
+    int cpu = ll_current_cpu();
     atomic_store_explicit(&n->cpu, cpu, memory_order_relaxed);
     struct cr_node *pred = atomic_exchange_explicit(tail, n, memory_order_acq_rel);
     if (!pred)
@@ -224,10 +223,7 @@ static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node
     /* Behind a thread of our own CPU, park at once ("Same-CPU waiters"
      * above).  pred's field is read before we link, so pred cannot have
      * re-armed its node yet. */
-    int wpol = policy == LIBLOCK_WAIT_SPIN_THEN_PARK && cpu >= 0 &&
-                       atomic_load_explicit(&pred->cpu, memory_order_relaxed) == cpu
-                   ? LIBLOCK_WAIT_PARK
-                   : policy;
+    int wpol = ll_policy_behind(policy, atomic_load_explicit(&pred->cpu, memory_order_relaxed), cpu);
     if (take_over && atomic_load_explicit(&pred->locked, memory_order_relaxed) == CR_PENDING) {
         uint32_t expect = CR_PENDING;
         if (atomic_compare_exchange_strong_explicit(&pred->locked, &expect, CR_RETRY, memory_order_acquire,
@@ -253,7 +249,7 @@ static inline void cr_grant_pending(struct cr_node *t, int policy) { ll_wake(&t-
 /* Take the lock only if the chain is empty. */
 static inline int cr_trylock(_Atomic(struct cr_node *) *tail, struct cr_node *n)
 {
-    atomic_store_explicit(&n->cpu, sched_getcpu(), memory_order_relaxed);
+    atomic_store_explicit(&n->cpu, ll_current_cpu(), memory_order_relaxed);
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->locked, 0, memory_order_relaxed);
     struct cr_node *expect = NULL;

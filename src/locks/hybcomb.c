@@ -164,8 +164,6 @@
 #include "deferred_wake.h"
 #include "hybcomb.h"
 
-#include <sched.h>
-
 #include <stdlib.h>
 
 #define HC_CLOSED (INT64_C(1) << 62)
@@ -409,7 +407,7 @@ static int open_node(struct hc_lock *s, struct hc_node *mine, const liblock_t *l
     mine->lock = l;
     mine->epoch++;
     mine->open_max = s->max_ops;
-    mine->cpu = sched_getcpu();
+    mine->cpu = ll_current_cpu();
     atomic_store_explicit(&mine->n_ops, 0, memory_order_release);
     return 1;
 }
@@ -527,10 +525,8 @@ static void *hc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
                     /* A combiner of our own CPU is not running while we
                      * are: spinning for its reply only keeps it off the
                      * CPU, so park at once (as cr.h's "Same-CPU waiters") */
-                    int pol = l->_wait, cpu = sched_getcpu();
-                    if (pol == LIBLOCK_WAIT_SPIN_THEN_PARK && cpu >= 0 && combiner_cpu == cpu)
-                        pol = LIBLOCK_WAIT_PARK;
-                    return (void *)(uintptr_t)ll_mbox_receive1(mb, LL_LANE_REPLY, pol);
+                    return (void *)(uintptr_t)ll_mbox_receive1(
+                        mb, LL_LANE_REPLY, ll_policy_behind(l->_wait, combiner_cpu, ll_current_cpu()));
                 }
                 atomic_fetch_add_explicit(&s->cancelled, 1, memory_order_relaxed);
                 continue; /* that node is open for another lock now (change 3) */

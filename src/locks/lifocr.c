@@ -144,8 +144,7 @@ static int lifocr_lock(liblock_t *l, void *vnode)
     struct lifocr_lock *s = LL_STATE(l, struct lifocr_lock);
     struct cr_node *n = vnode;
     n->takeovers = 0;
-    int cpu = sched_getcpu();
-    atomic_store_explicit(&n->cpu, cpu, memory_order_relaxed);
+    atomic_store_explicit(&n->cpu, ll_current_cpu(), memory_order_relaxed);
     int wpol = l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK && granted_same_cpu == s ? LIBLOCK_WAIT_PARK : l->_wait;
     granted_same_cpu = NULL;
     for (;;) {
@@ -198,9 +197,9 @@ static inline struct cr_node *next_of(struct cr_node *n)
  * has been taken over CR_MAX_TAKEOVERS times already. */
 static inline void grant_popped(struct lifocr_lock *s, struct cr_node *w, int pol)
 {
-    int cpu = sched_getcpu();
-    if (cpu >= 0 && atomic_load_explicit(&w->cpu, memory_order_relaxed) == cpu)
-        granted_same_cpu = s;
+    if (ll_policy_behind(pol, atomic_load_explicit(&w->cpu, memory_order_relaxed), ll_current_cpu()) !=
+        pol)
+        granted_same_cpu = s; /* w shares our CPU (only noted under spin-then-park, the only user) */
     if (!(atomic_load_explicit(&w->locked, memory_order_relaxed) & LL_PARKED) ||
         w->takeovers >= CR_MAX_TAKEOVERS) {
         ll_wake(&w->locked, 0, pol);

@@ -84,7 +84,7 @@ enum { MPS_BO_NONE = 0, MPS_BO_FIXED = 1, MPS_BO_ADAPTIVE = 2 };
 struct mps_lock {
     /* written by the server (rarely), read by every client after posting */
     LL_ALIGNED _Atomic uint32_t server_parked; /* 1: the server sleeps on it (futex) */
-    _Atomic int server_cpu;                    /* direct mode: CPU of the server's last pass (-1: unknown) */
+    _Atomic int server_cpu;                    /* direct mode: CPU of the server's last pass (-1: unknown); a relaxed hint: a stale value only sends an execute to the server or runs it here, and the word decides */
     /* written by the server, read by trylock callers only (direct mode: the
      * lock word, written by every side, MPS_W_* bits) */
     LL_ALIGNED _Atomic uint32_t locked;        /* held through liblock_lock/trylock */
