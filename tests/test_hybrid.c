@@ -232,12 +232,13 @@ static void *opt_main(void *arg)
     return NULL;
 }
 
-static void run_opts(const char *what, const char *var, const char *val, int two)
+/* var=val for ol[0]; for ol[1] var=val1 if given, else val */
+static void run_opts(const char *what, const char *var, const char *val, const char *val1, int two)
 {
     th_context = what;
-    if (var)
-        setenv(var, val, 1);
     for (int k = 0; k < 2; k++) {
+        if (var)
+            setenv(var, k == 1 && val1 ? val1 : val, 1);
         CHECK_EQ(liblock_init(&ol[k], "hybcomb", NULL), 0);
         ocount[k] = 0;
     }
@@ -313,11 +314,14 @@ int main(void)
     setenv("LIBLOCK_WARN", "0", 1);
     test_hyblock_nest();
     test_hybcomb_combine();
-    run_opts("hybcomb default", NULL, NULL, 0);
-    run_opts("hybcomb CAS_TRIES=0 (SWAP)", "LIBLOCK_HYBCOMB_CAS_TRIES", "0", 0);
-    run_opts("hybcomb DRAIN=0", "LIBLOCK_HYBCOMB_DRAIN", "0", 0);
-    run_opts("hybcomb MAX_OPS=1", "LIBLOCK_HYBCOMB_MAX_OPS", "1", 0);
-    run_opts("hybcomb two locks", NULL, NULL, 1);
+    run_opts("hybcomb default", NULL, NULL, NULL, 0);
+    run_opts("hybcomb CAS_TRIES=0 (SWAP)", "LIBLOCK_HYBCOMB_CAS_TRIES", "0", NULL, 0);
+    run_opts("hybcomb DRAIN=0", "LIBLOCK_HYBCOMB_DRAIN", "0", NULL, 0);
+    run_opts("hybcomb MAX_OPS=1", "LIBLOCK_HYBCOMB_MAX_OPS", "1", NULL, 0);
+    run_opts("hybcomb two locks", NULL, NULL, NULL, 1);
+    /* nodes move between locks with different limits: a client's FAA must
+     * carry the limit of the opening it hit (hybcomb.c, change 1) */
+    run_opts("hybcomb MAX_OPS 1 and 3", "LIBLOCK_HYBCOMB_MAX_OPS", "1", "3", 1);
     test_bad_input();
     return th_report("test_hybrid");
 }

@@ -35,7 +35,17 @@
  *     r < CLOSED and r < the epoch's MAX_OPS.  Nodes are shared by all
  *     hybcomb locks (change 3) and MAX_OPS is per lock, so a closed value
  *     of "MAX_OPS" could be below the next opening's limit.  total =
- *     min(SWAP(n_ops, CLOSED), MAX_OPS) as in the thesis.
+ *     min(SWAP(n_ops, CLOSED), MAX_OPS) as in the thesis.  The opening
+ *     stores n_ops = MAX_OPS << 32 (count 0 in the low 32 bits), so a FAA
+ *     result carries the limit of the very opening it registered with:
+ *     a client that reads no field of the node after a FAA that did not
+ *     register it cannot race with the node's next opening (it used to
+ *     read node.open_max, which the owner may already be rewriting; a
+ *     node moving to a lock with a larger MAX_OPS could then give two
+ *     clients one slot -- found by ThreadSanitizer in test_hybrid).  The
+ *     count cannot reach 2^32 in one opening: a call FAAs the node it
+ *     read from last_reg, and its failed CAS means last_reg has moved past
+ *     that node, so one opening sees at most a few FAAs per thread.
  *  2. FREE tag.  A departing combiner that finds no successor CASes
  *     last_reg from its node X to X|FREE instead of setting X.done (it
  *     tests before handing over, so the CAS cannot hit a recycled node).
@@ -107,9 +117,10 @@
  *   FREE-tagged value (the previous combiner had left and nobody was
  *   queued); a node's done is set, or its tag put in, once per
  *   registration of that node, by its departing owner, and a registration
- *   replaces a given value only once: one combiner at a time.  L2: n_ops < CLOSED only between an opening (store 0) and the
+ *   replaces a given value only once: one combiner at a time.  L2: n_ops < CLOSED only between an opening (store MAX_OPS << 32) and the
  *   closing SWAP, both by the node's owner while it is in CS_queue.
- *   L3/L4: a client whose FAA returned r < min(CLOSED, max) did so between
+ *   L3/L4: a client whose FAA returned r < CLOSED with count (low 32
+ *   bits) below the limit (high bits) did so between
  *   that opening and closing, so r < total and the combiner waits for slot
  *   r before departing; with change 3 the client's slot is on the node of
  *   the right lock or cancelled.  L5: a client's reply lane receives only
@@ -120,11 +131,13 @@
  * Orderings, argued for C11 (x86-TSO gives each of them for free: every
  *   locked RMW is a full fence and plain stores are released in order, so
  *   on x86 the only cost is the RMWs themselves).
- *  - Opening: the owner writes lock, epoch, open_max and req, then stores
- *    n_ops = 0 with release.  A client's FAA (acq_rel) that returns r <
+ *  - Opening: the owner writes lock, epoch, open_max, cpu and req, then
+ *    stores n_ops = MAX_OPS << 32 with release.  A client's FAA (acq_rel) that returns r <
  *    CLOSED read from that store or a later FAA in its release sequence,
- *    so it synchronises with the opening and sees those fields.  A client
- *    whose FAA returns r >= CLOSED reads none of them.
+ *    so it synchronises with the opening and sees those fields; it reads
+ *    them only if the FAA registered it, since only then does the next
+ *    opening wait for it (for its slot's seq, written after those reads).
+ *    A client that is not registered reads none of them.
  *  - Request: the client writes fn/arg/reply, then seq = epoch with
  *    release; the combiner's acquire load of seq sees them.
  *  - Reply: the mailbox's release store (or exchange) of the lane tail
@@ -167,6 +180,10 @@
 #include <stdlib.h>
 
 #define HC_CLOSED (INT64_C(1) << 62)
+/* n_ops while open: the opening's limit in bits 32.., the count below */
+#define HC_OPEN(max) ((int64_t)(max) << 32)
+#define HC_COUNT(v) ((uint32_t)(v))
+#define HC_LIMIT(v) ((uint32_t)((uint64_t)(v) >> 32))
 #define HC_FREE ((uintptr_t)1)
 #define HC_MAX_OPS_DEFAULT 200
 #define HC_CAS_TRIES_DEFAULT 8
@@ -408,7 +425,7 @@ static int open_node(struct hc_lock *s, struct hc_node *mine, const liblock_t *l
     mine->epoch++;
     mine->open_max = s->max_ops;
     mine->cpu = ll_current_cpu();
-    atomic_store_explicit(&mine->n_ops, 0, memory_order_release);
+    atomic_store_explicit(&mine->n_ops, HC_OPEN(mine->open_max), memory_order_release);
     return 1;
 }
 
@@ -464,10 +481,11 @@ static void *combine(liblock_t *l, struct hc_lock *s, struct hc_node *mine, int 
         if (s->drain)
             while (done < max && atomic_load_explicit(&mine->req[done].seq, memory_order_acquire) == mine->epoch)
                 serve(l, s, &mine->req[done++], &dw);
-        int64_t total = atomic_exchange_explicit(&mine->n_ops, HC_CLOSED, memory_order_acq_rel);
-        if (total > (int64_t)max)
+        /* only the owner closes, so the old value is open: a count */
+        uint32_t total = HC_COUNT(atomic_exchange_explicit(&mine->n_ops, HC_CLOSED, memory_order_acq_rel));
+        if (total > max)
             total = max;
-        while (done < (uint32_t)total)
+        while (done < total)
             serve(l, s, wait_slot(l, mine, done++), &dw);
     }
     s->passes++;
@@ -508,8 +526,10 @@ static void *hc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         uintptr_t lr = atomic_load_explicit(&s->last_reg, memory_order_acquire);
         if (!(lr & HC_FREE)) {
             struct hc_node *last = (struct hc_node *)lr;
-            int64_t i = atomic_fetch_add_explicit(&last->n_ops, 1, memory_order_acq_rel);
-            if (i < HC_CLOSED && i < (int64_t)last->open_max) {
+            int64_t v = atomic_fetch_add_explicit(&last->n_ops, 1, memory_order_acq_rel);
+            uint32_t i = HC_COUNT(v);
+            /* registered: decided from v alone (change 1) */
+            if (v < HC_CLOSED && i < HC_LIMIT(v)) {
                 struct hc_req *r = &last->req[i];
                 int ours = last->lock == l;
                 /* read before our slot is published: once it is, the
@@ -630,7 +650,7 @@ int64_t ll_hybcomb_debug_tail_ops(const liblock_t *l)
     if (lr & HC_FREE)
         return -1;
     int64_t n = atomic_load_explicit(&((struct hc_node *)lr)->n_ops, memory_order_acquire);
-    return n < HC_CLOSED ? n : -1;
+    return n < HC_CLOSED ? (int64_t)HC_COUNT(n) : -1;
 }
 
 const struct ll_ops ll_ops_hybcomb = {
