@@ -3,6 +3,7 @@ import argparse
 import importlib
 import os
 import pkgutil
+import signal
 import sys
 
 
@@ -57,4 +58,11 @@ def main(tools_dir, prefix):
     if not args.command:
         parser.print_help()
         return 2
-    return mods[args.command].run(args, Env(tools_dir, prefix)) or 0
+    try:
+        return mods[args.command].run(args, Env(tools_dir, prefix)) or 0
+    except BrokenPipeError:
+        # the reader left (`liblock list | head`): stop quietly, as a shell
+        # tool killed by SIGPIPE does, and keep Python from complaining
+        # again when it flushes stdout at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
