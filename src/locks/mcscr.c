@@ -29,8 +29,13 @@
  *       one admitted) while arrivals add at most about one, so it converges
  *       to "owner + one waiter", the paper's ideal steady state.  Culling
  *       the owner's immediate successor (rather than a later node) is the
- *       only O(1) choice and leaves the most recent arrivals -- the ones
+ *       paper's O(1) choice and leaves the most recent arrivals -- the ones
  *       most likely still spinning rather than parked -- in the chain.
+ *  (C') not in the paper: when the CPU hints say succ.next cannot run now
+ *       (it arrived on the unlocker's CPU, or on succ's, where it parked at
+ *       once), that one is culled instead and succ gets the lock, also
+ *       O(1) (cr.h, "Culling the second waiter", which has the argument
+ *       for unlinking it, a tail included).
  *   (R) reprovisioning (work conservation): if the chain holds only the
  *       owner's node and the PS is not empty, pop the PS head (the most
  *       recently culled, warmest thread), make it the tail and hand it the
@@ -78,7 +83,8 @@
  *     about to become the owner.  Culling only intermediate nodes keeps (b)
  *     and (c) apart: an intermediate node's successor has already linked
  *     itself (succ.next != nil was observed), so nobody else will write
- *     succ.next again; a tail node is never culled.
+ *     succ.next again; a tail node is culled only by (C'), through the
+ *     CAS that makes its predecessor the tail (cr.h).
  *
  * Races of putting a PS node T into an empty chain (graft in (F), or (R)),
  * which the paper leaves open.  The owner's node n is the tail.  The owner
@@ -189,6 +195,14 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
     }
 
     if (succ) {
+        if (ss && ss->takeovers < CR_MAX_TAKEOVERS && cr_ss_not_running(succ, ss) &&
+            cr_unlink_second(&s->tail, succ, ss)) {
+            /* (C') ss cannot run now: cull it, grant succ (cr.h) */
+            cr_push_head(&s->ps, ss);
+            s->culls++;
+            cr_grant(succ, pol);
+            return 0;
+        }
         if (ss && succ->takeovers < CR_MAX_TAKEOVERS) {
             /* (C) succ is intermediate: cull it (unless taken over too
              * often in this lock() call: cr.h, fairness). */
