@@ -267,7 +267,7 @@ const struct ll_ops ll_ops_mcscr = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
-    .oversubscribed = "surplus waiters are culled to a passive set where they sleep; a few running threads circulate the lock, the eldest passive one is re-admitted now and then; a waiter behind a thread of its own CPU sleeps at once",
+    .oversubscribed = "surplus waiters are culled to a passive set where they sleep; a few running threads circulate the lock, the eldest passive one is re-admitted now and then; a waiter behind a thread of its own CPU sleeps at once, and a waiter that cannot run now (on the unlocker's CPU) is culled rather than granted",
     .state_size = sizeof(struct mcscr_lock),
     .node_size = sizeof(struct cr_node),
     .init = mcscr_init,
