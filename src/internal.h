@@ -98,6 +98,12 @@ void ll_free_on_node(void *p, size_t size);
 int ll_futex_wait(_Atomic uint32_t *addr, uint32_t val, const struct timespec *rel); /* 0, EAGAIN, ETIMEDOUT, EINTR */
 int ll_futex_wake(_Atomic uint32_t *addr, int n);
 void ll_yield(void);
+/* The asymmetric barrier (src/platform/membarrier.c): ll_heavy_barrier_ok()
+ * registers the process (once) and says whether the heavy side exists here;
+ * ll_heavy_barrier() makes every thread of the process pass a full barrier
+ * (0, or an errno: the caller must then not rely on it). */
+int ll_heavy_barrier_ok(void);
+int ll_heavy_barrier(void);
 /* Lock a process-private pthread mutex guarding a free list, with a bounded
  * number of attempts (trylock, yield; 1000 tries): a forked child may have
  * inherited it locked by a thread that does not exist there (the interposer

@@ -81,6 +81,34 @@
  *   wakes at most one lock() caller and one requester.  The combiner lock's
  *   release is an exchange (it must read the old value); its acquiring CAS
  *   and exchange are acquire, as before.
+ * Asymmetric (not in the paper; the default under spin-then-park where
+ * membarrier(2) has the private expedited command; LIBLOCK_FC_ASYM=0
+ * turns it off).  The exchange at every release and the CAS per served
+ * request above are locked instructions; each waits until the lines the
+ * pass wrote (served records, read at that moment by their owners on the
+ * other CPU) are exclusively ours again: 2 threads on 2 CPUs ran at half
+ * of pure spin.  Sleeping is rare here (after 1 ms of yielding), so the
+ * cost moves to the sleepers (src/platform/membarrier.c):
+ *   - a lock() caller about to sleep increments lock_sleepers, issues the
+ *     heavy barrier, then loops { CAS FREE -> LOCKED; futex_wait(LOCKED) };
+ *     the word is only FREE or LOCKED in this mode.  The releaser stores
+ *     FREE (release), then (compiler barrier) loads lock_sleepers and wakes
+ *     one if it is not 0.  Store buffering between the increment and the
+ *     word: either the releaser sees the count and wakes, or the sleeper's
+ *     CAS (after its barrier) sees FREE; a futex_wait on LOCKED returns at
+ *     once if the word is FREE by then.  A woken caller that loses the CAS
+ *     sleeps again, still counted, and the next release wakes one again.
+ *   - a requester about to sleep sets `sleeping`, increments `sleepers`,
+ *     issues the heavy barrier and only then loads the word and its req
+ *     for the last time.  The combiner stores req = nil (release) for each
+ *     request of a pass, then (compiler barrier) loads `sleeping` of each
+ *     served record and tells only those (signal_owner's CAS, as above);
+ *     the releaser loads `sleepers` after its store of FREE, as the
+ *     symmetric mode does after its exchange.  Same argument: the sleeper
+ *     either sees req = nil / FREE, or is seen.
+ *   - no heavy barrier (a failed call) leaves that sleeper on 1 ms timed
+ *     waits: slower, never stranded.
+ * tests/test_fc_park.c checks both modes.
  * Guarantees: neither FIFO (a pass runs the list head to tail, and the list
  * is in push order, newest first) nor starvation-free: lock() is a
  * test-and-test-and-set loop with no queue, and a published request is run
@@ -119,7 +147,10 @@ struct fc_lock {
     _Atomic unsigned lock_waiters; /* lock() callers waiting, for destroy's EBUSY only: relaxed, since
                                       destroy racing with a lock() in progress is undefined anyway */
     _Atomic unsigned sleepers;     /* spin-then-park requesters parked or about to park */
+    _Atomic unsigned lock_sleepers; /* asym: lock() callers parked or about to park on lock_word */
+    _Atomic unsigned long parks;    /* futex waits by requesters and lock() callers (tests) */
     int park;                      /* policy is spin-then-park: completions wake owners */
+    int asym;                      /* park, with the asymmetric barrier (header, "Asymmetric") */
     uint64_t yield_cycles;         /* spin-then-park: FC_YIELD_NS, in cycles */
     unsigned count; /* combiner only */
     unsigned freq, old_threshold;
@@ -145,6 +176,7 @@ static int fc_init(liblock_t *l, const liblock_attr_t *attr)
     ll_trec_list_init(&s->recs);
     atomic_store_explicit(&s->head, NULL, memory_order_relaxed);
     s->park = l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK;
+    s->asym = s->park && ll_heavy_barrier_ok() && ll_env_long("LIBLOCK_FC_ASYM", 1, 0, 1);
     s->yield_cycles = ll_ns_to_cycles(FC_YIELD_NS);
     atomic_store_explicit(&s->lock_word, 0, memory_order_release);
     return 0;
@@ -247,6 +279,17 @@ static void release(struct fc_lock *s)
         atomic_store_explicit(&s->lock_word, FC_FREE, memory_order_release);
         return;
     }
+    if (s->asym) {
+        /* the light side of the asymmetric barrier (header): a plain store,
+         * then the counters, which sleepers raise before their heavy one */
+        atomic_store_explicit(&s->lock_word, FC_FREE, memory_order_release);
+        atomic_signal_fence(memory_order_seq_cst);
+        if (LL_UNLIKELY(atomic_load_explicit(&s->lock_sleepers, memory_order_relaxed) != 0))
+            ll_futex_wake(&s->lock_word, 1);
+        if (LL_UNLIKELY(atomic_load_explicit(&s->sleepers, memory_order_relaxed) != 0))
+            wake_one_requester(s);
+        return;
+    }
     uint32_t old = atomic_exchange_explicit(&s->lock_word, FC_FREE, memory_order_seq_cst);
     if (LL_UNLIKELY(old == FC_CONTENDED))
         ll_futex_wake(&s->lock_word, 1);
@@ -292,6 +335,10 @@ static void wait_request_stp(struct fc_lock *s, struct fc_rec *r)
     }
     atomic_store_explicit(&r->sleeping, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->sleepers, 1, memory_order_seq_cst);
+    /* the heavy side (header): `sleeping` and the count before our loads of
+     * the lock word and req; a failed barrier leaves us waking every 1 ms */
+    int timed = s->asym && ll_heavy_barrier() != 0;
+    const struct timespec ms = {0, 1000000};
     for (;;) {
         if (atomic_load_explicit(&s->lock_word, memory_order_seq_cst) == FC_FREE ||
             !atomic_load_explicit(&r->req, memory_order_acquire) ||
@@ -304,7 +351,8 @@ static void wait_request_stp(struct fc_lock *s, struct fc_rec *r)
             continue; /* changed: look again */
         if ((w & ~LL_PARKED) != FCW_WAITING)
             break; /* DONE or RETRY: look at the lock and the request again */
-        ll_futex_wait(&r->wake, FCW_WAITING | LL_PARKED, NULL);
+        atomic_fetch_add_explicit(&s->parks, 1, memory_order_relaxed);
+        ll_futex_wait(&r->wake, FCW_WAITING | LL_PARKED, timed ? &ms : NULL);
     }
     atomic_fetch_sub_explicit(&s->sleepers, 1, memory_order_relaxed);
     atomic_store_explicit(&r->sleeping, 0, memory_order_relaxed);
@@ -325,8 +373,28 @@ static void lock_stp(struct fc_lock *s)
         if (fc_spin_step(&n, start, budget))
             break;
     }
-    while (atomic_exchange_explicit(&s->lock_word, FC_CONTENDED, memory_order_acquire) != FC_FREE)
+    if (s->asym) {
+        /* the heavy side (header): counted before we look at the word; the
+         * releaser's plain store then either shows or sees the count.  The
+         * word stays FREE/LOCKED (no CONTENDED) in this mode. */
+        atomic_fetch_add_explicit(&s->lock_sleepers, 1, memory_order_relaxed);
+        const struct timespec ms = {0, 1000000};
+        int timed = ll_heavy_barrier() != 0;
+        for (;;) {
+            uint32_t expect = FC_FREE;
+            if (atomic_compare_exchange_strong_explicit(&s->lock_word, &expect, FC_LOCKED, memory_order_acquire,
+                                                        memory_order_relaxed))
+                break;
+            atomic_fetch_add_explicit(&s->parks, 1, memory_order_relaxed);
+            ll_futex_wait(&s->lock_word, FC_LOCKED, timed ? &ms : NULL);
+        }
+        atomic_fetch_sub_explicit(&s->lock_sleepers, 1, memory_order_relaxed);
+        return;
+    }
+    while (atomic_exchange_explicit(&s->lock_word, FC_CONTENDED, memory_order_acquire) != FC_FREE) {
+        atomic_fetch_add_explicit(&s->parks, 1, memory_order_relaxed);
         ll_futex_wait(&s->lock_word, FC_CONTENDED, NULL);
+    }
 }
 
 static void push(struct fc_lock *s, struct fc_rec *r)
@@ -338,12 +406,30 @@ static void push(struct fc_lock *s, struct fc_rec *r)
     while (!atomic_compare_exchange_weak_explicit(&s->head, &sup, r, memory_order_release, memory_order_relaxed));
 }
 
+/* Tell the owners of records a pass served (asym) that their requests ran:
+ * only those that sleep or are about to (`sleeping`, set before their heavy
+ * barrier), after a compiler barrier that keeps these loads after the
+ * pass's req = nil stores.  The others see req = nil while they spin.
+ * Telling each with a CAS, as the symmetric mode does, is a locked
+ * instruction per request on the combiner's path: it waits for the
+ * record's line, which the owner has just read. */
+#define FC_TELL_MAX 64
+static void tell_served(struct fc_rec **served, unsigned n, struct ll_deferred_wakes *dw)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    for (unsigned i = 0; i < n; i++)
+        if (LL_UNLIKELY(atomic_load_explicit(&served[i]->sleeping, memory_order_relaxed)))
+            defer_wake(dw, tell_owner(served[i], FCW_DONE));
+}
+
 /* One combining pass; the caller holds the combiner lock.  Owners to wake
  * (spin-then-park) are collected in dw, for after the release. */
 static void combine(liblock_t *l, struct fc_lock *s, unsigned own, struct ll_deferred_wakes *dw)
 {
     struct ll_cs_scope scope = ll_cs_enter(&fc_combining, l);
     unsigned local = ++s->count, served = own;
+    struct fc_rec *told[FC_TELL_MAX];
+    unsigned ntold = 0;
     for (struct fc_rec *cur = atomic_load_explicit(&s->head, memory_order_acquire); cur;
          cur = atomic_load_explicit(&cur->next, memory_order_acquire)) {
         void *(*req)(void *) = atomic_load_explicit(&cur->req, memory_order_acquire);
@@ -352,10 +438,18 @@ static void combine(liblock_t *l, struct fc_lock *s, unsigned own, struct ll_def
             cur->age = local;
             served++;
             atomic_store_explicit(&cur->req, NULL, memory_order_release);
-            if (s->park)
+            if (s->asym) {
+                if (ntold == FC_TELL_MAX) {
+                    tell_served(told, ntold, dw);
+                    ntold = 0;
+                }
+                told[ntold++] = cur;
+            } else if (s->park) {
                 defer_wake(dw, tell_owner(cur, FCW_DONE));
+            }
         }
     }
+    tell_served(told, ntold, dw);
     if (local % s->freq == 0) {
         struct fc_rec *prev = atomic_load_explicit(&s->head, memory_order_acquire);
         struct fc_rec *cur = prev ? atomic_load_explicit(&prev->next, memory_order_acquire) : NULL;
@@ -516,6 +610,16 @@ unsigned ll_fc_debug_max_pass(liblock_t *l, unsigned long *passes)
     if (passes)
         *passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
     return atomic_load_explicit(&s->max_pass, memory_order_relaxed);
+}
+
+/* For tests: futex waits so far; whether the lock uses the asymmetric
+ * barrier (see the header). */
+unsigned long ll_fc_debug_parks(liblock_t *l, int *asym)
+{
+    struct fc_lock *s = LL_STATE(l, struct fc_lock);
+    if (asym)
+        *asym = s->asym;
+    return atomic_load_explicit(&s->parks, memory_order_relaxed);
 }
 
 long ll_fc_debug_records(liblock_t *l)
