@@ -101,6 +101,13 @@ t = [s for s in summ if s["algorithm"] == "ttas"][0]
 assert t["ceiling_runs"] == "1" and t["ceiling_wait"] == "spin", t
 if t["ceiling_completed"] == "1" and [r for r in ceil if r["algorithm"] == "posix"][0]["completed"] == "1":
     assert float(t["ceiling_ratio_median"]) > 0, t
+    # against posix at the row's own thread count, same round
+    pt = [r for r in runs if r["series"] == "oversub" and r["algorithm"] == "posix"][0]
+    tc = [r for r in ceil if r["algorithm"] == "ttas"][0]
+    if pt["completed"] == "1":
+        want = float(tc["throughput_cs_per_s"]) / float(pt["throughput_cs_per_s"])
+        assert abs(float(t["ceiling_at_t_median"]) - want) <= 1e-3 * want + 1e-4, (t, want)
+assert [s for s in summ if s["algorithm"] == "mcs"][0]["ceiling_at_t_median"] == ""
 meta = json.load(open(os.path.join(d, "meta.json")))
 assert "mcs" in meta["targets"], meta
 assert os.path.exists(os.path.join(d, "oversubscription.png"))
