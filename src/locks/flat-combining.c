@@ -52,63 +52,13 @@
  *
  * Parameters (env, read at liblock_init): LIBLOCK_FC_CLEANUP_FREQUENCY
  * (default 100), LIBLOCK_FC_CLEANUP_OLD_THRESHOLD (default 10), the values
- * of the authors' code that the thesis used (seed 000 section 5.1).
+ * of the authors' code that the thesis used (seed 000 section 5.1);
+ * LIBLOCK_FC_ASYM (default 1; fc_park.h).
  * Policies: spin, yield and spin-then-park (the default: docs/api.md,
- * waiting defaults).  A waiter watches three things (combiner lock, its request,
- * its active flag), which the waiting layer's one-word park cannot
- * express, so spin-then-park is this file's own.
- *   - lock() callers sleep on the lock word as with glibc's mutex: FC_FREE,
- *     FC_LOCKED, FC_CONTENDED (locked, a lock() caller may sleep); a caller
- *     that has spun its budget swaps CONTENDED in and futex-waits while the
- *     word is CONTENDED; release swaps FREE in and wakes one sleeper if the
- *     old value was CONTENDED.  A woken caller swaps CONTENDED in again, so
- *     no sleeper is forgotten.
- *   - A requester sleeps on its own record's wake word (FCW_WAITING, set
- *     before it publishes the request, | LL_PARKED once it sleeps), after
- *     setting `sleeping` and incrementing the lock's `sleepers`.  Whoever
- *     changes what it waits for tells it (tell_owner: CAS WAITING[|PARKED]
- *     -> DONE or RETRY, futex_wake if it was parked): the combiner after
- *     running its request (DONE; the wake-up is made after the release) or
- *     deactivating its record (RETRY), and the releaser of the lock, which,
- *     if `sleepers` is non-zero, gives RETRY to one requester whose request
- *     is still pending so that it takes the lock and combines for the
- *     others.  No lost wake-up: the owner's CAS to PARKED and the teller's
- *     CAS are ordered on the same word (see tell_owner), and the releaser's
- *     swap of the lock word and its load of `sleepers` are seq_cst, as are
- *     the requester's increment and its load of the lock word, so either
- *     the requester sees the lock free or the releaser sees it counted.
- *   A combiner thus wakes exactly the requesters it served, and a release
- *   wakes at most one lock() caller and one requester.  The combiner lock's
- *   release is an exchange (it must read the old value); its acquiring CAS
- *   and exchange are acquire, as before.
- * Asymmetric (not in the paper; the default under spin-then-park where
- * membarrier(2) has the private expedited command; LIBLOCK_FC_ASYM=0
- * turns it off).  The exchange at every release and the CAS per served
- * request above are locked instructions; each waits until the lines the
- * pass wrote (served records, read at that moment by their owners on the
- * other CPU) are exclusively ours again: 2 threads on 2 CPUs ran at half
- * of pure spin.  Sleeping is rare here (after 1 ms of yielding), so the
- * cost moves to the sleepers (src/platform/membarrier.c):
- *   - a lock() caller about to sleep increments lock_sleepers, issues the
- *     heavy barrier, then loops { CAS FREE -> LOCKED; futex_wait(LOCKED) };
- *     the word is only FREE or LOCKED in this mode.  The releaser stores
- *     FREE (release), then (compiler barrier) loads lock_sleepers and wakes
- *     one if it is not 0.  Store buffering between the increment and the
- *     word: either the releaser sees the count and wakes, or the sleeper's
- *     CAS (after its barrier) sees FREE; a futex_wait on LOCKED returns at
- *     once if the word is FREE by then.  A woken caller that loses the CAS
- *     sleeps again, still counted, and the next release wakes one again.
- *   - a requester about to sleep sets `sleeping`, increments `sleepers`,
- *     issues the heavy barrier and only then loads the word and its req
- *     for the last time.  The combiner stores req = nil (release) for each
- *     request of a pass, then (compiler barrier) loads `sleeping` of each
- *     served record and tells only those (signal_owner's CAS, as above);
- *     the releaser loads `sleepers` after its store of FREE, as the
- *     symmetric mode does after its exchange.  Same argument: the sleeper
- *     either sees req = nil / FREE, or is seen.
- *   - no heavy barrier (a failed call) leaves that sleeper on 1 ms timed
- *     waits: slower, never stranded.
- * tests/test_fc_park.c checks both modes.
+ * waiting defaults).  Spin-then-park is this lock's own protocol, in
+ * src/locks/fc_park.h with its argument (who sleeps where, who wakes
+ * them, and the asymmetric barrier that keeps locked instructions off
+ * the hot path where membarrier(2) exists).
  * Guarantees: neither FIFO (a pass runs the list head to tail, and the list
  * is in push order, newest first) nor starvation-free: lock() is a
  * test-and-test-and-set loop with no queue, and a published request is run
@@ -150,7 +100,7 @@ struct fc_lock {
     _Atomic unsigned lock_sleepers; /* asym: lock() callers parked or about to park on lock_word */
     _Atomic unsigned long parks;    /* futex waits by requesters and lock() callers (tests) */
     int park;                      /* policy is spin-then-park: completions wake owners */
-    int asym;                      /* park, with the asymmetric barrier (header, "Asymmetric") */
+    int asym;                      /* park, with the asymmetric barrier (fc_park.h, "Asymmetric") */
     uint64_t yield_cycles;         /* spin-then-park: FC_YIELD_NS, in cycles */
     unsigned count; /* combiner only */
     unsigned freq, old_threshold;
@@ -166,6 +116,8 @@ static __thread struct ll_trec_tls fc_tls;
 static __thread const liblock_t *fc_combining;
 
 static struct ll_trec *fc_alloc_rec(void) { return ll_alloc_aligned(sizeof(struct fc_rec)); }
+
+#include "fc_park.h"
 
 static int fc_init(liblock_t *l, const liblock_attr_t *attr)
 {
@@ -198,205 +150,6 @@ static int fc_destroy(liblock_t *l)
     return 0;
 }
 
-/* Tell the owner of r that what it waits for changed (its request ran:
- * DONE; its record was deactivated or the lock became free: RETRY), after
- * that change is stored.  The CAS only replaces WAITING (parked or not):
- * the owner's own CAS WAITING -> WAITING|PARKED and this one are ordered on
- * the word, so either the owner sees the change before it parks, or this
- * CAS sees PARKED and the owner is woken.  Returns the word to futex_wake
- * (NULL if the owner was not parked), so a combiner can wake after it has
- * released the lock.  If the word is already DONE/RETRY the owner has not
- * re-armed it yet and re-checks everything after it does.  A DONE that
- * lands on the owner's next request costs it one more look, nothing else. */
-static inline void defer_wake(struct ll_deferred_wakes *dw, _Atomic uint32_t *w)
-{
-    if (!w)
-        return;
-    if (dw->n < LL_DEFER_MAX)
-        dw->w[dw->n++] = w;
-    else
-        ll_futex_wake(w, 1);
-}
-
-/* CAS r's wake word from WAITING (parked or not) to why.  0 if the word
- * was not WAITING; else 1, *parked saying whether the owner sleeps. */
-static inline int signal_owner(struct fc_rec *r, uint32_t why, int *parked)
-{
-    uint32_t w = FCW_WAITING | LL_PARKED;
-    for (;;) {
-        if (atomic_compare_exchange_strong_explicit(&r->wake, &w, why, memory_order_acq_rel, memory_order_relaxed)) {
-            *parked = (w & LL_PARKED) != 0;
-            return 1;
-        }
-        if ((w & ~LL_PARKED) != FCW_WAITING)
-            return 0;
-    }
-}
-
-static inline _Atomic uint32_t *tell_owner(struct fc_rec *r, uint32_t why)
-{
-    int parked;
-    return signal_owner(r, why, &parked) && parked ? &r->wake : NULL;
-}
-
-/* The lock became free while requesters sleep: wake one whose request is
- * still pending, so that it takes the lock and combines for the others.
- * Its wake word goes from WAITING (parked or not yet) to RETRY, so one that
- * is just about to park sees the change instead of sleeping.
- * Why the scan finds it: the requester stores `sleeping` (relaxed) before
- * its seq_cst increment of `sleepers`; our seq_cst load of `sleepers` that
- * saw the increment read it from that RMW, so the store of `sleeping`
- * happens before our load of it.  The walk runs without the combiner lock:
- * records are never freed while the lock exists (thread_records.h), but a
- * concurrent combiner may unlink one and its owner push it again, so the
- * walk can skip a record.  That only happens while another requester is
- * running (the one that pushed), and it will take the lock and release it,
- * scanning again, so a sleeper is not forgotten. */
-static void wake_one_requester(struct fc_lock *s)
-{
-    for (struct fc_rec *r = atomic_load_explicit(&s->head, memory_order_acquire); r;
-         r = atomic_load_explicit(&r->next, memory_order_acquire)) {
-        if (!atomic_load_explicit(&r->sleeping, memory_order_relaxed) ||
-            !atomic_load_explicit(&r->req, memory_order_acquire))
-            continue;
-        int parked;
-        if (signal_owner(r, FCW_RETRY, &parked)) {
-            if (parked)
-                ll_futex_wake(&r->wake, 1);
-            return;
-        }
-    }
-}
-
-/* Release the combiner lock.  lock() callers that sleep on the word
- * (FC_CONTENDED) are woken one at a time, as with glibc's mutex; requesters
- * that sleep on their records are counted in `sleepers`, and one of them is
- * woken to take the lock (the exchange and the load of sleepers are
- * seq_cst, against the requester's increment and its load of the word). */
-static void release(struct fc_lock *s)
-{
-    if (!s->park) { /* spin, yield: nobody sleeps, a plain release store */
-        atomic_store_explicit(&s->lock_word, FC_FREE, memory_order_release);
-        return;
-    }
-    if (s->asym) {
-        /* the light side of the asymmetric barrier (header): a plain store,
-         * then the counters, which sleepers raise before their heavy one */
-        atomic_store_explicit(&s->lock_word, FC_FREE, memory_order_release);
-        atomic_signal_fence(memory_order_seq_cst);
-        if (LL_UNLIKELY(atomic_load_explicit(&s->lock_sleepers, memory_order_relaxed) != 0))
-            ll_futex_wake(&s->lock_word, 1);
-        if (LL_UNLIKELY(atomic_load_explicit(&s->sleepers, memory_order_relaxed) != 0))
-            wake_one_requester(s);
-        return;
-    }
-    uint32_t old = atomic_exchange_explicit(&s->lock_word, FC_FREE, memory_order_seq_cst);
-    if (LL_UNLIKELY(old == FC_CONTENDED))
-        ll_futex_wake(&s->lock_word, 1);
-    if (LL_UNLIKELY(atomic_load_explicit(&s->sleepers, memory_order_seq_cst) != 0))
-        wake_one_requester(s);
-}
-
-/* One step of the waiting phase of spin-then-park before it parks: pause
- * for the first FC_PAUSES polls, then yield, so that a combiner or holder
- * preempted on this CPU gets it back (with more threads than CPUs that is
- * the usual reason for a long wait), and park only after FC_YIELD_NS of
- * that (a holder that is blocked, not preempted).  Returns 1 then.
- * Measured, 8 and 32 threads on 2 CPUs, execute and lock/unlock mixed
- * (docs/combining.md): parking after the library's ~20 us spin budget made
- * flat combining 20-40x slower than yield, because with 4-16 threads per
- * CPU a requester's wait is a few scheduler rounds, and every park then
- * costs a futex wake-up on the path of the next combining pass. */
-#define FC_PAUSES 128
-static inline int fc_spin_step(unsigned *n, uint64_t start, uint64_t budget)
-{
-    if (++*n < FC_PAUSES) {
-        ll_pause();
-        return 0;
-    }
-    ll_yield();
-    return ll_cycles() - start > budget;
-}
-
-/* spin-then-park wait of a requester: until the lock word is free, our
- * request has run, or our record was deactivated.  Spin for the spin
- * budget, then sleep on the record's wake word (see the header). */
-static void wait_request_stp(struct fc_lock *s, struct fc_rec *r)
-{
-    uint64_t start = ll_cycles(), budget = s->yield_cycles;
-    unsigned n = 0;
-    for (;;) {
-        if (atomic_load_explicit(&s->lock_word, memory_order_relaxed) == FC_FREE ||
-            !atomic_load_explicit(&r->req, memory_order_acquire) ||
-            !atomic_load_explicit(&r->active, memory_order_acquire))
-            return;
-        if (fc_spin_step(&n, start, budget))
-            break;
-    }
-    atomic_store_explicit(&r->sleeping, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&s->sleepers, 1, memory_order_seq_cst);
-    /* the heavy side (header): `sleeping` and the count before our loads of
-     * the lock word and req; a failed barrier leaves us waking every 1 ms */
-    int timed = s->asym && ll_heavy_barrier() != 0;
-    const struct timespec ms = {0, 1000000};
-    for (;;) {
-        if (atomic_load_explicit(&s->lock_word, memory_order_seq_cst) == FC_FREE ||
-            !atomic_load_explicit(&r->req, memory_order_acquire) ||
-            !atomic_load_explicit(&r->active, memory_order_acquire))
-            break;
-        uint32_t w = atomic_load_explicit(&r->wake, memory_order_acquire);
-        if (w == FCW_WAITING &&
-            !atomic_compare_exchange_strong_explicit(&r->wake, &w, FCW_WAITING | LL_PARKED, memory_order_acq_rel,
-                                                     memory_order_acquire))
-            continue; /* changed: look again */
-        if ((w & ~LL_PARKED) != FCW_WAITING)
-            break; /* DONE or RETRY: look at the lock and the request again */
-        atomic_fetch_add_explicit(&s->parks, 1, memory_order_relaxed);
-        ll_futex_wait(&r->wake, FCW_WAITING | LL_PARKED, timed ? &ms : NULL);
-    }
-    atomic_fetch_sub_explicit(&s->sleepers, 1, memory_order_relaxed);
-    atomic_store_explicit(&r->sleeping, 0, memory_order_relaxed);
-    atomic_store_explicit(&r->wake, FCW_WAITING, memory_order_relaxed); /* re-arm (only we wait on it) */
-}
-
-/* spin-then-park lock() (the lock was taken): glibc's protocol. */
-static void lock_stp(struct fc_lock *s)
-{
-    uint64_t start = ll_cycles(), budget = s->yield_cycles;
-    unsigned n = 0;
-    for (;;) {
-        uint32_t expect = FC_FREE;
-        if (atomic_load_explicit(&s->lock_word, memory_order_relaxed) == FC_FREE &&
-            atomic_compare_exchange_weak_explicit(&s->lock_word, &expect, FC_LOCKED, memory_order_acquire,
-                                                  memory_order_relaxed))
-            return;
-        if (fc_spin_step(&n, start, budget))
-            break;
-    }
-    if (s->asym) {
-        /* the heavy side (header): counted before we look at the word; the
-         * releaser's plain store then either shows or sees the count.  The
-         * word stays FREE/LOCKED (no CONTENDED) in this mode. */
-        atomic_fetch_add_explicit(&s->lock_sleepers, 1, memory_order_relaxed);
-        const struct timespec ms = {0, 1000000};
-        int timed = ll_heavy_barrier() != 0;
-        for (;;) {
-            uint32_t expect = FC_FREE;
-            if (atomic_compare_exchange_strong_explicit(&s->lock_word, &expect, FC_LOCKED, memory_order_acquire,
-                                                        memory_order_relaxed))
-                break;
-            atomic_fetch_add_explicit(&s->parks, 1, memory_order_relaxed);
-            ll_futex_wait(&s->lock_word, FC_LOCKED, timed ? &ms : NULL);
-        }
-        atomic_fetch_sub_explicit(&s->lock_sleepers, 1, memory_order_relaxed);
-        return;
-    }
-    while (atomic_exchange_explicit(&s->lock_word, FC_CONTENDED, memory_order_acquire) != FC_FREE) {
-        atomic_fetch_add_explicit(&s->parks, 1, memory_order_relaxed);
-        ll_futex_wait(&s->lock_word, FC_CONTENDED, NULL);
-    }
-}
-
 static void push(struct fc_lock *s, struct fc_rec *r)
 {
     atomic_store_explicit(&r->active, 1, memory_order_relaxed);
@@ -404,22 +157,6 @@ static void push(struct fc_lock *s, struct fc_rec *r)
     do
         atomic_store_explicit(&r->next, sup, memory_order_relaxed);
     while (!atomic_compare_exchange_weak_explicit(&s->head, &sup, r, memory_order_release, memory_order_relaxed));
-}
-
-/* Tell the owners of records a pass served (asym) that their requests ran:
- * only those that sleep or are about to (`sleeping`, set before their heavy
- * barrier), after a compiler barrier that keeps these loads after the
- * pass's req = nil stores.  The others see req = nil while they spin.
- * Telling each with a CAS, as the symmetric mode does, is a locked
- * instruction per request on the combiner's path: it waits for the
- * record's line, which the owner has just read. */
-#define FC_TELL_MAX 64
-static void tell_served(struct fc_rec **served, unsigned n, struct ll_deferred_wakes *dw)
-{
-    atomic_signal_fence(memory_order_seq_cst);
-    for (unsigned i = 0; i < n; i++)
-        if (LL_UNLIKELY(atomic_load_explicit(&served[i]->sleeping, memory_order_relaxed)))
-            defer_wake(dw, tell_owner(served[i], FCW_DONE));
 }
 
 /* One combining pass; the caller holds the combiner lock.  Owners to wake
