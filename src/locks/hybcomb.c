@@ -117,8 +117,9 @@
  *   FREE-tagged value (the previous combiner had left and nobody was
  *   queued); a node's done is set, or its tag put in, once per
  *   registration of that node, by its departing owner, and a registration
- *   replaces a given value only once: one combiner at a time.  L2: n_ops < CLOSED only between an opening (store MAX_OPS << 32) and the
- *   closing SWAP, both by the node's owner while it is in CS_queue.
+ *   replaces a given value only once: one combiner at a time.  L2: n_ops
+ *   < CLOSED only between an opening (store MAX_OPS << 32) and the closing
+ *   SWAP, both by the node's owner while it is in CS_queue.
  *   L3/L4: a client whose FAA returned r < CLOSED with count (low 32
  *   bits) below the limit (high bits) did so between
  *   that opening and closing, so r < total and the combiner waits for slot
@@ -132,12 +133,12 @@
  *   locked RMW is a full fence and plain stores are released in order, so
  *   on x86 the only cost is the RMWs themselves).
  *  - Opening: the owner writes lock, epoch, open_max, cpu and req, then
- *    stores n_ops = MAX_OPS << 32 with release.  A client's FAA (acq_rel) that returns r <
- *    CLOSED read from that store or a later FAA in its release sequence,
- *    so it synchronises with the opening and sees those fields; it reads
- *    them only if the FAA registered it, since only then does the next
- *    opening wait for it (for its slot's seq, written after those reads).
- *    A client that is not registered reads none of them.
+ *    stores n_ops = MAX_OPS << 32 with release.  A client's FAA (acq_rel)
+ *    that returns r < CLOSED read from that store or a later FAA in its
+ *    release sequence, so it synchronises with the opening and sees those
+ *    fields; it reads them only if the FAA registered it, since only then
+ *    does the next opening wait for it (for its slot's seq, written after
+ *    those reads).  A client that is not registered reads none of them.
  *  - Request: the client writes fn/arg/reply, then seq = epoch with
  *    release; the combiner's acquire load of seq sees them.
  *  - Reply: the mailbox's release store (or exchange) of the lane tail
