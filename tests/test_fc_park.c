@@ -14,12 +14,17 @@
  *      section in 64 sleeping 1.5 ms so that waiters park and are woken
  *      all the time, the others short so that parks race with releases.
  *      Exact count, mutual exclusion, and at least one park seen.
+ *   3. After fork: a child of a process that has registered for the
+ *      barrier (membarrier registration is per process) parks and wakes
+ *      its own threads on a new lock (rounds of 1), in a child with a 30 s
+ *      bound of its own.
  * A lost wake-up leaves a thread asleep with the lock free: its round, or
  * the stress, then misses its 20 s bound (nothing else can take that long).
  */
 #include "harness.h"
 #include "internal.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 unsigned long ll_fc_debug_parks(liblock_t *l, int *asym);
@@ -151,6 +156,29 @@ static void run_mode(const char *mode, const char *asym_env, int want_asym)
            (th_now_ns() - t0) / 1e9);
 }
 
+static void after_fork(void)
+{
+    th_context = "fork";
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        alarm(30);
+        init_fc();
+        parked_by_holder("fork child", 5);
+        int asym = -1;
+        unsigned long parks = ll_fc_debug_parks(&L, &asym);
+        int ok = th_report("test_fc_park (fork child)") == 0 && parks > 0 &&
+                 asym == (ll_heavy_barrier_ok() ? 1 : 0) && liblock_destroy(&L) == 0;
+        printf("  fork child: asym %d, %lu parks\n", asym, parks);
+        fflush(stdout);
+        _exit(ok ? 0 : 1);
+    }
+    int st = 0;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fork child: status %#x (a signal is the 30 s alarm: stranded)", st);
+}
+
 int main(void)
 {
     th_watchdog(120);
@@ -158,5 +186,6 @@ int main(void)
      * machines: Linux 6.x), else that run checks the fallback too */
     run_mode("asymmetric (default)", "1", ll_heavy_barrier_ok() ? 1 : 0);
     run_mode("symmetric (FC_ASYM=0)", "0", 0);
+    after_fork();
     return th_report("test_fc_park");
 }
