@@ -69,6 +69,18 @@ static void wait_asleep(_Atomic pid_t *tid)
 static liblock_t L;
 static _Atomic pid_t b_tid, main_tid;
 static _Atomic int b_got, observed;
+static _Atomic long served;
+
+/* every case: L is a fresh lock of algo, nothing seen yet */
+static void start_case(const char *algo)
+{
+    th_context = algo;
+    CHECK_EQ(liblock_init(&L, algo, NULL), 0);
+    atomic_store(&b_tid, 0);
+    atomic_store(&b_got, 0);
+    atomic_store(&observed, 0);
+    atomic_store(&served, 0);
+}
 
 /* the second thread of every case: on CPU 0, its tid published */
 static void become_b(void)
@@ -89,10 +101,7 @@ static void *waiter(void *arg)
 
 static void behind_same_cpu(const char *algo)
 {
-    th_context = algo;
-    CHECK_EQ(liblock_init(&L, algo, NULL), 0);
-    atomic_store(&b_tid, 0);
-    atomic_store(&b_got, 0);
+    start_case(algo);
     CHECK_EQ(liblock_lock(&L), 0);
     pthread_t b;
     pthread_create(&b, NULL, waiter, NULL);
@@ -132,11 +141,7 @@ static int lifocr_top_is_node(liblock_t *l);
 
 static void unlocker_parks(void)
 {
-    th_context = "lifocr";
-    CHECK_EQ(liblock_init(&L, "lifocr", NULL), 0);
-    atomic_store(&b_tid, 0);
-    atomic_store(&b_got, 0);
-    atomic_store(&observed, 0);
+    start_case("lifocr");
     CHECK_EQ(liblock_lock(&L), 0);
     pthread_t b, c;
     pthread_create(&b, NULL, holder, NULL);
@@ -164,7 +169,6 @@ static int lifocr_top_is_node(liblock_t *l)
 }
 
 /* ---- 3. hybcomb: a client of a combiner of its own CPU ---- */
-static _Atomic long served;
 
 static void *client_cs(void *arg)
 {
@@ -195,11 +199,7 @@ static void *combiner_cs(void *arg)
 
 static void client_parks(void)
 {
-    th_context = "hybcomb";
-    CHECK_EQ(liblock_init(&L, "hybcomb", NULL), 0);
-    atomic_store(&b_tid, 0);
-    atomic_store(&b_got, 0);
-    atomic_store(&served, 0);
+    start_case("hybcomb");
     pthread_t b;
     liblock_execute(&L, combiner_cs, &b);
     pthread_join(b, NULL);

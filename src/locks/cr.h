@@ -403,6 +403,22 @@ static inline bool cr_unlink_second(_Atomic(struct cr_node *) *tail, struct cr_n
     return false;
 }
 
+/* The owner's rule (C') of mcscr/mcscrn: if ss (succ.next) cannot run now
+ * and may still be culled (its lock() call has not been taken over
+ * CR_MAX_TAKEOVERS times), unlink it, push it on passive list ps (counted
+ * in *culls, owner-only like the list), grant succ and return true; else
+ * change nothing and return false. */
+static inline bool cr_cull_second(_Atomic(struct cr_node *) *tail, struct cr_list *ps, uint64_t *culls,
+                                  struct cr_node *succ, struct cr_node *ss, int policy)
+{
+    if (ss->takeovers >= CR_MAX_TAKEOVERS || !cr_ss_not_running(succ, ss) || !cr_unlink_second(tail, succ, ss))
+        return false;
+    cr_push_head(ps, ss);
+    ++*culls;
+    cr_grant(succ, policy);
+    return true;
+}
+
 /* Plain MCS release by owner node n: free the lock if n is the tail, else
  * grant the successor. */
 static inline void cr_release(_Atomic(struct cr_node *) *tail, struct cr_node *n, int policy)

@@ -62,6 +62,9 @@
 #ifndef LIBLOCK_LOCKS_FC_PARK_H
 #define LIBLOCK_LOCKS_FC_PARK_H
 
+/* a sleeper whose heavy barrier failed waits in steps of this (Asymmetric) */
+static const struct timespec fc_timed_wait = {0, 1000000};
+
 /* Tell the owner of r that what it waits for changed (its request ran:
  * DONE; its record was deactivated or the lock became free: RETRY), after
  * that change is stored.  The CAS only replaces WAITING (parked or not):
@@ -202,7 +205,6 @@ static void wait_request_stp(struct fc_lock *s, struct fc_rec *r)
     /* the heavy side (header): `sleeping` and the count before our loads of
      * the lock word and req; a failed barrier leaves us waking every 1 ms */
     int timed = s->asym && ll_heavy_barrier() != 0;
-    const struct timespec ms = {0, 1000000};
     for (;;) {
         if (atomic_load_explicit(&s->lock_word, memory_order_seq_cst) == FC_FREE ||
             !atomic_load_explicit(&r->req, memory_order_acquire) ||
@@ -216,7 +218,7 @@ static void wait_request_stp(struct fc_lock *s, struct fc_rec *r)
         if ((w & ~LL_PARKED) != FCW_WAITING)
             break; /* DONE or RETRY: look at the lock and the request again */
         atomic_fetch_add_explicit(&s->parks, 1, memory_order_relaxed);
-        ll_futex_wait(&r->wake, FCW_WAITING | LL_PARKED, timed ? &ms : NULL);
+        ll_futex_wait(&r->wake, FCW_WAITING | LL_PARKED, timed ? &fc_timed_wait : NULL);
     }
     atomic_fetch_sub_explicit(&s->sleepers, 1, memory_order_relaxed);
     atomic_store_explicit(&r->sleeping, 0, memory_order_relaxed);
@@ -242,7 +244,6 @@ static void lock_stp(struct fc_lock *s)
          * releaser's plain store then either shows or sees the count.  The
          * word stays FREE/LOCKED (no CONTENDED) in this mode. */
         atomic_fetch_add_explicit(&s->lock_sleepers, 1, memory_order_relaxed);
-        const struct timespec ms = {0, 1000000};
         int timed = ll_heavy_barrier() != 0;
         for (;;) {
             uint32_t expect = FC_FREE;
@@ -250,7 +251,7 @@ static void lock_stp(struct fc_lock *s)
                                                         memory_order_relaxed))
                 break;
             atomic_fetch_add_explicit(&s->parks, 1, memory_order_relaxed);
-            ll_futex_wait(&s->lock_word, FC_LOCKED, timed ? &ms : NULL);
+            ll_futex_wait(&s->lock_word, FC_LOCKED, timed ? &fc_timed_wait : NULL);
         }
         atomic_fetch_sub_explicit(&s->lock_sleepers, 1, memory_order_relaxed);
         return;
@@ -271,6 +272,8 @@ static void lock_stp(struct fc_lock *s)
 #define FC_TELL_MAX 64
 static void tell_served(struct fc_rec **served, unsigned n, struct ll_deferred_wakes *dw)
 {
+    if (!n)
+        return;
     atomic_signal_fence(memory_order_seq_cst);
     for (unsigned i = 0; i < n; i++)
         if (LL_UNLIKELY(atomic_load_explicit(&served[i]->sleeping, memory_order_relaxed)))

@@ -195,14 +195,8 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
     }
 
     if (succ) {
-        if (ss && ss->takeovers < CR_MAX_TAKEOVERS && cr_ss_not_running(succ, ss) &&
-            cr_unlink_second(&s->tail, succ, ss)) {
-            /* (C') ss cannot run now: cull it, grant succ (cr.h) */
-            cr_push_head(&s->ps, ss);
-            s->culls++;
-            cr_grant(succ, pol);
-            return 0;
-        }
+        if (ss && cr_cull_second(&s->tail, &s->ps, &s->culls, succ, ss, pol))
+            return 0; /* (C') ss could not run now: culled, succ granted (cr.h) */
         if (ss && succ->takeovers < CR_MAX_TAKEOVERS) {
             /* (C) succ is intermediate: cull it (unless taken over too
              * often in this lock() call: cr.h, fairness). */

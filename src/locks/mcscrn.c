@@ -223,15 +223,8 @@ static int mcscrn_unlock(liblock_t *l, void *vnode)
                 cr_grant(succ, pol);
                 return 0;
             }
-            if (ss->takeovers < CR_MAX_TAKEOVERS && cr_ss_not_running(succ, ss) &&
-                cr_unlink_second(&s->tail, succ, ss)) {
-                /* ss cannot run now: cull it, grant succ (cr.h, "Culling
-                 * the second waiter") */
-                cr_push_head(&s->ps, ss);
-                s->culls++;
-                cr_grant(succ, pol);
-                return 0;
-            }
+            if (cr_cull_second(&s->tail, &s->ps, &s->culls, succ, ss, pol))
+                return 0; /* ss could not run now: culled, succ granted (cr.h, "Culling the second waiter") */
             cr_push_head(&s->ps, succ);
             s->culls++;
             cr_grant(ss, pol);

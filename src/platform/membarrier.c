@@ -35,20 +35,26 @@
 static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
 static int reg_ok;
 
-static int membarrier_call(int cmd)
+/* membarrier(cmd): its result (>= 0), or -errno; the caller's errno kept */
+static long membarrier_cmd(int cmd)
 {
     int saved = errno;
     long r = syscall(SYS_membarrier, cmd, 0u, 0);
-    int e = r < 0 ? errno : 0;
+    if (r < 0)
+        r = -errno;
     errno = saved;
-    return e;
+    return r;
+}
+
+static int membarrier_call(int cmd)
+{
+    long r = membarrier_cmd(cmd);
+    return r < 0 ? (int)-r : 0;
 }
 
 static void reg(void)
 {
-    int saved = errno;
-    long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0u, 0);
-    errno = saved;
+    long q = membarrier_cmd(MEMBARRIER_CMD_QUERY);
     reg_ok = q > 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
              membarrier_call(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
 }

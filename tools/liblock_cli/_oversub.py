@@ -257,10 +257,10 @@ def target_of(s, base):
         why = "" if ok else ("no completed run in a round with the baseline" if v is None else f"{v:.3g}x {base}")
         c = s.get("ceiling_at_t_median")
         if why and v is not None and c is not None:
+            cause = ("below the target without oversubscription too" if c < NONFIFO_MIN_RATIO
+                     else "lost to oversubscription")
             why += (f" (with {s.get('ceiling_threads', '?')} threads and spin it reaches {c:.3g}x {base} at "
-                    f"{s['threads']} threads: below the target without oversubscription too)" if c < NONFIFO_MIN_RATIO
-                    else f" (with {s.get('ceiling_threads', '?')} threads and spin it reaches {c:.3g}x {base} at "
-                    f"{s['threads']} threads: lost to oversubscription)")
+                    f"{s['threads']} threads: {cause})")
     if not s["completed"]:
         why = ""  # nothing to compare: "did not complete" says it
     whys = "; ".join(x for x in (done, why) if x)
