@@ -76,6 +76,7 @@
 #include "common.h"
 #include "probe.h"
 #include "wakeprobe.h"
+#include "altprobe.h"
 #include "watchdog.h"
 
 /* RCL servers come with the RCL runtime; until it is linked in, the weak
@@ -105,6 +106,7 @@ static const char usage_text[] =
     "      --no-probe           skip the ping-pong probes\n"
     "      --handoffs           count owner changes (hand-offs between different threads) in the CS\n"
     "      --wake-probe         also take the wake-up probe (bench/wakeprobe.h) before and after the run\n"
+    "      --alt-probe          also take the alternation probe (bench/altprobe.h) before and after the run\n"
     "  -s, --seed N             seed of the chain layout (default 1)\n"
     "  -l, --label TEXT         free text carried in the output (e.g. a repetition id)\n"
     "  -h, --help               this text\n";
@@ -121,7 +123,7 @@ struct cfg {
     const char *algo;
     long threads, delay, lines, context, count, seed;
     double duration, timeout;
-    int wait, pin, fmt, header, probe, handoffs, wake_probe;
+    int wait, pin, fmt, header, probe, handoffs, wake_probe, alt_probe;
     int convention; /* 0 auto, 1 server, 2 all */
     long server_cpu;
     const char *label;
@@ -230,6 +232,31 @@ static void *worker_main(void *p)
 
 static double now_s(void) { return (double)ll_now_ns() * 1e-9; }
 
+/* The alternation probe (bench/altprobe.h) with this run's critical section:
+ * a chain of its own with the run's K lines and seed, and, with --handoffs,
+ * an owner line of its own (the run's lines and counts stay untouched).
+ * CPUs 0 and 1; -1 if it cannot be taken. */
+static double alt_probe_run(void)
+{
+    struct chain c;
+    if (chain_init(&c, (int)cfg.lines, (uint64_t)cfg.seed * 2654435761u + 17))
+        return -1;
+    static struct owner_line own;
+    own = (struct owner_line){.last = -1};
+    struct cs_arg *a = ll_alloc_aligned(2 * sizeof *a);
+    if (!a) {
+        chain_destroy(&c);
+        return -1;
+    }
+    for (int i = 0; i < 2; i++)
+        a[i] = (struct cs_arg){.base = c.base, .head = c.head, .k = c.k, .own = cfg.handoffs ? &own : NULL,
+                               .idx = i};
+    double r = alt_probe(critical_section, &a[0], &a[1], cfg.delay, 0, 1, 40000, 5, 2000000000ull);
+    free(a);
+    chain_destroy(&c);
+    return r;
+}
+
 /* Wait until every worker is done or the absolute deadline (seconds) passes. */
 static int wait_all(struct worker *w, long n, double deadline)
 {
@@ -257,6 +284,7 @@ static void parse(int argc, char **argv)
         {"format", required_argument, 0, 'f'},    {"header", no_argument, 0, 3},
         {"no-probe", no_argument, 0, 4},          {"seed", required_argument, 0, 's'},
         {"handoffs", no_argument, 0, 5},          {"wake-probe", no_argument, 0, 6},
+        {"alt-probe", no_argument, 0, 7},
         {"label", required_argument, 0, 'l'},     {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     cfg = (struct cfg){.algo = "posix", .threads = ll_ncpus(), .delay = 100, .lines = 1, .context = 0,
@@ -340,6 +368,7 @@ static void parse(int argc, char **argv)
         case 4: cfg.probe = 0; break;
         case 5: cfg.handoffs = 1; break;
         case 6: cfg.wake_probe = 1; break;
+        case 7: cfg.alt_probe = 1; break;
         case 's':
             if (parse_long(optarg, 0, 1L << 62, &cfg.seed))
                 usage_fail("--seed must be a number >= 0, not '%s'", optarg);
@@ -373,6 +402,7 @@ int main(int argc, char **argv)
     double probe0 = cfg.probe && ncpu > 1 ? probe_quick() : -1;
     double wake0 = cfg.wake_probe && ncpu > 1 ? wake_probe_cross() : -1;
     double wake0s = cfg.wake_probe ? wake_probe_same() : -1;
+    double alt0 = cfg.alt_probe && ncpu > 1 ? alt_probe_run() : -1;
 
     /* the lock; for a delegating algorithm, with a server started on the
      * server CPU when the library has RCL servers */
@@ -507,6 +537,7 @@ int main(int argc, char **argv)
     double probe1 = cfg.probe && ncpu > 1 && !stuck ? probe_quick() : -1;
     double wake1 = cfg.wake_probe && ncpu > 1 && !stuck ? wake_probe_cross() : -1;
     double wake1s = cfg.wake_probe && !stuck ? wake_probe_same() : -1;
+    double alt1 = cfg.alt_probe && ncpu > 1 && !stuck ? alt_probe_run() : -1;
 
     /* ---- results ---- */
     struct hist all;
@@ -621,6 +652,13 @@ int main(int argc, char **argv)
                                         "wake_same_after_ns"};
         for (size_t i = 0; i < sizeof k / sizeof *k; i++)
             REC_N(&rec, k[i], "%s", "");
+    }
+    if (cfg.alt_probe) {
+        REC_N(&rec, "alt_before_mops", "%.3f", alt0);
+        REC_N(&rec, "alt_after_mops", "%.3f", alt1);
+    } else {
+        REC_N(&rec, "alt_before_mops", "%s", "");
+        REC_N(&rec, "alt_after_mops", "%s", "");
     }
     {
         char buf[64 * 1024];

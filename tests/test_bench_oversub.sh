@@ -40,9 +40,9 @@ else bad "wake_probe --quick failed"; cat "$tmp/w.err" >&2; fi
 "$build/bin/wake_probe" --samples 0 > /dev/null 2> "$tmp/e"; rc=$?
 [ $rc -eq 2 ] && grep -q "usage: wake_probe" "$tmp/e" && ok || bad "wake_probe --samples 0: rc=$rc"
 
-# 2. lockbench --handoffs --wake-probe: the fields are there and consistent
+# 2. lockbench --handoffs --wake-probe --alt-probe: the fields are there and consistent
 section "lockbench hand-offs"
-out=$(timeout 60 "$build/bin/lockbench" -a mcs -t 2 -n 300 -w spin-then-park --handoffs --wake-probe -p none)
+out=$(timeout 60 "$build/bin/lockbench" -a mcs -t 2 -n 300 -w spin-then-park --handoffs --wake-probe --alt-probe -p none)
 python3 -c '
 import json, sys
 r = json.loads(sys.argv[1])
@@ -51,12 +51,20 @@ assert r["status"] == "ok" and r["check"] == "ok", r
 assert 2 <= r["handoffs"] <= r["total_cs"] == 600, r
 assert r["handoff_ns"] > 0
 for f in ("wake_before_ns", "wake_after_ns", "wake_same_before_ns", "wake_same_after_ns"):
-    assert r[f] > 0 or r[f] == -1, (f, r[f])' "$out" && ok || bad "lockbench --handoffs --wake-probe: $out"
+    assert r[f] > 0 or r[f] == -1, (f, r[f])
+# the alternation probe: critical sections per second (millions), or -1 when it could not be taken
+for f in ("alt_before_mops", "alt_after_mops"):
+    assert r[f] > 0 or r[f] == -1, (f, r[f])
+    if r["ncpus"] == 1:
+        assert r[f] == -1, (f, r[f])
+# and it leaves the run alone: the run checked its own lines (exact counts) above' "$out" \
+  && ok || bad "lockbench --handoffs --wake-probe --alt-probe: $out"
 out=$(timeout 60 "$build/bin/lockbench" -a posix -t 2 -n 100 --no-probe -p none)
 python3 -c '
 import json, sys
 r = json.loads(sys.argv[1])
-assert r["handoffs"] is None and r["wake_before_ns"] is None, r' "$out" && ok || bad "lockbench without --handoffs"
+assert r["handoffs"] is None and r["wake_before_ns"] is None and r["alt_before_mops"] is None, r' "$out" \
+  && ok || bad "lockbench without --handoffs"
 
 # 3. the application programs check themselves, under glibc
 section "application programs"
@@ -93,6 +101,13 @@ for r in over:
     assert r["threads"] == "3"
     if r["completed"] == "1":
         assert float(r["throughput_cs_per_s"]) > 0 and int(r["handoffs"]) >= 1, r
+    # the alternation bound: the probe's rate / posix's in the round / hand-offs per CS
+    assert "alt_cs_per_s" in r and "alt_bound" in r, r
+    po = [x for x in over if x["algorithm"] == "posix"][0]
+    if r["completed"] == "1" and po["completed"] == "1" and r["alt_cs_per_s"]:
+        want = (float(r["alt_cs_per_s"]) / float(po["throughput_cs_per_s"])
+                / (int(r["handoffs"]) / int(r["total_cs"])))
+        assert abs(float(r["alt_bound"]) - want) <= 1e-3 * want + 1e-4, (r, want)
 summ = list(csv.DictReader(open(os.path.join(d, "summary.csv"))))
 assert len(summ) == 3 and all(s["target"] and s["meets"] in ("0", "1", "") for s in summ), summ
 assert [s for s in summ if s["algorithm"] == "mcs"][0]["fifo"] == "1"
@@ -111,7 +126,7 @@ assert [s for s in summ if s["algorithm"] == "mcs"][0]["ceiling_at_t_median"] ==
 meta = json.load(open(os.path.join(d, "meta.json")))
 assert "mcs" in meta["targets"], meta
 assert os.path.exists(os.path.join(d, "oversubscription.png"))
-assert "issue 12 targets" in out and "T = 3 threads" in out and "ceiling" in out, out
+assert "issue 12 targets" in out and "T = 3 threads" in out and "ceiling" in out and "alt bnd" in out, out
 PY
 else bad "liblock bench oversubscription failed"; cat "$tmp/ov.out" >&2; fi
 # the Markdown report of that directory: one row per algorithm, the ceiling column

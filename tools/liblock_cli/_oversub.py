@@ -19,6 +19,21 @@ algorithm misses even without oversubscription (posix itself gets faster
 with more threads than CPUs: its waiters sleep and the releaser takes the
 lock back on its own CPU); at or above it, the miss is lost to
 oversubscription.
+
+The alternation bound: every run also takes the alternation probe
+(bench/altprobe.h) before and after it, two threads on the two CPUs taking
+strict turns at the run's critical section with a plain store as the
+hand-over.  Its best batch (`alt_cs_per_s`) over the baseline's throughput
+in the same round is the most that a lock handing over to a different
+thread at every critical section can reach against the baseline here: a
+hand-off to the other CPU costs at least one alternation, one to a thread of
+the same CPU at least a context switch, which is slower still.  A lock that
+does not delegate and hands over at a fraction h of its critical sections
+is bounded by that ratio / h (`alt_bound_median`).  When a miss's bound is
+below the target, the verdict says the target is out of reach on this
+machine for a lock that hands over this way; the delegating locks' hand-off
+counter counts changes of the requesting thread, not moves of the data, so
+the bound is not applied to them.
 """
 import math
 import os
@@ -30,7 +45,8 @@ from ._lockexp import registry
 
 FIRST = ["rep", "series", "threads", "algorithm", "wait", "fifo", "status", "check", "completed", "elapsed_s", "total_cs",
          "throughput_cs_per_s", "ratio_vs_baseline", "handoffs", "handoff_ns", "wake_ns", "wake_same_ns",
-         "handoff_over_wake", "probe_before_ns", "probe_after_ns", "probe_ns", "probe_agree", "regime"]
+         "handoff_over_wake", "alt_cs_per_s", "alt_bound", "probe_before_ns", "probe_after_ns", "probe_ns", "probe_agree",
+         "regime"]
 FIFO_MAX_HANDOFF_OVER_WAKE = 2.0
 NONFIFO_MIN_RATIO = 0.5
 
@@ -123,7 +139,7 @@ def run(args, env):
         want = "spin" if series == "ceiling" else args.wait
         wait = want if want and want in info["policies"] and algo != base else None
         cmd = [lb, "-a", algo, "-t", str(t), "-d", str(args.delay), "-k", str(args.lines), "-T", str(args.timeout),
-               "-p", args.pin, "--handoffs", "--wake-probe", "-l", f"rep{rep}", "-f", "json"]
+               "-p", args.pin, "--handoffs", "--wake-probe", "--alt-probe", "-l", f"rep{rep}", "-f", "json"]
         cmd += ["-n", str(args.count)] if args.count else ["-D", f"{args.duration:g}"]
         if wait:
             cmd += ["-w", wait]
@@ -134,6 +150,9 @@ def run(args, env):
         if want and not wait and algo != base:
             rec["wait_note"] = f"{want} not supported: default"
         rec["fifo"] = int("fifo" in info["properties"])
+        rec["delegates"] = int("delegates" in info["properties"])
+        alts = [v for v in (_num(rec.get("alt_before_mops")), _num(rec.get("alt_after_mops"))) if v and v > 0]
+        rec["alt_cs_per_s"] = round(max(alts) * 1e6) if alts else ""
         rec["completed"] = int(rec.get("status") == "ok" and rec.get("check") == "ok")
         rec["wake_ns"] = _gmean_pos(rec.get("wake_before_ns"), rec.get("wake_after_ns"))
         rec["wake_same_ns"] = _gmean_pos(rec.get("wake_same_before_ns"), rec.get("wake_same_after_ns"))
@@ -151,6 +170,9 @@ def run(args, env):
         b = bidx.get((r["rep"], r["series"], r["threads"]))
         v, bv = _num(r.get("throughput_cs_per_s")), b and _num(b.get("throughput_cs_per_s"))
         r["ratio_vs_baseline"] = round(v / bv, 4) if r["completed"] and v is not None and bv else ""
+        alt, ho, tot = _num(r.get("alt_cs_per_s")), _num(r.get("handoffs")), _num(r.get("total_cs"))
+        r["alt_bound"] = (round(alt / bv / (ho / tot), 4) if r["completed"] and alt and bv and ho and tot
+                          and not r["delegates"] else "")
     summary = summarise([r for r in rows if r["series"] == "oversub"], algos, tlist, reg, base,
                         ceilings([r for r in rows if r["series"] == "ceiling"], algos),
                         [r for r in rows if r["series"] == "ceiling"])
@@ -216,13 +238,14 @@ def summarise(rows, algos, tlist, reg, base, ceil=None, ceil_rows=None):
                 continue
             ok = [r for r in rs if r["completed"]]
             s = {"threads": t, "algorithm": a, "wait": rs[0].get("wait", ""), "fifo": rs[0]["fifo"],
+                 "delegates": rs[0].get("delegates", 0),
                  "runs": len(rs), "completed": len(ok),
                  "not_completed": ";".join(sorted({str(r.get("status")) + ("" if r.get("check") in ("ok", "skipped")
                                                                             else "/check " + str(r.get("check")))
                                                    for r in rs if not r["completed"]})),
                  "probe_agree_runs": sum(1 for r in rs if r.get("probe_agree"))}
             for m in ("throughput_cs_per_s", "ratio_vs_baseline", "handoff_ns", "wake_ns", "wake_same_ns",
-                      "handoff_over_wake", "probe_ns"):
+                      "handoff_over_wake", "alt_cs_per_s", "alt_bound", "probe_ns"):
                 md, mn, mx = _mmm([_num(r.get(m)) for r in ok] if m != "probe_ns" else [_num(r.get(m)) for r in rs])
                 s[m + "_median"], s[m + "_min"], s[m + "_max"] = md, mn, mx
             hand = [_num(r.get("handoffs")) for r in ok]
@@ -261,6 +284,13 @@ def target_of(s, base):
                      else "lost to oversubscription")
             why += (f" (with {s.get('ceiling_threads', '?')} threads and spin it reaches {c:.3g}x {base} at "
                     f"{s['threads']} threads: {cause})")
+        ab, h = s.get("alt_bound_median"), s.get("handoffs_per_cs_median")
+        if why and v is not None and ab is not None and h is not None:
+            if ab < NONFIFO_MIN_RATIO:
+                why += (f"; out of reach here: it hands over at {h:.2f} of its critical sections, and the "
+                        f"alternation bound for that is {ab:.3g}x {base}")
+            else:
+                why += f"; the alternation bound ({ab:.3g}x {base} at {h:.2f} hand-offs per CS) allows the target"
     if not s["completed"]:
         why = ""  # nothing to compare: "did not complete" says it
     whys = "; ".join(x for x in (done, why) if x)
@@ -323,7 +353,7 @@ def print_tables(rows, summary, algos, tlist, base, args):
               f" [{_fmt_ns(min(wk)) if wk else '-'}-{_fmt_ns(max(wk)) if wk else '-'}], same CPU "
               f"{_fmt_ns(statistics.median(ws)) if ws else '-'}; ratios are medians of per-round ratios")
         print(f"{'algorithm':<15} {'policy':<15} {'fifo':<4} {'done':>5} {'CS/s median [min-max]':>27} "
-              f"{'x ' + base:>9} {'ceiling':>8} {'hand-off':>9} {'wake':>8} {'ho/wake':>8} {'wake1cpu':>8}  target")
+              f"{'x ' + base:>9} {'ceiling':>8} {'alt bnd':>8} {'hand-off':>9} {'wake':>8} {'ho/wake':>8} {'wake1cpu':>8}  target")
         for a in algos:
             s = sel.get(a)
             if not s:
@@ -335,6 +365,7 @@ def print_tables(rows, summary, algos, tlist, base, args):
             verdict = "meets" if s["meets"] == 1 else ("UNKNOWN" if s["meets"] == "" else "MISSES") + ": " + s["why"]
             print(f"{a:<15} {str(s['wait']):<15} {'yes' if s['fifo'] else 'no':<4} {s['completed']:>2}/{s['runs']:<2} "
                   f"{rate:>27} {_fmt_ratio(ratio):>9} {_fmt_ratio(s.get('ceiling_ratio_median')):>8} "
+                  f"{_fmt_ratio(s.get('alt_bound_median')):>8} "
                   f"{_fmt_ns(s['handoff_ns_median']):>9} "
                   f"{_fmt_ns(s['wake_ns_median'] if args.wake_ref == 'cross' else s['wake_same_ns_median']):>8} "
                   f"{_fmt_ratio(how):>8} {_fmt_ns(s['wake_same_ns_median'] if args.wake_ref == 'cross' else s['wake_ns_median']):>8}"
@@ -345,7 +376,9 @@ def print_tables(rows, summary, algos, tlist, base, args):
           f"wake-up probe ({'other' if args.wake_ref == 'cross' else 'same'} CPU) of the same runs; ho/wake: median of"
           f" per-run ratios; wake1cpu: the {'same' if args.wake_ref == 'cross' else 'other'}-CPU wake-up, for reference;"
           f" ceiling: x {base} with {os.cpu_count()} threads and pure spin (no oversubscription), same rounds"
-          f"{'' if args.ceiling else ' (not run: --no-ceiling)'}.")
+          f"{'' if args.ceiling else ' (not run: --no-ceiling)'}; alt bnd: the most a lock handing over at the"
+          f" algorithm's measured rate can reach, x {base} (the alternation probe of the same runs, bench/altprobe.h;"
+          f" not for delegating locks).")
 
 
 def print_targets(summary, algos, tlist, base):
