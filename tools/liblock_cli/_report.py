@@ -89,6 +89,10 @@ def _oversub(d, meta, rows, keep):
     if ceil:
         head += f" ceiling: {meta.get('ncpus', '?')} thr, spin, × {base} |"
         sep += "--:|"
+    alt = any(_f(r.get("alt_bound_median")) is not None for r in rows)
+    if alt:
+        head += f" alternation bound, × {base} ({' / '.join(f'{t}' for t in tl)} thr) |"
+        sep += "--:|"
     head += " completed | target |"
     sep += "--:|---|"
     print(head)
@@ -124,12 +128,22 @@ def _oversub(d, meta, rows, keep):
         if ceil:
             c = next((_f(idx[(t, a)].get("ceiling_ratio_median")) for t in tl if (t, a) in idx), None)
             cells.append("1.00×" if a == base else _x(c) if c is not None else "–")
+        if alt:
+            bs = [_f(idx[(t, a)].get("alt_bound_median")) if (t, a) in idx else None for t in tl]
+            cells.append(" / ".join(_x(b) if b is not None else "–" for b in bs) if any(b is not None for b in bs)
+                         else "–")
         print(f"| {a} | {pol} | {'yes' if fifo else 'no'} | " + " | ".join(cells) + f" | {', '.join(done)} | {verdict} |")
     if ceil:
         print()
         print(f"Ceiling: the same workload with as many threads as CPUs ({meta.get('ncpus', '?')}) and pure spin, "
               f"in the same rounds (non-FIFO algorithms): what the algorithm reaches here before oversubscription "
               f"costs anything.")
+    if alt:
+        print()
+        print(f"Alternation bound: the most a lock that hands over to another thread as often as this one did can "
+              f"reach here, × {base}: the alternation probe of the same runs (two threads on the two CPUs taking "
+              f"strict turns at the critical section) ÷ {base}'s throughput ÷ hand-offs per critical section; not "
+              f"for delegating locks (docs/bench.md).")
     print()
 
 
