@@ -40,11 +40,7 @@
 #ifndef LIBLOCK_BENCH_ALTPROBE_H
 #define LIBLOCK_BENCH_ALTPROBE_H
 
-#include <pthread.h>
-#include <sched.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <time.h>
+#include "probe.h" /* probe_now_ns, probe_pin */
 
 #if defined(__x86_64__) || defined(__i386__)
 #define ALT_PAUSE() __asm__ __volatile__("pause" ::: "memory")
@@ -76,21 +72,6 @@ struct alt_shared {
     uint64_t sink[2]; /* the cycle readings go here, so they are not optimised away */
 };
 
-static inline uint64_t alt_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static inline void alt_pin(int cpu)
-{
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    CPU_SET(cpu, &s);
-    pthread_setaffinity_np(pthread_self(), sizeof s, &s);
-}
-
 /* One side's n turns; returns 0, or -1 if the batch was given up. */
 static int alt_turns(struct alt_shared *s, int me)
 {
@@ -102,7 +83,7 @@ static int alt_turns(struct alt_shared *s, int me)
             if (t < 0)
                 return -1;
             ALT_PAUSE();
-            if ((++spins & 4095) == 0 && alt_now_ns() > s->deadline_ns) {
+            if ((++spins & 4095) == 0 && probe_now_ns() > s->deadline_ns) {
                 __atomic_store_n(&s->turn, -1, __ATOMIC_RELEASE);
                 return -1;
             }
@@ -123,7 +104,7 @@ static int alt_turns(struct alt_shared *s, int me)
 static void *alt_side_b(void *p)
 {
     struct alt_shared *s = p;
-    alt_pin(s->cpu[1]);
+    probe_pin(s->cpu[1]);
     __atomic_store_n(&s->started, 1, __ATOMIC_RELEASE);
     return (void *)(intptr_t)alt_turns(s, 1);
 }
@@ -144,23 +125,23 @@ static double alt_probe(void *(*cs)(void *), void *arg_a, void *arg_b, long dela
             break;
         *s = (struct alt_shared){.turn = 0, .cpu = {a, b}, .arg = {arg_a, arg_b}, .cs = cs, .n = n,
                                  .delay = delay};
-        alt_pin(a);
-        s->deadline_ns = alt_now_ns() + cap_ns;
+        probe_pin(a);
+        s->deadline_ns = probe_now_ns() + cap_ns;
         pthread_t th;
         if (pthread_create(&th, NULL, alt_side_b, s)) {
             free(s);
             break;
         }
         /* B starts the batch's clock by being there: wait for it (bounded). */
-        while (!__atomic_load_n(&s->started, __ATOMIC_ACQUIRE) && alt_now_ns() < s->deadline_ns)
+        while (!__atomic_load_n(&s->started, __ATOMIC_ACQUIRE) && probe_now_ns() < s->deadline_ns)
             ALT_PAUSE();
-        uint64_t t0 = alt_now_ns();
+        uint64_t t0 = probe_now_ns();
         int ra = __atomic_load_n(&s->started, __ATOMIC_ACQUIRE) ? alt_turns(s, 0) : -1;
         if (ra < 0)
             __atomic_store_n(&s->turn, -1, __ATOMIC_RELEASE);
         void *rb;
         pthread_join(th, &rb);
-        uint64_t t1 = alt_now_ns();
+        uint64_t t1 = probe_now_ns();
         double v = 2.0 * (double)n / ((double)(t1 - t0) * 1e-9) / 1e6;
         if (r > 0 && ra == 0 && rb == NULL && t1 > t0 && v > best)
             best = v;
