@@ -77,6 +77,7 @@
 #include "probe.h"
 #include "wakeprobe.h"
 #include "altprobe.h"
+#include "rpcprobe.h"
 #include "watchdog.h"
 
 /* RCL servers come with the RCL runtime; until it is linked in, the weak
@@ -107,6 +108,7 @@ static const char usage_text[] =
     "      --handoffs           count owner changes (hand-offs between different threads) in the CS\n"
     "      --wake-probe         also take the wake-up probe (bench/wakeprobe.h) before and after the run\n"
     "      --alt-probe          also take the alternation probe (bench/altprobe.h) before and after the run\n"
+    "      --rpc-probe          also take the delegation probe (bench/rpcprobe.h) before and after the run\n"
     "  -s, --seed N             seed of the chain layout (default 1)\n"
     "  -l, --label TEXT         free text carried in the output (e.g. a repetition id)\n"
     "  -h, --help               this text\n";
@@ -123,7 +125,7 @@ struct cfg {
     const char *algo;
     long threads, delay, lines, context, count, seed;
     double duration, timeout;
-    int wait, pin, fmt, header, probe, handoffs, wake_probe, alt_probe;
+    int wait, pin, fmt, header, probe, handoffs, wake_probe, alt_probe, rpc_probe;
     int convention; /* 0 auto, 1 server, 2 all */
     long server_cpu;
     const char *label;
@@ -232,11 +234,16 @@ static void *worker_main(void *p)
 
 static double now_s(void) { return (double)ll_now_ns() * 1e-9; }
 
-/* The alternation probe (bench/altprobe.h) with this run's critical section:
- * a chain of its own with the run's K lines and seed, and, with --handoffs,
- * an owner line of its own (the run's lines and counts stay untouched).
- * CPUs 0 and 1; -1 if it cannot be taken. */
-static double alt_probe_run(void)
+static void cs_reset(void *p) { ((struct cs_arg *)p)->ran = 0; }
+static int cs_ran(void *p) { return ((struct cs_arg *)p)->ran; }
+
+/* The alternation probe (bench/altprobe.h), or with rpc the delegation
+ * probe (bench/rpcprobe.h: client on CPU 0, server on CPU 1, the client's
+ * argument read and written by the server as liblock_execute's is), with
+ * this run's critical section: a chain of its own with the run's K lines
+ * and seed, and, with --handoffs, an owner line of its own (the run's lines
+ * and counts stay untouched).  CPUs 0 and 1; -1 if it cannot be taken. */
+static double alt_probe_run(int rpc)
 {
     struct chain c;
     if (chain_init(&c, (int)cfg.lines, (uint64_t)cfg.seed * 2654435761u + 17))
@@ -251,7 +258,8 @@ static double alt_probe_run(void)
     for (int i = 0; i < 2; i++)
         a[i] = (struct cs_arg){.base = c.base, .head = c.head, .k = c.k, .own = cfg.handoffs ? &own : NULL,
                                .idx = i};
-    double r = alt_probe(critical_section, &a[0], &a[1], cfg.delay, 0, 1, 40000, 5, 2000000000ull);
+    double r = rpc ? rpc_probe(critical_section, &a[0], cs_reset, cs_ran, cfg.delay, 0, 1, 40000, 5, 2000000000ull)
+                   : alt_probe(critical_section, &a[0], &a[1], cfg.delay, 0, 1, 40000, 5, 2000000000ull);
     free(a);
     chain_destroy(&c);
     return r;
@@ -284,7 +292,7 @@ static void parse(int argc, char **argv)
         {"format", required_argument, 0, 'f'},    {"header", no_argument, 0, 3},
         {"no-probe", no_argument, 0, 4},          {"seed", required_argument, 0, 's'},
         {"handoffs", no_argument, 0, 5},          {"wake-probe", no_argument, 0, 6},
-        {"alt-probe", no_argument, 0, 7},
+        {"alt-probe", no_argument, 0, 7},         {"rpc-probe", no_argument, 0, 8},
         {"label", required_argument, 0, 'l'},     {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     cfg = (struct cfg){.algo = "posix", .threads = ll_ncpus(), .delay = 100, .lines = 1, .context = 0,
@@ -369,6 +377,7 @@ static void parse(int argc, char **argv)
         case 5: cfg.handoffs = 1; break;
         case 6: cfg.wake_probe = 1; break;
         case 7: cfg.alt_probe = 1; break;
+        case 8: cfg.rpc_probe = 1; break;
         case 's':
             if (parse_long(optarg, 0, 1L << 62, &cfg.seed))
                 usage_fail("--seed must be a number >= 0, not '%s'", optarg);
@@ -402,7 +411,8 @@ int main(int argc, char **argv)
     double probe0 = cfg.probe && ncpu > 1 ? probe_quick() : -1;
     double wake0 = cfg.wake_probe && ncpu > 1 ? wake_probe_cross() : -1;
     double wake0s = cfg.wake_probe ? wake_probe_same() : -1;
-    double alt0 = cfg.alt_probe && ncpu > 1 ? alt_probe_run() : -1;
+    double alt0 = cfg.alt_probe && ncpu > 1 ? alt_probe_run(0) : -1;
+    double rpc0 = cfg.rpc_probe && ncpu > 1 ? alt_probe_run(1) : -1;
 
     /* the lock; for a delegating algorithm, with a server started on the
      * server CPU when the library has RCL servers */
@@ -537,7 +547,8 @@ int main(int argc, char **argv)
     double probe1 = cfg.probe && ncpu > 1 && !stuck ? probe_quick() : -1;
     double wake1 = cfg.wake_probe && ncpu > 1 && !stuck ? wake_probe_cross() : -1;
     double wake1s = cfg.wake_probe && !stuck ? wake_probe_same() : -1;
-    double alt1 = cfg.alt_probe && ncpu > 1 && !stuck ? alt_probe_run() : -1;
+    double alt1 = cfg.alt_probe && ncpu > 1 && !stuck ? alt_probe_run(0) : -1;
+    double rpc1 = cfg.rpc_probe && ncpu > 1 && !stuck ? alt_probe_run(1) : -1;
 
     /* ---- results ---- */
     struct hist all;
@@ -659,6 +670,13 @@ int main(int argc, char **argv)
     } else {
         REC_N(&rec, "alt_before_mops", "%s", "");
         REC_N(&rec, "alt_after_mops", "%s", "");
+    }
+    if (cfg.rpc_probe) {
+        REC_N(&rec, "rpc_before_mops", "%.3f", rpc0);
+        REC_N(&rec, "rpc_after_mops", "%.3f", rpc1);
+    } else {
+        REC_N(&rec, "rpc_before_mops", "%s", "");
+        REC_N(&rec, "rpc_after_mops", "%s", "");
     }
     {
         char buf[64 * 1024];

@@ -59,11 +59,23 @@ for f in ("alt_before_mops", "alt_after_mops"):
         assert r[f] == -1, (f, r[f])
 # and it leaves the run alone: the run checked its own lines (exact counts) above' "$out" \
   && ok || bad "lockbench --handoffs --wake-probe --alt-probe: $out"
+# the delegation probe: round trips per second (millions), or -1; the run itself unchanged
+out=$(timeout 60 "$build/bin/lockbench" -a ttas -t 2 -n 300 --rpc-probe -p none)
+python3 -c '
+import json, sys
+r = json.loads(sys.argv[1])
+assert r["status"] == "ok" and r["check"] == "ok", r
+for f in ("rpc_before_mops", "rpc_after_mops"):
+    assert r[f] > 0 or r[f] == -1, (f, r[f])
+    if r["ncpus"] == 1:
+        assert r[f] == -1, (f, r[f])
+assert r["alt_before_mops"] is None, r' "$out" && ok || bad "lockbench --rpc-probe: $out"
 out=$(timeout 60 "$build/bin/lockbench" -a posix -t 2 -n 100 --no-probe -p none)
 python3 -c '
 import json, sys
 r = json.loads(sys.argv[1])
-assert r["handoffs"] is None and r["wake_before_ns"] is None and r["alt_before_mops"] is None, r' "$out" \
+assert r["handoffs"] is None and r["wake_before_ns"] is None and r["alt_before_mops"] is None, r
+assert r["rpc_before_mops"] is None, r' "$out" \
   && ok || bad "lockbench without --handoffs"
 
 # 3. the application programs check themselves, under glibc
@@ -79,7 +91,7 @@ fi
 
 # 4. liblock bench oversubscription, tiny
 section "bench oversubscription"
-if timeout 120 python3 tools/liblock bench oversubscription --algorithms posix,mcs,ttas --threads-list 3 --reps 1 \
+if timeout 120 python3 tools/liblock bench oversubscription --algorithms posix,mcs,ttas,rcl --threads-list 3 --reps 1 \
      --duration 0.1 --timeout 5 --pin none --out "$tmp/ov" > "$tmp/ov.out" 2>&1; then
   python3 - "$tmp/ov" "$tmp/ov.out" <<'PY' && ok || bad "oversubscription files"
 import csv, json, os, sys
@@ -87,13 +99,13 @@ d, out = sys.argv[1], open(sys.argv[2]).read()
 runs = list(csv.DictReader(open(os.path.join(d, "runs.csv"))))
 over = [r for r in runs if r["series"] == "oversub"]
 ceil = [r for r in runs if r["series"] == "ceiling"]
-assert len(over) == 3 and len(ceil) == 2, runs
-assert {r["algorithm"] for r in over} == {"posix", "mcs", "ttas"}
+assert len(over) == 4 and len(ceil) == 3, runs
+assert {r["algorithm"] for r in over} == {"posix", "mcs", "ttas", "rcl"}
 # the ceiling series: non-FIFO algorithms only, as many threads as CPUs, pure spin where the lock has it
-assert {r["algorithm"] for r in ceil} == {"posix", "ttas"}, ceil
+assert {r["algorithm"] for r in ceil} == {"posix", "ttas", "rcl"}, ceil
 for r in ceil:
     assert r["threads"] == str(os.cpu_count()), r
-    assert r["wait"] == ("spin" if r["algorithm"] == "ttas" else "park"), r
+    assert r["wait"] == ("park" if r["algorithm"] == "posix" else "spin"), r
 for r in over:
     for f in ("rep", "threads", "wait", "fifo", "completed", "throughput_cs_per_s", "ratio_vs_baseline", "handoffs",
               "handoff_ns", "wake_ns", "wake_same_ns", "handoff_over_wake", "probe_ns", "regime"):
@@ -104,12 +116,20 @@ for r in over:
     # the alternation bound: the probe's rate / posix's in the round / hand-offs per CS
     assert "alt_cs_per_s" in r and "alt_bound" in r, r
     po = [x for x in over if x["algorithm"] == "posix"][0]
-    if r["completed"] == "1" and po["completed"] == "1" and r["alt_cs_per_s"]:
-        want = (float(r["alt_cs_per_s"]) / float(po["throughput_cs_per_s"])
-                / (int(r["handoffs"]) / int(r["total_cs"])))
-        assert abs(float(r["alt_bound"]) - want) <= 1e-3 * want + 1e-4, (r, want)
+    if r["algorithm"] == "rcl":
+        # a delegating lock: no alternation bound; with a server, the delegation bound
+        assert r["alt_bound"] == "", r
+        if r["completed"] == "1" and po["completed"] == "1" and r["rpc_cs_per_s"]:
+            want = float(r["rpc_cs_per_s"]) / float(po["throughput_cs_per_s"])
+            assert abs(float(r["rpc_bound"]) - want) <= 1e-3 * want + 1e-4, (r, want)
+    else:
+        assert r["rpc_cs_per_s"] == "" and r["rpc_bound"] == "", r  # only locks with a server take it
+        if r["completed"] == "1" and po["completed"] == "1" and r["alt_cs_per_s"]:
+            want = (float(r["alt_cs_per_s"]) / float(po["throughput_cs_per_s"])
+                    / (int(r["handoffs"]) / int(r["total_cs"])))
+            assert abs(float(r["alt_bound"]) - want) <= 1e-3 * want + 1e-4, (r, want)
 summ = list(csv.DictReader(open(os.path.join(d, "summary.csv"))))
-assert len(summ) == 3 and all(s["target"] and s["meets"] in ("0", "1", "") for s in summ), summ
+assert len(summ) == 4 and all(s["target"] and s["meets"] in ("0", "1", "") for s in summ), summ
 assert [s for s in summ if s["algorithm"] == "mcs"][0]["fifo"] == "1"
 assert [s for s in summ if s["algorithm"] == "mcs"][0]["ceiling_ratio_median"] == ""
 t = [s for s in summ if s["algorithm"] == "ttas"][0]
@@ -126,16 +146,16 @@ assert [s for s in summ if s["algorithm"] == "mcs"][0]["ceiling_at_t_median"] ==
 meta = json.load(open(os.path.join(d, "meta.json")))
 assert "mcs" in meta["targets"], meta
 assert os.path.exists(os.path.join(d, "oversubscription.png"))
-assert "issue 12 targets" in out and "T = 3 threads" in out and "ceiling" in out and "alt bnd" in out, out
+assert "issue 12 targets" in out and "T = 3 threads" in out and "ceiling" in out and "bench/altprobe.h" in out, out
 PY
 else bad "liblock bench oversubscription failed"; cat "$tmp/ov.out" >&2; fi
 # the Markdown report of that directory: one row per algorithm, the ceiling column
 if python3 tools/liblock bench report "$tmp/ov" > "$tmp/rep.md" 2> "$tmp/rep.err"; then
   grep -q '^| ttas | spin-then-park | no | .* | 1/1 | ' "$tmp/rep.md" && grep -q 'ceiling: [0-9]* thr, spin' "$tmp/rep.md" \
     && { grep -q '^| mcs | .* | – | 1/1 | ' "$tmp/rep.md" \
-         || { grep -qE '^\| mcs \| .* \| – \| ([0-9.]+×|–) \| 1/1 \| ' "$tmp/rep.md" && grep -q '^Alternation bound: ' "$tmp/rep.md"; }; } \
+         || { grep -qE '^\| mcs \| .* \| – \| ([0-9.]+×|–) \| 1/1 \| ' "$tmp/rep.md" && grep -q '^Bound: ' "$tmp/rep.md"; }; } \
     && ok || { bad "report table"; cat "$tmp/rep.md" >&2; }
-# (the alternation-bound column is there when some run could take the alternation probe)
+# (the bound column is there when some run could take the alternation or delegation probe)
 else bad "liblock bench report failed: $(cat "$tmp/rep.err")"; fi
 if python3 tools/liblock bench report "$tmp" > /dev/null 2> "$tmp/rep.err"; then bad "report: non-results directory accepted"
 else grep -q "not a results directory" "$tmp/rep.err" && ok || bad "report: no message: $(cat "$tmp/rep.err")"; fi

@@ -34,6 +34,15 @@ below the target, the verdict says the target is out of reach on this
 machine for a lock that hands over this way; the delegating locks' hand-off
 counter counts changes of the requesting thread, not moves of the data, so
 the bound is not applied to them.
+
+The delegation bound: a lock that runs its clients' critical sections on a
+dedicated server CPU (`server` in `liblock list`'s properties: rcl) also
+takes the delegation probe (bench/rpcprobe.h) around each run: one client
+sending each critical section to a server on the other CPU as a request and
+a reply made of plain stores.  Its best batch (`rpc_cs_per_s`) times the
+CPUs left to clients, over the baseline's throughput in the same round, is
+`rpc_bound`: no such lock can exceed it here, since the clients of one CPU
+run one at a time and each waits for its round trip.
 """
 import math
 import os
@@ -45,7 +54,7 @@ from ._lockexp import registry
 
 FIRST = ["rep", "series", "threads", "algorithm", "wait", "fifo", "status", "check", "completed", "elapsed_s", "total_cs",
          "throughput_cs_per_s", "ratio_vs_baseline", "handoffs", "handoff_ns", "wake_ns", "wake_same_ns",
-         "handoff_over_wake", "alt_cs_per_s", "alt_bound", "probe_before_ns", "probe_after_ns", "probe_ns", "probe_agree",
+         "handoff_over_wake", "alt_cs_per_s", "alt_bound", "rpc_cs_per_s", "rpc_bound", "probe_before_ns", "probe_after_ns", "probe_ns", "probe_agree",
          "regime"]
 FIFO_MAX_HANDOFF_OVER_WAKE = 2.0
 NONFIFO_MIN_RATIO = 0.5
@@ -141,6 +150,8 @@ def run(args, env):
         cmd = [lb, "-a", algo, "-t", str(t), "-d", str(args.delay), "-k", str(args.lines), "-T", str(args.timeout),
                "-p", args.pin, "--handoffs", "--wake-probe", "--alt-probe", "-l", f"rep{rep}", "-f", "json"]
         cmd += ["-n", str(args.count)] if args.count else ["-D", f"{args.duration:g}"]
+        if "server" in info["properties"]:
+            cmd += ["--rpc-probe"]
         if wait:
             cmd += ["-w", wait]
         outer = (args.timeout if args.count else args.duration + args.timeout) + 20
@@ -153,6 +164,8 @@ def run(args, env):
         rec["delegates"] = int("delegates" in info["properties"])
         alts = [v for v in (_num(rec.get("alt_before_mops")), _num(rec.get("alt_after_mops"))) if v and v > 0]
         rec["alt_cs_per_s"] = round(max(alts) * 1e6) if alts else ""
+        rpcs = [v for v in (_num(rec.get("rpc_before_mops")), _num(rec.get("rpc_after_mops"))) if v and v > 0]
+        rec["rpc_cs_per_s"] = round(max(rpcs) * 1e6 * max(1, ncpus - 1)) if rpcs else ""
         rec["completed"] = int(rec.get("status") == "ok" and rec.get("check") == "ok")
         rec["wake_ns"] = _gmean_pos(rec.get("wake_before_ns"), rec.get("wake_after_ns"))
         rec["wake_same_ns"] = _gmean_pos(rec.get("wake_same_before_ns"), rec.get("wake_same_after_ns"))
@@ -173,6 +186,8 @@ def run(args, env):
         alt, ho, tot = _num(r.get("alt_cs_per_s")), _num(r.get("handoffs")), _num(r.get("total_cs"))
         r["alt_bound"] = (round(alt / bv / (ho / tot), 4) if r["completed"] and alt and bv and ho and tot
                           and not r["delegates"] else "")
+        rpc = _num(r.get("rpc_cs_per_s"))
+        r["rpc_bound"] = round(rpc / bv, 4) if r["completed"] and rpc and bv else ""
     summary = summarise([r for r in rows if r["series"] == "oversub"], algos, tlist, reg, base,
                         ceilings([r for r in rows if r["series"] == "ceiling"], algos),
                         [r for r in rows if r["series"] == "ceiling"])
@@ -245,7 +260,7 @@ def summarise(rows, algos, tlist, reg, base, ceil=None, ceil_rows=None):
                                                    for r in rs if not r["completed"]})),
                  "probe_agree_runs": sum(1 for r in rs if r.get("probe_agree"))}
             for m in ("throughput_cs_per_s", "ratio_vs_baseline", "handoff_ns", "wake_ns", "wake_same_ns",
-                      "handoff_over_wake", "alt_cs_per_s", "alt_bound", "probe_ns"):
+                      "handoff_over_wake", "alt_cs_per_s", "alt_bound", "rpc_cs_per_s", "rpc_bound", "probe_ns"):
                 md, mn, mx = _mmm([_num(r.get(m)) for r in ok] if m != "probe_ns" else [_num(r.get(m)) for r in rs])
                 s[m + "_median"], s[m + "_min"], s[m + "_max"] = md, mn, mx
             hand = [_num(r.get("handoffs")) for r in ok]
@@ -291,6 +306,13 @@ def target_of(s, base):
                         f"alternation bound for that is {ab:.3g}x {base}")
             else:
                 why += f"; the alternation bound ({ab:.3g}x {base} at {h:.2f} hand-offs per CS) allows the target"
+        rb = s.get("rpc_bound_median")
+        if why and v is not None and rb is not None:
+            if rb < NONFIFO_MIN_RATIO:
+                why += (f"; out of reach here: a dedicated server and the CPUs left to its clients run at most "
+                        f"{rb:.3g}x {base} (the delegation bound)")
+            else:
+                why += f"; the delegation bound ({rb:.3g}x {base}) allows the target"
     if not s["completed"]:
         why = ""  # nothing to compare: "did not complete" says it
     whys = "; ".join(x for x in (done, why) if x)
@@ -301,6 +323,11 @@ def target_of(s, base):
         whys = "unknown: " + ("no wake-up probe in its runs (the CPU was held)" if s["fifo"]
                               else "no baseline run completed in its rounds")
     return {"target": tgt + "; every run completes", "meets": meets, "why": whys}
+
+
+def _bound(s):
+    """The bound that applies to a summary row: alternation, or delegation for a server lock."""
+    return s.get("alt_bound_median") if s.get("alt_bound_median") is not None else s.get("rpc_bound_median")
 
 
 def _fmt_rate(v):
@@ -353,7 +380,7 @@ def print_tables(rows, summary, algos, tlist, base, args):
               f" [{_fmt_ns(min(wk)) if wk else '-'}-{_fmt_ns(max(wk)) if wk else '-'}], same CPU "
               f"{_fmt_ns(statistics.median(ws)) if ws else '-'}; ratios are medians of per-round ratios")
         print(f"{'algorithm':<15} {'policy':<15} {'fifo':<4} {'done':>5} {'CS/s median [min-max]':>27} "
-              f"{'x ' + base:>9} {'ceiling':>8} {'alt bnd':>8} {'hand-off':>9} {'wake':>8} {'ho/wake':>8} {'wake1cpu':>8}  target")
+              f"{'x ' + base:>9} {'ceiling':>8} {'bound':>8} {'hand-off':>9} {'wake':>8} {'ho/wake':>8} {'wake1cpu':>8}  target")
         for a in algos:
             s = sel.get(a)
             if not s:
@@ -365,7 +392,7 @@ def print_tables(rows, summary, algos, tlist, base, args):
             verdict = "meets" if s["meets"] == 1 else ("UNKNOWN" if s["meets"] == "" else "MISSES") + ": " + s["why"]
             print(f"{a:<15} {str(s['wait']):<15} {'yes' if s['fifo'] else 'no':<4} {s['completed']:>2}/{s['runs']:<2} "
                   f"{rate:>27} {_fmt_ratio(ratio):>9} {_fmt_ratio(s.get('ceiling_ratio_median')):>8} "
-                  f"{_fmt_ratio(s.get('alt_bound_median')):>8} "
+                  f"{_fmt_ratio(_bound(s)):>8} "
                   f"{_fmt_ns(s['handoff_ns_median']):>9} "
                   f"{_fmt_ns(s['wake_ns_median'] if args.wake_ref == 'cross' else s['wake_same_ns_median']):>8} "
                   f"{_fmt_ratio(how):>8} {_fmt_ns(s['wake_same_ns_median'] if args.wake_ref == 'cross' else s['wake_ns_median']):>8}"
@@ -376,9 +403,10 @@ def print_tables(rows, summary, algos, tlist, base, args):
           f"wake-up probe ({'other' if args.wake_ref == 'cross' else 'same'} CPU) of the same runs; ho/wake: median of"
           f" per-run ratios; wake1cpu: the {'same' if args.wake_ref == 'cross' else 'other'}-CPU wake-up, for reference;"
           f" ceiling: x {base} with {os.cpu_count()} threads and pure spin (no oversubscription), same rounds"
-          f"{'' if args.ceiling else ' (not run: --no-ceiling)'}; alt bnd: the most a lock handing over at the"
+          f"{'' if args.ceiling else ' (not run: --no-ceiling)'}; bound: the most a lock handing over at the"
           f" algorithm's measured rate can reach, x {base} (the alternation probe of the same runs, bench/altprobe.h;"
-          f" not for delegating locks).")
+          f" not for delegating locks), or for a lock with a dedicated server the delegation bound"
+          f" (bench/rpcprobe.h).")
 
 
 def print_targets(summary, algos, tlist, base):

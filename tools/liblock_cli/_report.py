@@ -89,9 +89,9 @@ def _oversub(d, meta, rows, keep):
     if ceil:
         head += f" ceiling: {meta.get('ncpus', '?')} thr, spin, × {base} |"
         sep += "--:|"
-    alt = any(_f(r.get("alt_bound_median")) is not None for r in rows)
+    alt = any(_f(r.get("alt_bound_median")) is not None or _f(r.get("rpc_bound_median")) is not None for r in rows)
     if alt:
-        head += f" alternation bound, × {base} ({' / '.join(f'{t}' for t in tl)} thr) |"
+        head += f" bound, × {base} ({' / '.join(f'{t}' for t in tl)} thr) |"
         sep += "--:|"
     head += " completed | target |"
     sep += "--:|---|"
@@ -129,7 +129,8 @@ def _oversub(d, meta, rows, keep):
             c = next((_f(idx[(t, a)].get("ceiling_ratio_median")) for t in tl if (t, a) in idx), None)
             cells.append("1.00×" if a == base else _x(c) if c is not None else "–")
         if alt:
-            bs = [_f(idx[(t, a)].get("alt_bound_median")) if (t, a) in idx else None for t in tl]
+            bs = [(_f(idx[(t, a)].get("alt_bound_median")) if _f(idx[(t, a)].get("alt_bound_median")) is not None
+                   else _f(idx[(t, a)].get("rpc_bound_median"))) if (t, a) in idx else None for t in tl]
             cells.append(" / ".join(_x(b) if b is not None else "–" for b in bs) if any(b is not None for b in bs)
                          else "–")
         print(f"| {a} | {pol} | {'yes' if fifo else 'no'} | " + " | ".join(cells) + f" | {', '.join(done)} | {verdict} |")
@@ -140,10 +141,12 @@ def _oversub(d, meta, rows, keep):
               f"costs anything.")
     if alt:
         print()
-        print(f"Alternation bound: the most a lock that hands over to another thread as often as this one did can "
-              f"reach here, × {base}: the alternation probe of the same runs (two threads on the two CPUs taking "
-              f"strict turns at the critical section) ÷ {base}'s throughput ÷ hand-offs per critical section; not "
-              f"for delegating locks (docs/bench.md).")
+        print(f"Bound: the most a lock that hands over to another thread as often as this one did can reach here, "
+              f"× {base}: the alternation probe of the same runs (two threads on the two CPUs taking strict turns at "
+              f"the critical section) ÷ {base}'s throughput ÷ hand-offs per critical section; not for delegating "
+              f"locks. For a lock with a dedicated server (rcl): the delegation probe (one client sending each "
+              f"critical section to a server on the other CPU) × the CPUs left to clients ÷ {base}'s throughput "
+              f"(docs/bench.md).")
     print()
 
 
