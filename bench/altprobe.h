@@ -109,47 +109,82 @@ static void *alt_side_b(void *p)
     return (void *)(intptr_t)alt_turns(s, 1);
 }
 
-/* Millions of critical sections per second of cs(arg_a) on CPU a and
- * cs(arg_b) on CPU b taking strict turns (best of reps batches of n turns
- * each side, after one uncounted batch), or -1 (see the header).  The caller's thread is pinned to a
- * for the probe and re-pinned to its previous CPU set afterwards. */
-static double alt_probe(void *(*cs)(void *), void *arg_a, void *arg_b, long delay, int a, int b, long n, int reps,
-                        uint64_t cap_ns)
+/* The batch driver both probes share (this one and rpcprobe.h): run
+ * batch(ctx) reps + 1 times, the first uncounted (the warm-up, see the
+ * header), and return the best rate a batch returned, or -1 when none
+ * counted (a batch returns -1 when it could not be taken).  Batches pin the
+ * calling thread; its CPU set is restored afterwards. */
+static double probe_best_batch(double (*batch)(void *), void *ctx, int reps)
 {
     cpu_set_t saved;
     int have_saved = pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) == 0;
     double best = -1;
-    for (int r = 0; r <= reps; r++) { /* r = 0: the warm-up batch */
-        struct alt_shared *s = aligned_alloc(64, sizeof *s);
-        if (!s)
-            break;
-        *s = (struct alt_shared){.turn = 0, .cpu = {a, b}, .arg = {arg_a, arg_b}, .cs = cs, .n = n,
-                                 .delay = delay};
-        probe_pin(a);
-        s->deadline_ns = probe_now_ns() + cap_ns;
-        pthread_t th;
-        if (pthread_create(&th, NULL, alt_side_b, s)) {
-            free(s);
-            break;
-        }
-        /* B starts the batch's clock by being there: wait for it (bounded). */
-        while (!__atomic_load_n(&s->started, __ATOMIC_ACQUIRE) && probe_now_ns() < s->deadline_ns)
-            ALT_PAUSE();
-        uint64_t t0 = probe_now_ns();
-        int ra = __atomic_load_n(&s->started, __ATOMIC_ACQUIRE) ? alt_turns(s, 0) : -1;
-        if (ra < 0)
-            __atomic_store_n(&s->turn, -1, __ATOMIC_RELEASE);
-        void *rb;
-        pthread_join(th, &rb);
-        uint64_t t1 = probe_now_ns();
-        double v = 2.0 * (double)n / ((double)(t1 - t0) * 1e-9) / 1e6;
-        if (r > 0 && ra == 0 && rb == NULL && t1 > t0 && v > best)
+    for (int r = 0; r <= reps; r++) {
+        double v = batch(ctx);
+        if (r > 0 && v > best)
             best = v;
-        free(s);
     }
     if (have_saved)
         pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
     return best;
+}
+
+/* Wait, pausing, until *flag is set or deadline_ns passes; returns the flag. */
+static int probe_wait_flag(int *flag, uint64_t deadline_ns)
+{
+    while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE) && probe_now_ns() < deadline_ns)
+        ALT_PAUSE();
+    return __atomic_load_n(flag, __ATOMIC_ACQUIRE);
+}
+
+struct alt_params {
+    void *(*cs)(void *);
+    void *arg[2];
+    long delay, n;
+    int cpu[2];
+    uint64_t cap_ns;
+};
+
+/* One batch: n turns each side; millions per second, or -1. */
+static double alt_batch(void *p)
+{
+    const struct alt_params *q = p;
+    struct alt_shared *s = aligned_alloc(64, sizeof *s);
+    if (!s)
+        return -1;
+    *s = (struct alt_shared){.turn = 0, .cpu = {q->cpu[0], q->cpu[1]}, .arg = {q->arg[0], q->arg[1]}, .cs = q->cs,
+                             .n = q->n, .delay = q->delay};
+    probe_pin(q->cpu[0]);
+    s->deadline_ns = probe_now_ns() + q->cap_ns;
+    pthread_t th;
+    if (pthread_create(&th, NULL, alt_side_b, s)) {
+        free(s);
+        return -1;
+    }
+    /* B starts the batch's clock by being there: wait for it (bounded). */
+    int ra = probe_wait_flag(&s->started, s->deadline_ns) ? 0 : -1;
+    uint64_t t0 = probe_now_ns();
+    if (ra == 0)
+        ra = alt_turns(s, 0);
+    if (ra < 0)
+        __atomic_store_n(&s->turn, -1, __ATOMIC_RELEASE);
+    void *rb;
+    pthread_join(th, &rb);
+    uint64_t t1 = probe_now_ns();
+    free(s);
+    return ra == 0 && rb == NULL && t1 > t0 ? 2.0 * (double)q->n / ((double)(t1 - t0) * 1e-9) / 1e6 : -1;
+}
+
+/* Millions of critical sections per second of cs(arg_a) on CPU a and
+ * cs(arg_b) on CPU b taking strict turns (best of reps batches of n turns
+ * each side, after one uncounted batch), or -1 (see the header).  The
+ * caller's thread is pinned to a for the probe and re-pinned to its
+ * previous CPU set afterwards. */
+static double alt_probe(void *(*cs)(void *), void *arg_a, void *arg_b, long delay, int a, int b, long n, int reps,
+                        uint64_t cap_ns)
+{
+    struct alt_params q = {.cs = cs, .arg = {arg_a, arg_b}, .delay = delay, .n = n, .cpu = {a, b}, .cap_ns = cap_ns};
+    return probe_best_batch(alt_batch, &q, reps);
 }
 
 #endif

@@ -234,6 +234,19 @@ static void *worker_main(void *p)
 
 static double now_s(void) { return (double)ll_now_ns() * 1e-9; }
 
+/* A probe's two fields (keys are kept by pointer: literals), its values or
+ * null when the option was not given. */
+static void rec_mops_pair(struct record *r, int on, const char *k0, double before, const char *k1, double after)
+{
+    if (on) {
+        REC_N(r, k0, "%.3f", before);
+        REC_N(r, k1, "%.3f", after);
+    } else {
+        REC_N(r, k0, "%s", "");
+        REC_N(r, k1, "%s", "");
+    }
+}
+
 static void cs_reset(void *p) { ((struct cs_arg *)p)->ran = 0; }
 static int cs_ran(void *p) { return ((struct cs_arg *)p)->ran; }
 
@@ -664,20 +677,8 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof k / sizeof *k; i++)
             REC_N(&rec, k[i], "%s", "");
     }
-    if (cfg.alt_probe) {
-        REC_N(&rec, "alt_before_mops", "%.3f", alt0);
-        REC_N(&rec, "alt_after_mops", "%.3f", alt1);
-    } else {
-        REC_N(&rec, "alt_before_mops", "%s", "");
-        REC_N(&rec, "alt_after_mops", "%s", "");
-    }
-    if (cfg.rpc_probe) {
-        REC_N(&rec, "rpc_before_mops", "%.3f", rpc0);
-        REC_N(&rec, "rpc_after_mops", "%.3f", rpc1);
-    } else {
-        REC_N(&rec, "rpc_before_mops", "%s", "");
-        REC_N(&rec, "rpc_after_mops", "%s", "");
-    }
+    rec_mops_pair(&rec, cfg.alt_probe, "alt_before_mops", alt0, "alt_after_mops", alt1);
+    rec_mops_pair(&rec, cfg.rpc_probe, "rpc_before_mops", rpc0, "rpc_after_mops", rpc1);
     {
         char buf[64 * 1024];
         size_t off = 0;

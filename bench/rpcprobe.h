@@ -75,68 +75,75 @@ static void *rpc_server(void *p)
     return NULL;
 }
 
+struct rpc_params {
+    void *(*cs)(void *);
+    void *arg;
+    void (*reset)(void *);
+    int (*ran)(void *);
+    long delay, n;
+    int client, server;
+    uint64_t cap_ns;
+};
+
+/* One batch: n round trips; millions per second, or -1. */
+static double rpc_batch(void *p)
+{
+    const struct rpc_params *q = p;
+    struct rpc_shared *s = aligned_alloc(64, sizeof *s);
+    if (!s)
+        return -1;
+    *s = (struct rpc_shared){.cpu = q->server, .arg = q->arg, .cs = q->cs, .n = q->n};
+    probe_pin(q->client);
+    s->deadline_ns = probe_now_ns() + q->cap_ns;
+    pthread_t th;
+    if (pthread_create(&th, NULL, rpc_server, s)) {
+        free(s);
+        return -1;
+    }
+    int ok = probe_wait_flag(&s->started, s->deadline_ns);
+    uint64_t t0 = probe_now_ns();
+    for (long i = 1; ok && i <= q->n; i++) {
+        if (q->reset)
+            q->reset(q->arg);
+        uint64_t c0 = alt_cycles();
+        __atomic_store_n(&s->req, i, __ATOMIC_RELEASE);
+        unsigned spins = 0;
+        while (__atomic_load_n(&s->rep, __ATOMIC_ACQUIRE) != i) {
+            ALT_PAUSE();
+            if ((++spins & 4095) == 0 &&
+                (__atomic_load_n(&s->gave_up, __ATOMIC_ACQUIRE) || probe_now_ns() > s->deadline_ns)) {
+                ok = 0;
+                break;
+            }
+        }
+        uint64_t c1 = alt_cycles();
+        rpc_lat_sink += c1 - c0;
+        if (ok && q->ran && !q->ran(q->arg))
+            ok = 0;
+        if (ok && q->delay)
+            while (alt_cycles() - c1 < (uint64_t)q->delay)
+                ALT_PAUSE();
+    }
+    uint64_t t1 = probe_now_ns();
+    if (!ok)
+        __atomic_store_n(&s->gave_up, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    free(s);
+    return ok && t1 > t0 ? (double)q->n / ((double)(t1 - t0) * 1e-9) / 1e6 : -1;
+}
+
 /* Millions of round trips per second of client CPU c through a server on
- * CPU s running cs(arg) (best of reps batches of n, after one uncounted
- * batch), or -1.  reset(arg) runs before each request and ran(arg) says
- * afterwards whether the section ran (both may be NULL).  The caller's
- * thread is the client, pinned to c for the probe and re-pinned to its
- * previous CPU set afterwards. */
+ * CPU srv running cs(arg) (best of reps batches of n, after one uncounted
+ * batch: altprobe.h's driver), or -1.  reset(arg) runs before each request
+ * and ran(arg) says afterwards whether the section ran (both may be NULL).
+ * The caller's thread is the client, pinned to c for the probe and
+ * re-pinned to its previous CPU set afterwards. */
 static double rpc_probe(void *(*cs)(void *), void *arg, void (*reset)(void *), int (*ran)(void *), long delay,
                         int c, int srv, long n, int reps, uint64_t cap_ns)
 {
-    cpu_set_t saved;
-    int have_saved = pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) == 0;
-    double best = -1;
-    for (int r = 0; r <= reps; r++) { /* r = 0: the warm-up batch */
-        struct rpc_shared *s = aligned_alloc(64, sizeof *s);
-        if (!s)
-            break;
-        *s = (struct rpc_shared){.cpu = srv, .arg = arg, .cs = cs, .n = n};
-        probe_pin(c);
-        s->deadline_ns = probe_now_ns() + cap_ns;
-        pthread_t th;
-        if (pthread_create(&th, NULL, rpc_server, s)) {
-            free(s);
-            break;
-        }
-        while (!__atomic_load_n(&s->started, __ATOMIC_ACQUIRE) && probe_now_ns() < s->deadline_ns)
-            ALT_PAUSE();
-        int ok = __atomic_load_n(&s->started, __ATOMIC_ACQUIRE);
-        uint64_t t0 = probe_now_ns();
-        for (long i = 1; ok && i <= n; i++) {
-            if (reset)
-                reset(arg);
-            uint64_t c0 = alt_cycles();
-            __atomic_store_n(&s->req, i, __ATOMIC_RELEASE);
-            unsigned spins = 0;
-            while (__atomic_load_n(&s->rep, __ATOMIC_ACQUIRE) != i) {
-                ALT_PAUSE();
-                if ((++spins & 4095) == 0 &&
-                    (__atomic_load_n(&s->gave_up, __ATOMIC_ACQUIRE) || probe_now_ns() > s->deadline_ns)) {
-                    ok = 0;
-                    break;
-                }
-            }
-            uint64_t c1 = alt_cycles();
-            rpc_lat_sink += c1 - c0;
-            if (ok && ran && !ran(arg))
-                ok = 0;
-            if (ok && delay)
-                while (alt_cycles() - c1 < (uint64_t)delay)
-                    ALT_PAUSE();
-        }
-        uint64_t t1 = probe_now_ns();
-        if (!ok)
-            __atomic_store_n(&s->gave_up, 1, __ATOMIC_RELEASE);
-        pthread_join(th, NULL);
-        double v = (double)n / ((double)(t1 - t0) * 1e-9) / 1e6;
-        if (r > 0 && ok && t1 > t0 && v > best)
-            best = v;
-        free(s);
-    }
-    if (have_saved)
-        pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
-    return best;
+    struct rpc_params q = {.cs = cs, .arg = arg, .reset = reset, .ran = ran, .delay = delay, .n = n, .client = c,
+                           .server = srv, .cap_ns = cap_ns};
+    return probe_best_batch(rpc_batch, &q, reps);
 }
 
 #endif
