@@ -250,13 +250,13 @@ static void rec_mops_pair(struct record *r, int on, const char *k0, double befor
 static void cs_reset(void *p) { ((struct cs_arg *)p)->ran = 0; }
 static int cs_ran(void *p) { return ((struct cs_arg *)p)->ran; }
 
-/* The alternation probe (bench/altprobe.h), or with rpc the delegation
+/* cs_probe(0): the alternation probe (bench/altprobe.h); cs_probe(1): the delegation
  * probe (bench/rpcprobe.h: client on CPU 0, server on CPU 1, the client's
  * argument read and written by the server as liblock_execute's is), with
  * this run's critical section: a chain of its own with the run's K lines
  * and seed, and, with --handoffs, an owner line of its own (the run's lines
  * and counts stay untouched).  CPUs 0 and 1; -1 if it cannot be taken. */
-static double alt_probe_run(int rpc)
+static double cs_probe(int rpc)
 {
     struct chain c;
     if (chain_init(&c, (int)cfg.lines, (uint64_t)cfg.seed * 2654435761u + 17))
@@ -424,8 +424,8 @@ int main(int argc, char **argv)
     double probe0 = cfg.probe && ncpu > 1 ? probe_quick() : -1;
     double wake0 = cfg.wake_probe && ncpu > 1 ? wake_probe_cross() : -1;
     double wake0s = cfg.wake_probe ? wake_probe_same() : -1;
-    double alt0 = cfg.alt_probe && ncpu > 1 ? alt_probe_run(0) : -1;
-    double rpc0 = cfg.rpc_probe && ncpu > 1 ? alt_probe_run(1) : -1;
+    double alt0 = cfg.alt_probe && ncpu > 1 ? cs_probe(0) : -1;
+    double rpc0 = cfg.rpc_probe && ncpu > 1 ? cs_probe(1) : -1;
 
     /* the lock; for a delegating algorithm, with a server started on the
      * server CPU when the library has RCL servers */
@@ -560,8 +560,8 @@ int main(int argc, char **argv)
     double probe1 = cfg.probe && ncpu > 1 && !stuck ? probe_quick() : -1;
     double wake1 = cfg.wake_probe && ncpu > 1 && !stuck ? wake_probe_cross() : -1;
     double wake1s = cfg.wake_probe && !stuck ? wake_probe_same() : -1;
-    double alt1 = cfg.alt_probe && ncpu > 1 && !stuck ? alt_probe_run(0) : -1;
-    double rpc1 = cfg.rpc_probe && ncpu > 1 && !stuck ? alt_probe_run(1) : -1;
+    double alt1 = cfg.alt_probe && ncpu > 1 && !stuck ? cs_probe(0) : -1;
+    double rpc1 = cfg.rpc_probe && ncpu > 1 && !stuck ? cs_probe(1) : -1;
 
     /* ---- results ---- */
     struct hist all;

@@ -37,6 +37,8 @@
 
 #include "altprobe.h" /* ALT_PAUSE, alt_cycles; probe.h's clock and pinning */
 
+/* Orderings: req and rep carry the request and the critical section's
+ * effects (header); started and gave_up carry no data, as in altprobe.h. */
 struct rpc_shared {
     _Alignas(64) long req; /* request i (client writes), then reply i (server writes): one line */
     long rep;
@@ -49,9 +51,6 @@ struct rpc_shared {
     uint64_t deadline_ns;
 };
 
-/* The client reads the clock around each call, as lockbench's worker does;
- * the sum goes here so that the reads are not optimised away. */
-static volatile uint64_t rpc_lat_sink;
 
 static void *rpc_server(void *p)
 {
@@ -105,7 +104,7 @@ static double rpc_batch(void *p)
     for (long i = 1; ok && i <= q->n; i++) {
         if (q->reset)
             q->reset(q->arg);
-        uint64_t c0 = alt_cycles();
+        (void)alt_cycles(); /* the clock around each call, as lockbench's worker reads it */
         __atomic_store_n(&s->req, i, __ATOMIC_RELEASE);
         unsigned spins = 0;
         while (__atomic_load_n(&s->rep, __ATOMIC_ACQUIRE) != i) {
@@ -117,7 +116,6 @@ static double rpc_batch(void *p)
             }
         }
         uint64_t c1 = alt_cycles();
-        rpc_lat_sink += c1 - c0;
         if (ok && q->ran && !q->ran(q->arg))
             ok = 0;
         if (ok && q->delay)
