@@ -320,15 +320,18 @@ struct order_expect {
     long culls0, reprov0; /* counters after the P = 0 run (-1 = not counted) */
 };
 static const struct order_expect order_table[] = {
-    /* every unlock culls one of its two next waiters; the passive set then
-     * drains newest first.  The paper's rule (cull the successor, grant
-     * the next) where the next waiter can run: holder(0) culls 0 grants 1;
-     * otherwise the next waiter is culled (it is on the unlocker's CPU or
-     * its predecessor's): 1 culls 3 grants 2; 2 culls 4 grants 5; 5 culls
-     * 7 grants 6; then 7 4 3 0 come back from the passive set.  On one CPU
-     * every unlock culls the next waiter. */
-    {"mcscr", {0, 1, 2, 3, 4, 5, 6, 7}, {1, 2, 5, 6, 7, 4, 3, 0}, {0, 2, 4, 6, 7, 5, 3, 1}, 4, 4},
-    {"mcscrn", {0, 1, 2, 3, 4, 5, 6, 7}, {1, 2, 5, 6, 7, 4, 3, 0}, {0, 2, 4, 6, 7, 5, 3, 1}, 4, 4},
+    /* An unlock culls by the chain its owner saw when it got the lock (cr.h,
+     * "The chain as the owner found it"): the holder got it before anyone
+     * queued, so it grants 0.  From then on each owner saw its two next
+     * waiters and culls one: the paper's rule (cull the successor, grant
+     * the next) where the next waiter can run, otherwise the next waiter
+     * (it is on the unlocker's CPU or its predecessor's).  0 culls 2 grants
+     * 1; 1 culls 3 grants 4; 4 culls 6 grants 5; 5 saw only 7 and grants
+     * it; then 6 3 2 come back from the passive set, newest first.  On one
+     * CPU every such unlock culls the next waiter: 0 culls 2, 1 culls 4,
+     * 3 culls 6, 5 grants 7, then 6 4 2. */
+    {"mcscr", {0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 4, 5, 7, 6, 3, 2}, {0, 1, 3, 5, 7, 6, 4, 2}, 3, 3},
+    {"mcscrn", {0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 4, 5, 7, 6, 3, 2}, {0, 1, 3, 5, 7, 6, 4, 2}, 3, 3},
     /* P = 1 always takes the eldest; P = 0 pops the stack */
     {"lifocr", {0, 1, 2, 3, 4, 5, 6, 7}, {7, 6, 5, 4, 3, 2, 1, 0}, {7, 6, 5, 4, 3, 2, 1, 0}, -1, -1},
     /* the inner MCS queue is FIFO whatever P is */

@@ -30,6 +30,7 @@ struct cr_node {
     unsigned takeovers;             /* mcscr: take-overs of this lock() call's pending grants */
     _Atomic int cpu;                /* CPU the thread arrived on (cr_arrive, cr_trylock, lifocr_lock): a hint, relaxed */
     struct cr_node *ps_prev, *ps_next; /* list links, owner-only */
+    struct cr_node *seen_succ, *seen_ss; /* mcscr, mcscrn: the chain behind this node when it got the lock (cr_note_chain), owner-only */
 };
 _Static_assert(sizeof(struct cr_node) <= LL_NODE_BYTES, "cr node too large");
 
@@ -357,6 +358,47 @@ static inline struct cr_node *cr_deficit_grace(_Atomic(struct cr_node *) *tail, 
         if ((++i & 15) == 0 && ll_cycles() - t0 > grace)
             return NULL;
     }
+}
+
+/* The chain as the owner found it (mcscr, mcscrn; not in the paper).  The
+ * paper's rule (C) reads succ.next at unlock to see whether the owner's
+ * successor succ has a successor of its own.  That read fetches succ's
+ * node line from the CPU where succ waits on it, and the unlock cannot
+ * grant anyone before the answer arrives: a second line transfer on every
+ * hand-off, the one plain MCS does not make (a build of mcscr without it
+ * ran 2 threads at 2.25-2.55 M against 1.9-2.0 M CS/s, docs/malthusian.md).
+ * So the owner looks at the chain once, right after it gets the lock
+ * (cr_note_chain: n.next, and that node's next), while its critical
+ * section runs; at unlock, ss is what it saw then, provided succ is the
+ * node it saw (cr_seen_second).
+ *  - Still true at unlock: while n owns the lock nobody changes n.next or
+ *    succ.next once set (I3 of mcscr.c: a node's next is written by its own
+ *    thread before its tail swap, by the one arrival that got it as pred,
+ *    and otherwise only by the owner, in unlock), so a snapshot
+ *    "succ.next = ss" is still the chain at unlock.  The loads are acquire,
+ *    pairing with the arrivals' release link stores, as the paper's read.
+ *  - May be out of date the other way only: a waiter that links itself
+ *    during the critical section is not seen, and this unlock culls nothing
+ *    for it.  The next owner sees it (it is in the chain by then), so
+ *    surplus is culled one hand-off later; the chain stays "owner + one
+ *    waiter" on average (test_malthus's working-set checks).
+ *  - Cost: nothing when nobody waits behind n at acquisition, which is the
+ *    steady state below saturation and, with two CPUs, most of the time above
+ *    it (the next thread links during the critical section); otherwise the
+ *    reads run beside the critical section instead of before the grant.
+ * trylock acquires a free lock, so nobody waits behind it: cr_note_none. */
+static inline void cr_note_chain(struct cr_node *n)
+{
+    struct cr_node *succ = atomic_load_explicit(&n->next, memory_order_acquire);
+    n->seen_succ = succ;
+    n->seen_ss = succ ? atomic_load_explicit(&succ->next, memory_order_acquire) : NULL;
+}
+
+static inline void cr_note_none(struct cr_node *n) { n->seen_succ = n->seen_ss = NULL; }
+
+static inline struct cr_node *cr_seen_second(const struct cr_node *n, const struct cr_node *succ)
+{
+    return succ && succ == n->seen_succ ? n->seen_ss : NULL;
 }
 
 /* Culling the second waiter (mcscr/mcscrn (C), "Same-CPU culling"; not in

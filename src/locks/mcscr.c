@@ -22,7 +22,11 @@
  *       P = 0 gives no long-term fairness guarantee beyond reprovisioning.
  *   (C) culling: if succ exists and succ.next exists, succ is an
  *       intermediate node (the chain holds owner, succ, and at least one
- *       more): it is surplus (unless it is a lock() call taken over
+ *       more): it is surplus.  (Not in the paper: succ.next is the one the
+ *       owner saw right after it got the lock, not re-read at unlock, so the
+ *       read is not on the hand-off's path; a waiter that linked during the
+ *       critical section is culled one unlock later -- cr.h, "The chain as
+ *       the owner found it".)  Surplus (unless it is a lock() call taken over
  *       CR_MAX_TAKEOVERS times, below).  Unlink it, push it on the PS
  *       head, and hand the lock to succ.next.  At most one node is culled per unlock, so
  *       unlock stays O(1); the chain shrinks by two per unlock (one culled,
@@ -108,7 +112,8 @@
  * Orderings
  *  - Acquire path and MCS hand-off: as in mcs.c (acq_rel tail swap, release
  *    link store, hand-off through ll_wake/ll_wait_while: release/acquire).
- *  - The owner's loads of succ.next and n.next are acquire, pairing with the
+ *  - The owner's loads of succ.next and n.next (at unlock, and in
+ *    cr_note_chain after it got the lock) are acquire, pairing with the
  *    arrivals' release link stores, so the owner sees initialised nodes.
  *  - T.next written by the owner before the grant is published by the
  *    grant's release (ll_wake), which T's acquire wait reads.
@@ -159,11 +164,13 @@ static int mcscr_lock(liblock_t *l, void *vnode)
         n->takeovers++; /* our pending grant was taken over: arrive again */
     if (r == CR_STOLE)
         s->steals++; /* we own the lock: owner-only counter */
+    cr_note_chain(n); /* for (C) at unlock (cr.h, "The chain as the owner found it") */
     return 0;
 }
 
 static int mcscr_trylock(liblock_t *l, void *vnode)
 {
+    cr_note_none(vnode);
     return cr_trylock(&LL_STATE(l, struct mcscr_lock)->tail, vnode);
 }
 
@@ -173,7 +180,7 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
     struct cr_node *n = vnode;
     const int pol = l->_wait;
     struct cr_node *succ = atomic_load_explicit(&n->next, memory_order_acquire);
-    struct cr_node *ss = succ ? atomic_load_explicit(&succ->next, memory_order_acquire) : NULL;
+    struct cr_node *ss = cr_seen_second(n, succ); /* succ.next when n got the lock */
 
     /* The trial is drawn only when the unlock could differ from MCS. */
     if ((s->ps.head || ss) && cr_trial_draw(&s->fair)) {

@@ -19,7 +19,9 @@
  *         owner and grant it (long-term fairness between nodes);
  *       - else as mcscr: graft the eldest passive thread, or hand over as
  *         MCS.
- *   (C) culling, at most one node per unlock:
+ *   (C) culling, at most one node per unlock, with ss as the owner saw it
+ *       when it got the lock (as in mcscr; cr.h, "The chain as the owner
+ *       found it"):
  *       - succ remote and intermediate: move succ to the remote list, grant
  *         ss;
  *       - succ home, ss remote and intermediate: move ss to the remote list
@@ -28,7 +30,7 @@
  *         grant succ;
  *       - succ home, ss home: surplus, as mcscr: succ to the passive set,
  *         grant ss;
- *       - succ is a remote tail (no ss) and the passive set holds a home
+ *       - succ is a remote tail (no ss seen) and the passive set holds a home
  *         waiter: CAS the tail back from succ to the owner's node (after
  *         n.next := nil); on success succ goes to the remote list and the
  *         unlock continues as a deficit (R), which admits the home waiter;
@@ -131,6 +133,7 @@ static int mcscrn_lock(liblock_t *l, void *vnode)
     }
     if (r == CR_STOLE)
         s->steals++; /* we own the lock: owner-only counter */
+    cr_note_chain(n); /* for the culling rules at unlock (cr.h, "The chain as the owner found it") */
     return 0;
 }
 
@@ -138,6 +141,7 @@ static int mcscrn_trylock(liblock_t *l, void *vnode)
 {
     struct cr_node *n = vnode;
     n->numa = my_node();
+    cr_note_none(n);
     return cr_trylock(&LL_STATE(l, struct mcscrn_lock)->tail, n);
 }
 
@@ -178,7 +182,7 @@ static int mcscrn_unlock(liblock_t *l, void *vnode)
     struct cr_node *n = vnode;
     const int pol = l->_wait;
     struct cr_node *succ = nxt(n);
-    struct cr_node *ss = succ ? nxt(succ) : NULL;
+    struct cr_node *ss = cr_seen_second(n, succ); /* succ.next when n got the lock */
     if (LL_UNLIKELY(s->home < 0))
         s->home = n->numa;
 
@@ -230,7 +234,7 @@ static int mcscrn_unlock(liblock_t *l, void *vnode)
             cr_grant(ss, pol);
             return 0;
         }
-        if (!ss && succ->numa != s->home && s->ps.head && succ->takeovers < CR_MAX_TAKEOVERS) {
+        if (!ss && s->ps.head && succ->numa != s->home && succ->takeovers < CR_MAX_TAKEOVERS) {
             /* succ is a remote tail and a home waiter is passive: take
              * succ off the chain by moving the tail back to our node
              * (n.next := nil first: nobody else writes it until an arrival
