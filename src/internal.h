@@ -162,6 +162,26 @@ static inline int ll_policy_behind(int policy, int their_cpu, int my_cpu)
  * the word itself must accept v|LL_PARKED as "still v". */
 int ll_wait_while_until(_Atomic uint32_t *w, uint32_t v, int policy, uint64_t deadline_ns, uint32_t *out);
 void ll_wake(_Atomic uint32_t *w, uint32_t newval, int policy);
+/* Fast hand-over (src/core/fastwake.c, which has the argument): a waiter
+ * whose waker reads `announce` on its hand-over path waits with
+ * ll_wait_while_announced (same contract as ll_wait_while; under
+ * spin-then-park and park it sets *announce and runs an asymmetric fence
+ * before it sleeps), and that waker may then hand over with
+ * ll_wake_announced instead of ll_wake -- a plain store, no swap -- as long
+ * as ll_fastwake_on() said so.  ll_fastwake_on settles the state on its
+ * first call (a syscall or two): call it when a lock is initialised. */
+uint32_t ll_wait_while_announced(_Atomic uint32_t *w, uint32_t v, int policy, _Atomic uint32_t *announce);
+int ll_fastwake_on(void);
+int ll_fastwake_settle(void);
+int ll_fastwake_announce(_Atomic uint32_t *announce);
+static inline void ll_wake_announced(_Atomic uint32_t *w, uint32_t newval, const _Atomic uint32_t *announce)
+{
+    atomic_store_explicit(w, newval, memory_order_release);
+    /* the load must follow the store in program order (fastwake.c) */
+    atomic_signal_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(announce, memory_order_relaxed))
+        ll_futex_wake(w, 1 << 30);
+}
 /* One step of a policy's waiting loop for conditions that are not a single
  * word (e.g. "ticket == now_serving"): spin policies pause, yield yields.
  * Spin-then-park is not meaningful here; callers that need it use a word. */

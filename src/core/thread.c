@@ -10,9 +10,15 @@
  * The hold stack records which locks the thread holds (or is acquiring) and
  * gives each hold a node of LL_NODE_BYTES that stays at one address from
  * lock() to unlock(), which is what queue locks link their waiters through.
- * Holds are recycled through a per-thread free list; they are freed at thread
- * exit unless still in use (a thread that exits holding a lock leaks that one
- * record on purpose: another thread may still be linked to it).
+ * Holds are recycled through a per-thread free list; at thread exit the
+ * free ones go to a process-wide pool that new holds are taken from, and are
+ * never freed: a waiter may still write into the node of the thread it
+ * queued behind after that thread has handed over, returned and exited (the
+ * parking announcement of the fast hand-over, src/locks/cr.h), and a late
+ * write must land in a node, not in freed memory.  Memory stays bounded by
+ * the most holds ever in use at once.  A thread that exits holding a lock
+ * keeps that one record out of the pool on purpose: another thread may
+ * still be linked to it.
  */
 #include "../internal.h"
 
@@ -38,6 +44,8 @@ static unsigned id_words;
  * owner has not published anything under it yet. */
 static _Atomic unsigned id_watermark;
 static _Atomic long live_records; /* a count for leak tests; relaxed: it orders nothing */
+static pthread_mutex_t hold_pool_mutex = PTHREAD_MUTEX_INITIALIZER;
+static ll_hold_t *hold_pool; /* free holds of exited threads; guarded by hold_pool_mutex */
 
 static void thread_exit(void *arg);
 
@@ -262,9 +270,15 @@ static void thread_exit(void *arg)
         h->fn(t, h->arg);
     }
     ll_self_tls = NULL;
-    for (ll_hold_t *h = t->free_holds, *n; h; h = n) {
-        n = h->next_free;
-        free(h);
+    if (t->free_holds) {
+        ll_hold_t *last = t->free_holds;
+        while (last->next_free)
+            last = last->next_free;
+        pthread_mutex_lock(&hold_pool_mutex);
+        last->next_free = hold_pool;
+        hold_pool = t->free_holds;
+        pthread_mutex_unlock(&hold_pool_mutex);
+        t->free_holds = NULL;
     }
     if (t->nheld)
         fprintf(stderr, "liblock: thread %d exited holding %u lock(s)\n", (int)t->tid, t->nheld);
@@ -291,8 +305,11 @@ ll_hold_t *ll_hold_push_slow(ll_thread_t *self, liblock_t *lock)
     if (h) {
         self->free_holds = h->next_free;
     } else {
-        h = ll_alloc_aligned(sizeof *h);
-        if (!h)
+        pthread_mutex_lock(&hold_pool_mutex);
+        if ((h = hold_pool))
+            hold_pool = h->next_free;
+        pthread_mutex_unlock(&hold_pool_mutex);
+        if (!h && !(h = ll_alloc_aligned(sizeof *h)))
             return NULL;
     }
     h->lock = lock;

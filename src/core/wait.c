@@ -272,9 +272,19 @@ static inline uint32_t load_acq(_Atomic uint32_t *w)
     return atomic_load_explicit(w, memory_order_acquire);
 }
 
-/* Park until the value leaves v; deadline 0 = none.  Returns 0 or ETIMEDOUT. */
-static int park(_Atomic uint32_t *w, uint32_t v, uint64_t deadline_ns, uint32_t *out)
+/* Park until the value leaves v; deadline 0 = none.  Returns 0 or ETIMEDOUT.
+ * announce: NULL, or the word a fast hand-over's waker reads (fastwake.c):
+ * set it and fence before the first sleep; if the fence fails, yield until
+ * the value changes instead of sleeping. */
+static int park(_Atomic uint32_t *w, uint32_t v, uint64_t deadline_ns, uint32_t *out, _Atomic uint32_t *announce)
 {
+    if (announce && !ll_fastwake_announce(announce)) {
+        uint32_t cur;
+        while (((cur = load_acq(w)) & ~LL_PARKED) == v)
+            ll_yield();
+        *out = cur & ~LL_PARKED;
+        return 0;
+    }
     for (;;) {
         uint32_t cur = load_acq(w);
         if ((cur & ~LL_PARKED) != v) {
@@ -305,7 +315,8 @@ static int park(_Atomic uint32_t *w, uint32_t v, uint64_t deadline_ns, uint32_t 
     }
 }
 
-int ll_wait_while_until(_Atomic uint32_t *w, uint32_t v, int policy, uint64_t deadline_ns, uint32_t *out)
+static int wait_until(_Atomic uint32_t *w, uint32_t v, int policy, uint64_t deadline_ns, uint32_t *out,
+                      _Atomic uint32_t *announce)
 {
     uint32_t cur;
     if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK || policy == LIBLOCK_WAIT_PARK) {
@@ -328,7 +339,7 @@ int ll_wait_while_until(_Atomic uint32_t *w, uint32_t v, int policy, uint64_t de
                 return 0;
             }
         }
-        return park(w, v, deadline_ns, out);
+        return park(w, v, deadline_ns, out, announce);
     }
     unsigned n = 0;
     while (((cur = load_acq(w)) & ~LL_PARKED) == v) {
@@ -357,6 +368,20 @@ uint32_t ll_wait_while(_Atomic uint32_t *w, uint32_t v, int policy)
         return cur & ~LL_PARKED;
     }
     ll_wait_while_until(w, v, policy, 0, &cur);
+    return cur;
+}
+
+int ll_wait_while_until(_Atomic uint32_t *w, uint32_t v, int policy, uint64_t deadline_ns, uint32_t *out)
+{
+    return wait_until(w, v, policy, deadline_ns, out, NULL);
+}
+
+uint32_t ll_wait_while_announced(_Atomic uint32_t *w, uint32_t v, int policy, _Atomic uint32_t *announce)
+{
+    if ((policy != LIBLOCK_WAIT_SPIN_THEN_PARK && policy != LIBLOCK_WAIT_PARK) || !ll_fastwake_on())
+        return ll_wait_while(w, v, policy);
+    uint32_t cur;
+    wait_until(w, v, policy, 0, &cur, announce);
     return cur;
 }
 

@@ -26,6 +26,8 @@
 struct cr_node {
     _Atomic(struct cr_node *) next; /* MCS link (written by the next arrival, or by the owner when grafting) */
     _Atomic uint32_t locked;        /* waiting word: 1 = wait, 0 = granted (bit 31 = policy) */
+    _Atomic uint32_t succ_parked;   /* the waiter that linked itself behind this node has parked (fast hand-over) */
+    uint32_t relinked;              /* an owner rewrote this node's next (fast hand-over: grant with a swap) */
     int numa;                       /* mcscrn: NUMA node of the waiter when it arrived */
     unsigned takeovers;             /* mcscr: take-overs of this lock() call's pending grants */
     _Atomic int cpu;                /* CPU the thread arrived on (cr_arrive, cr_trylock, lifocr_lock): a hint, relaxed */
@@ -216,6 +218,8 @@ static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node
 {
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
+    atomic_store_explicit(&n->succ_parked, 0, memory_order_relaxed);
+    n->relinked = 0;
     int cpu = ll_current_cpu();
     atomic_store_explicit(&n->cpu, cpu, memory_order_relaxed);
     struct cr_node *pred = atomic_exchange_explicit(tail, n, memory_order_acq_rel);
@@ -232,7 +236,9 @@ static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node
             return CR_STOLE;
     }
     atomic_store_explicit(&pred->next, n, memory_order_release);
-    uint32_t v = ll_wait_while(&n->locked, 1, wpol);
+    /* pred's owner grants us through cr_grant_next, which reads the
+     * announce word in pred's node ("Fast hand-over" below) */
+    uint32_t v = ll_wait_while_announced(&n->locked, 1, wpol, &pred->succ_parked);
     if (v == CR_PENDING) {
         uint32_t expect = CR_PENDING;
         if (atomic_compare_exchange_strong_explicit(&n->locked, &expect, 0, memory_order_acquire,
@@ -253,6 +259,8 @@ static inline int cr_trylock(_Atomic(struct cr_node *) *tail, struct cr_node *n)
     atomic_store_explicit(&n->cpu, ll_current_cpu(), memory_order_relaxed);
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->locked, 0, memory_order_relaxed);
+    atomic_store_explicit(&n->succ_parked, 0, memory_order_relaxed);
+    n->relinked = 0;
     struct cr_node *expect = NULL;
     return atomic_compare_exchange_strong_explicit(tail, &expect, n, memory_order_acq_rel, memory_order_relaxed)
                ? 0
@@ -261,6 +269,31 @@ static inline int cr_trylock(_Atomic(struct cr_node *) *tail, struct cr_node *n)
 
 /* Make t the owner (hand-over through the waiting layer). */
 static inline void cr_grant(struct cr_node *t, int policy) { ll_wake(&t->locked, 0, policy); }
+
+/* Fast hand-over (not in the paper; src/core/fastwake.c has the argument
+ * and the measurements).  The owner's node n is the one its successor
+ * succ = n.next linked itself to, unless an owner rewrote n.next (culling
+ * the second waiter, a graft): succ then knew n as its predecessor, and
+ * under spin-then-park it announced its parking in n.succ_parked, in the
+ * line of n.next that the unlock has just read.  So the grant is a plain
+ * store followed by a read of that word (ll_wake_announced) instead of a
+ * swap on succ's line.  Everything else -- a node whose next an owner
+ * rewrote (n.relinked), grants to a passive node, pending grants -- goes
+ * through cr_grant, whose swap sees LL_PARKED, which an announcing waiter
+ * also sets.  n.relinked is written by the owner that rewrites n.next
+ * while n waits, and read by n once it owns the lock (the grant between
+ * them orders it); it is reset, with succ_parked, when n arrives.  A stale
+ * announcement (a waiter that announced to n's previous use, after n's
+ * reset) costs one spurious futex_wake; announcements land in holds, which
+ * are never freed (src/core/thread.c), so a late one is never a write to
+ * freed memory. */
+static inline void cr_grant_next(struct cr_node *n, struct cr_node *succ, int policy)
+{
+    if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK && !n->relinked && ll_fastwake_on())
+        ll_wake_announced(&succ->locked, 0, &n->succ_parked);
+    else
+        cr_grant(succ, policy);
+}
 
 /* Wait until the arrival that swapped the tail after n has linked itself. */
 static inline struct cr_node *cr_await_link(struct cr_node *n, int policy)
@@ -279,6 +312,7 @@ static inline bool cr_install_after(_Atomic(struct cr_node *) *tail, struct cr_n
                                     struct cr_node **succp)
 {
     if (*succp) {
+        t->relinked = 1; /* *succp linked itself to n, not t: cr_grant_next */
         atomic_store_explicit(&t->next, *succp, memory_order_relaxed);
         return true;
     }
@@ -433,6 +467,7 @@ static inline bool cr_ss_not_running(const struct cr_node *succ, const struct cr
 static inline bool cr_unlink_second(_Atomic(struct cr_node *) *tail, struct cr_node *succ, struct cr_node *ss)
 {
     struct cr_node *after = atomic_load_explicit(&ss->next, memory_order_acquire);
+    succ->relinked = 1; /* succ.next changes hands (cr_grant_next) */
     if (after) {
         atomic_store_explicit(&succ->next, after, memory_order_relaxed);
         return true;

@@ -151,6 +151,8 @@ static int mcscr_init(liblock_t *l, const liblock_attr_t *attr)
     s->p = ll_env_double("LIBLOCK_CR_FAIRNESS", 0.001, 0.0, 1.0);
     s->fair = cr_trial_make(s->p);
     s->grace = cr_grace_from_env();
+    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
+        (void)ll_fastwake_on(); /* settle it now, not in a hand-over */
     return 0;
 }
 
@@ -190,6 +192,7 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
             s->grafts++;
             if (!cr_install_after(&s->tail, n, t, &succ)) {
                 succ = cr_await_link(n, pol);
+                t->relinked = 1; /* succ linked itself to n (cr_grant_next) */
                 atomic_store_explicit(&t->next, succ, memory_order_relaxed);
             }
             cr_grant(t, pol);
@@ -197,7 +200,7 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
         }
         if (!succ)
             goto plain;
-        cr_grant(succ, pol);
+        cr_grant_next(n, succ, pol);
         return 0;
     }
 
@@ -212,7 +215,7 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
             cr_grant(ss, pol);
             return 0;
         }
-        cr_grant(succ, pol);
+        cr_grant_next(n, succ, pol);
         return 0;
     }
 
@@ -222,7 +225,7 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
         struct cr_node *a = cr_deficit_grace(&s->tail, n, s->ps.head, s->grace, pol);
         if (a) {
             s->graces++;
-            cr_grant(a, pol);
+            cr_grant_next(n, a, pol); /* a = n.next, linked by itself */
             return 0;
         }
         cr_reprovision(&s->tail, n, cr_pop_head(&s->ps), &s->ps, &s->reprovisions, NULL, true, pol);

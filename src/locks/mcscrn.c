@@ -111,6 +111,8 @@ static int mcscrn_init(liblock_t *l, const liblock_attr_t *attr)
     s->fair = cr_trial_make(s->p);
     s->grace = cr_grace_from_env();
     s->home = -1;
+    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
+        (void)ll_fastwake_on(); /* settle it now, not in a hand-over */
     return 0;
 }
 
@@ -197,13 +199,14 @@ static int mcscrn_unlock(liblock_t *l, void *vnode)
             s->grafts++;
             if (!cr_install_after(&s->tail, n, t, &succ)) {
                 succ = cr_await_link(n, pol);
+                t->relinked = 1; /* succ linked itself to n (cr_grant_next) */
                 atomic_store_explicit(&t->next, succ, memory_order_relaxed);
             }
             cr_grant(t, pol);
             return 0;
         }
         if (succ) {
-            cr_grant(succ, pol);
+            cr_grant_next(n, succ, pol);
             return 0;
         }
         goto plain;
@@ -220,6 +223,7 @@ static int mcscrn_unlock(liblock_t *l, void *vnode)
             if (ss->numa != s->home) {
                 struct cr_node *sss = nxt(ss);
                 if (sss && ss->takeovers < CR_MAX_TAKEOVERS) {
+                    succ->relinked = 1; /* sss linked itself to ss (cr_grant_next) */
                     atomic_store_explicit(&succ->next, sss, memory_order_relaxed);
                     cr_push_head(&s->remote, ss);
                     s->remote_culls++;
@@ -253,7 +257,7 @@ static int mcscrn_unlock(liblock_t *l, void *vnode)
              * ours to restore (n is not the tail), and succ goes next */
             atomic_store_explicit(&n->next, succ, memory_order_relaxed);
         }
-        cr_grant(succ, pol);
+        cr_grant_next(n, succ, pol); /* succ linked itself to n */
         return 0;
     }
 
@@ -267,7 +271,7 @@ deficit:
             struct cr_node *a = cr_deficit_grace(&s->tail, n, s->ps.head, s->grace, pol);
             if (a) {
                 s->graces++;
-                cr_grant(a, pol);
+                cr_grant_next(n, a, pol); /* a = n.next, linked by itself */
                 return 0;
             }
         }
