@@ -41,59 +41,24 @@
  * hand-over keeps the swap, which sees LL_PARKED as before: the announcing
  * waiter still sets it.
  *
- * State: on (registered), off (LIBLOCK_FASTWAKE=0, a kernel without
- * MEMBARRIER_CMD_PRIVATE_EXPEDITED, or registration refused), or not yet
- * known.  Wakers use the fast hand-over only when the state is on, and a
- * waiter that finds it not yet known settles it before it parks, so a
+ * State: on (LIBLOCK_FASTWAKE unset or 1 and the asymmetric barrier exists
+ * here: src/platform/membarrier.c, which registers the process), off, or
+ * not yet known.  Wakers use the fast hand-over only when the state is on,
+ * and a waiter that finds it not yet known settles it before it parks, so a
  * waiter parks unannounced only when no waker can be using the fast path.
- * The registration is per process image: a fork child must register again
- * (pthread_atfork child handler, run while the child has one thread, so no
- * waker is in the middle of a hand-over there); if that fails the state is
- * off in the child.  If a membarrier call fails despite registration, the
- * waiter does not park: it yields until the value changes (never a lost
- * wake-up, only CPU time).
+ * A forked child inherits "on"; its first barrier registers it again
+ * (membarrier.c).  If a barrier fails all the same, the waiter does not
+ * park: it yields until the value changes (never a lost wake-up, only CPU
+ * time).
  */
 #include "../internal.h"
 
-#include <linux/membarrier.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 static _Atomic int state; /* 0 unknown, 1 on, -1 off */
-static pthread_mutex_t settle_mutex = PTHREAD_MUTEX_INITIALIZER;
-
-static int membarrier_call(int cmd) { return (int)syscall(SYS_membarrier, cmd, 0, 0); }
-
-static int try_register(void)
-{
-    if (ll_env_long("LIBLOCK_FASTWAKE", 1, 0, 1) == 0)
-        return -1;
-    int cmds = membarrier_call(MEMBARRIER_CMD_QUERY);
-    if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
-        !(cmds & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))
-        return -1;
-    return membarrier_call(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 ? 1 : -1;
-}
-
-static void fastwake_child(void)
-{
-    /* one thread here: no hand-over is in flight */
-    if (atomic_load_explicit(&state, memory_order_relaxed) == 1)
-        atomic_store_explicit(&state, try_register(), memory_order_relaxed);
-}
-
-__attribute__((constructor(101))) static void fastwake_atfork(void) { pthread_atfork(NULL, NULL, fastwake_child); }
 
 int ll_fastwake_settle(void)
 {
-    LL_KEEP_ERRNO;
-    pthread_mutex_lock(&settle_mutex);
-    int s = atomic_load_explicit(&state, memory_order_acquire);
-    if (!s) {
-        s = try_register();
-        atomic_store_explicit(&state, s, memory_order_release);
-    }
-    pthread_mutex_unlock(&settle_mutex);
+    int s = ll_env_long("LIBLOCK_FASTWAKE", 1, 0, 1) && ll_heavy_barrier_ok() ? 1 : -1;
+    atomic_store_explicit(&state, s, memory_order_release); /* every settler stores the same */
     return s > 0;
 }
 
@@ -107,6 +72,5 @@ int ll_fastwake_announce(_Atomic uint32_t *announce)
 {
     atomic_store_explicit(announce, 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
-    LL_KEEP_ERRNO;
-    return membarrier_call(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
+    return ll_heavy_barrier() == 0;
 }
