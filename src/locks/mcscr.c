@@ -112,6 +112,11 @@
  * Orderings
  *  - Acquire path and MCS hand-off: as in mcs.c (acq_rel tail swap, release
  *    link store, hand-off through ll_wake/ll_wait_while: release/acquire).
+ *    Under spin-then-park the grant to the successor that linked itself is
+ *    cr_grant_next's plain release store, read by the waiter's acquire
+ *    load; why no wake-up is lost without the swap is argued in
+ *    src/core/fastwake.c (an asymmetric fence on the parking side), and
+ *    which grants may use it in cr.h, "Fast hand-over".  Not in the paper.
  *  - The owner's loads of succ.next and n.next (at unlock, and in
  *    cr_note_chain after it got the lock) are acquire, pairing with the
  *    arrivals' release link stores, so the owner sees initialised nodes.
