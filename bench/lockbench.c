@@ -679,6 +679,12 @@ int main(int argc, char **argv)
     }
     rec_mops_pair(&rec, cfg.alt_probe, "alt_before_mops", alt0, "alt_after_mops", alt1);
     rec_mops_pair(&rec, cfg.rpc_probe, "rpc_before_mops", rpc0, "rpc_after_mops", rpc1);
+    /* the spin phase this process measured for spin-then-park (wait.c): a
+     * run whose budget came out short parks in ordinary hand-offs */
+    if (eff_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
+        REC_N(&rec, "spin_budget_ns", "%llu", (unsigned long long)ll_spin_budget_ns(NULL));
+    else
+        REC_N(&rec, "spin_budget_ns", "%s", "");
     {
         char buf[64 * 1024];
         size_t off = 0;

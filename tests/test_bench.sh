@@ -94,6 +94,15 @@ if j["ncpus"] > 1:  # a probe is a round trip in ns, or -1 when its responder co
     assert (j["probe_before_ns"] > 0 or j["probe_before_ns"] == -1) and (j["probe_after_ns"] > 0 or j["probe_after_ns"] == -1)
 PY
 
+# 3b. spin_budget_ns: the process's spin phase under spin-then-park, null otherwise
+out1=$(LIBLOCK_SPIN_NS=12345 "$lb" -a ttas -t 2 -n 100 -p none --no-probe -f json)
+out2=$(LIBLOCK_SPIN_NS=12345 "$lb" -a ttas -w spin -t 2 -n 100 -p none --no-probe -f json)
+python3 -c '
+import json,sys
+a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2])
+assert a["wait"]=="spin-then-park" and a["spin_budget_ns"]==12345, a["spin_budget_ns"]
+assert b["wait"]=="spin" and b["spin_budget_ns"] is None, b["spin_budget_ns"]' "$out1" "$out2" && ok || bad "spin_budget_ns"
+
 # 4. a run that cannot finish in its bound is reported as a timeout (exit 3)
 section "timeout"
 out=$(timeout 30 "$lb" -a posix -t 2 -n 1000 -d 2e7 -T 0.3 -p none --no-probe); rc=$?
