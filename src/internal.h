@@ -172,7 +172,6 @@ void ll_wake(_Atomic uint32_t *w, uint32_t newval, int policy);
  * first call (a syscall or two): call it when a lock is initialised. */
 uint32_t ll_wait_while_announced(_Atomic uint32_t *w, uint32_t v, int policy, _Atomic uint32_t *announce);
 int ll_fastwake_on(void);
-int ll_fastwake_settle(void);
 int ll_fastwake_announce(_Atomic uint32_t *announce);
 static inline void ll_wake_announced(_Atomic uint32_t *w, uint32_t newval, const _Atomic uint32_t *announce)
 {

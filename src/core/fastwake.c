@@ -55,7 +55,7 @@
 
 static _Atomic int state; /* 0 unknown, 1 on, -1 off */
 
-int ll_fastwake_settle(void)
+static int settle(void)
 {
     int s = ll_env_long("LIBLOCK_FASTWAKE", 1, 0, 1) && ll_heavy_barrier_ok() ? 1 : -1;
     atomic_store_explicit(&state, s, memory_order_release); /* every settler stores the same */
@@ -65,12 +65,14 @@ int ll_fastwake_settle(void)
 int ll_fastwake_on(void)
 {
     int s = atomic_load_explicit(&state, memory_order_acquire);
-    return LL_LIKELY(s) ? s > 0 : ll_fastwake_settle();
+    return LL_LIKELY(s) ? s > 0 : settle();
 }
 
 int ll_fastwake_announce(_Atomic uint32_t *announce)
 {
+    /* relaxed is enough: the barrier is a full one for the caller too
+     * (membarrier.c), so the store is visible to any waker that loads after
+     * the barrier point on its CPU */
     atomic_store_explicit(announce, 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_seq_cst);
     return ll_heavy_barrier() == 0;
 }

@@ -45,7 +45,8 @@ static unsigned id_words;
 static _Atomic unsigned id_watermark;
 static _Atomic long live_records; /* a count for leak tests; relaxed: it orders nothing */
 static pthread_mutex_t hold_pool_mutex = PTHREAD_MUTEX_INITIALIZER;
-static ll_hold_t *hold_pool; /* free holds of exited threads; guarded by hold_pool_mutex */
+static ll_hold_t *hold_pool; /* free holds of exited threads; guarded by hold_pool_mutex, taken with
+                             * ll_mutex_lock_bounded: a forked child may inherit it locked */
 
 static void thread_exit(void *arg);
 
@@ -274,10 +275,11 @@ static void thread_exit(void *arg)
         ll_hold_t *last = t->free_holds;
         while (last->next_free)
             last = last->next_free;
-        pthread_mutex_lock(&hold_pool_mutex);
-        last->next_free = hold_pool;
-        hold_pool = t->free_holds;
-        pthread_mutex_unlock(&hold_pool_mutex);
+        if (ll_mutex_lock_bounded(&hold_pool_mutex)) {
+            last->next_free = hold_pool;
+            hold_pool = t->free_holds;
+            pthread_mutex_unlock(&hold_pool_mutex);
+        } /* else (a fork child's inherited lock): keep them out of use, never free them */
         t->free_holds = NULL;
     }
     if (t->nheld)
@@ -305,10 +307,11 @@ ll_hold_t *ll_hold_push_slow(ll_thread_t *self, liblock_t *lock)
     if (h) {
         self->free_holds = h->next_free;
     } else {
-        pthread_mutex_lock(&hold_pool_mutex);
-        if ((h = hold_pool))
-            hold_pool = h->next_free;
-        pthread_mutex_unlock(&hold_pool_mutex);
+        if (ll_mutex_lock_bounded(&hold_pool_mutex)) {
+            if ((h = hold_pool))
+                hold_pool = h->next_free;
+            pthread_mutex_unlock(&hold_pool_mutex);
+        }
         if (!h && !(h = ll_alloc_aligned(sizeof *h)))
             return NULL;
     }
