@@ -6,7 +6,8 @@
  * an atomic exchange, which is the same test-and-set and never fails
  * spuriously.)  Under spin-then-park (the default) a waiter retries with
  * CAS(0 -> 1) for the spin budget, then sleeps on the word with glibc's
- * three-state protocol (tas_park.h, which argues it).
+ * three-state protocol (tas_park.h, which argues it); it stops spinning at
+ * once when the word says others sleep.
  *
  * Invariant: (word & 3) != 0 exactly while some thread is between a
  * successful acquire and its releasing store or exchange.
@@ -46,8 +47,11 @@ static int spin_lock(liblock_t *l, void *node)
         uint64_t start = ll_cycles(), budget = ll_spin_budget_cycles();
         do {
             ll_pause();
-            if (atomic_load_explicit(&s->word, memory_order_relaxed) == TAS_FREE && tas_try_cas(&s->word))
+            uint32_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
+            if (w == TAS_FREE && tas_try_cas(&s->word))
                 goto out;
+            if (tas_sleepers_seen(w))
+                break; /* others sleep: park now (tas_park.h) */
         } while (ll_cycles() - start < budget);
         tas_park_acquire(&s->word);
     out:
@@ -102,7 +106,7 @@ const struct ll_ops ll_ops_spin = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
-    .oversubscribed = "waiters spin about one futex round trip, then sleep on the lock word; a release wakes one sleeper; not FIFO, so a running thread takes the lock while a woken one is on its way (near posix throughput)",
+    .oversubscribed = "waiters spin about one futex round trip (not at all once others sleep), then sleep on the lock word; a release wakes one sleeper; not FIFO, so a running thread takes the lock while a woken one is on its way (near posix throughput)",
     .state_size = sizeof(struct spin_lock),
     .init = spin_init,
     .destroy = spin_destroy,

@@ -14,8 +14,8 @@
  * pauses below a window that doubles on each failure, from TTAS_MIN to
  * TTAS_MAX (LIBLOCK_TTAS_MAX_BACKOFF overrides the cap), which spreads the
  * retries of the threads that all saw the release.  Under spin-then-park
- * the attempt is CAS(0 -> 1) and, once the spin budget is spent, the thread
- * sleeps on the word (tas_park.h).
+ * the attempt is CAS(0 -> 1) and, once the spin budget is spent or the word
+ * says others sleep, the thread sleeps on the word (tas_park.h).
  * Orderings: as for spin: acquire exchange/CAS, release store/exchange.  The
  * test read is relaxed; it only decides whether to try, the atomic decides
  * ownership.
@@ -64,7 +64,10 @@ static int ttas_lock(liblock_t *l, void *node)
     unsigned n = 0;
     uint32_t window = TTAS_MIN;
     for (;;) {
-        while (atomic_load_explicit(&s->word, memory_order_relaxed)) {
+        uint32_t w;
+        while ((w = atomic_load_explicit(&s->word, memory_order_relaxed))) {
+            if (parks && tas_sleepers_seen(w))
+                goto park; /* others sleep: park now (tas_park.h) */
             ll_wait_step(policy);
             if (LL_UNLIKELY((++n & 63) == 0)) {
                 if (parks && ll_cycles() - start > budget)
@@ -129,7 +132,7 @@ const struct ll_ops ll_ops_ttas = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
-    .oversubscribed = "waiters spin (with back-off) about one futex round trip, then sleep on the lock word; a release wakes one sleeper; not FIFO, so a running thread takes the lock while a woken one is on its way (near posix throughput)",
+    .oversubscribed = "waiters spin (with back-off) about one futex round trip (not at all once others sleep), then sleep on the lock word; a release wakes one sleeper; not FIFO, so a running thread takes the lock while a woken one is on its way (near posix throughput)",
     .state_size = sizeof(struct ttas_lock),
     .init = ttas_init,
     .destroy = ttas_destroy,
