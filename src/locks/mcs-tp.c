@@ -227,7 +227,7 @@ static int tp_attempt(liblock_t *l, struct tp_lock *s, struct tp_node *n)
             atomic_fetch_add_explicit(&s->self_pred, 1, memory_order_relaxed);
         if (!pred) {
             atomic_store_explicit(&n->status, TP_AVAILABLE, memory_order_relaxed);
-            atomic_store_explicit(&s->cs_start, ll_cycles(), memory_order_relaxed);
+            atomic_store_explicit(&s->cs_start, start, memory_order_relaxed); /* a few ns ago: no second clock read */
             return 1;
         }
         atomic_store_explicit(&pred->next, n, memory_order_release);

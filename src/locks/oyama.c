@@ -91,7 +91,10 @@
  *     a parked thread and cost a wake-up (measured 30-60 us per critical
  *     section at 32 threads on 2 CPUs); barging lets the running threads
  *     take the lock, as posix does.  The price is posix's: no order among
- *     lock() callers, bounded only by the patience.
+ *     lock() callers, bounded only by the patience.  The first attempt is a
+ *     CAS before any clock read: rdtsc costs about 8 ns on the development
+ *     VM, and sqlite3 (bench/apps) makes 39 lock() calls per insert (one
+ *     thread: 1.63x -> 1.49x glibc; 8 threads: 3.22x -> 2.87x, 5 rounds).
  *
  * Parameter: MAX_COMBINER_CS, env LIBLOCK_OYAMA_MAX_COMBINER_CS (read at
  * liblock_init), default 3 x the number of online CPUs.  With
@@ -388,6 +391,10 @@ static void *oy_execute(liblock_t *l, void *(*cs)(void *), void *arg)
  * lock, 0 if the caller must queue. */
 static int lock_barging(struct oy_lock *s)
 {
+    uintptr_t w0 = OY_FREE; /* the uncontended case first: no clock read */
+    if (LL_LIKELY(atomic_compare_exchange_strong_explicit(&s->word, &w0, OY_LOCKED, memory_order_acquire,
+                                                          memory_order_relaxed)))
+        return 1;
     for (int sleeps = 0; sleeps < OY_LOCK_PATIENCE; sleeps++) {
         uint64_t start = ll_cycles();
         unsigned n = 0;
