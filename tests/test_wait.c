@@ -91,6 +91,17 @@ int main(void)
     }
     th_context = "platform";
     CHECK(ll_cycles_per_ns() > 0.05 && ll_cycles_per_ns() < 20, "cycles/ns %f", ll_cycles_per_ns());
+    {
+        /* the start-up calibration (short windows) agrees with a 50 ms
+         * window: a preemption inside a window stops both clocks' readers
+         * alike, so only a wrong calibration can miss by 0.5 % */
+        uint64_t t0 = ll_now_ns(), c0 = ll_cycles(), t1;
+        while ((t1 = ll_now_ns()) - t0 < 50000000)
+            ;
+        double ref = (double)(ll_cycles() - c0) / (double)(t1 - t0), cal = ll_cycles_per_ns();
+        CHECK(cal > ref * 0.995 && cal < ref * 1.005, "calibrated %.5f cycles/ns, a 50 ms window gives %.5f", cal,
+              ref);
+    }
     CHECK(ll_ncpus() >= 1, "ncpus");
     CHECK(ll_cacheline() >= 16 && ll_cacheline() <= 1024, "cache line %d", ll_cacheline());
     CHECK(strcmp(ll_topology_source(), "none") != 0, "no topology source");
