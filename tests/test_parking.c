@@ -10,7 +10,8 @@
  *  2. park/unpark races: spin, ttas, ticket, clh, mcs under spin-then-park
  *     with LIBLOCK_SPIN_NS=0 (every waiter parks at once) and tiny critical
  *     sections, so that parking and waking race on nearly every hand-off; a
- *     lost wake-up hangs and the bound fails it;
+ *     lost wake-up hangs and the bound fails it; the same for the barging
+ *     lock() of oyama and hybcomb, alone and mixed with execute/trylock;
  *  3. FIFO order of parked waiters (ticket, clh, mcs): the main thread holds
  *     the lock, K threads arrive one at a time, each only after the previous
  *     one sleeps in the kernel (its /proc state is 'S', so it has queued and
@@ -180,6 +181,22 @@ static void park_races(void)
             snprintf(what, sizeof what, "%s spin-then-park, SPIN_NS=0, %d threads", parkers[i], n);
             th_context = what;
             count_spawn(what, parkers[i], LIBLOCK_WAIT_SPIN_THEN_PARK, n, per * 4 / n, 0, "0");
+        }
+    }
+    /* the combining locks whose lock() barges and sleeps on an eventcount
+     * that every release or departure signals (oyama.c change 7, hybcomb.c
+     * change 8): lock/unlock alone, then mixed with execute and trylock,
+     * where the sleepers also wait out combiners' passes */
+    static const char *const bargers[] = {"oyama", "hybcomb"};
+    for (size_t i = 0; i < sizeof bargers / sizeof *bargers; i++) {
+        for (int mix = 0; mix <= 1; mix++) {
+            for (int n = 2; n <= 8; n *= 2) {
+                char what[128];
+                snprintf(what, sizeof what, "%s spin-then-park, SPIN_NS=0, %d threads, %s", bargers[i], n,
+                         mix ? "lock/execute/trylock" : "lock/unlock");
+                th_context = what;
+                count_spawn(what, bargers[i], LIBLOCK_WAIT_SPIN_THEN_PARK, n, per * 4 / n, mix, "0");
+            }
         }
     }
 }
