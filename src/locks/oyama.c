@@ -78,23 +78,36 @@
  *
  *  7. lock() under spin-then-park (the default) first tries to take a FREE
  *     word like glibc's mutex (lock_barging: spin, pausing then yielding,
- *     for the spin budget; then sleep on the lock's lseq eventcount), and
- *     queues a lock marker as above only after OY_LOCK_PATIENCE = 4 sleeps.
- *     Every release (word freed, or lock handed over) wakes one sleeper if
- *     `lsleepers` says there is one.  No lost wake-up: the sleeper reads
- *     lseq, increments lsleepers and then loads the word, all seq_cst, and
- *     sleeps only while lseq is unchanged; the releaser's CAS to FREE (or
- *     its hand-over, which precedes its load) and its load of lsleepers are
- *     seq_cst, so either the sleeper sees the word FREE or the releaser
- *     sees it counted and bumps lseq before futex_wake.  Why: with a queue,
- *     every lock()/unlock() hand-over with more threads than CPUs went to
- *     a parked thread and cost a wake-up (measured 30-60 us per critical
+ *     for the spin budget, but not at all while other lock() callers
+ *     sleep, as tas_park.h argues; then sleep on the lock's lseq
+ *     eventcount), and queues a lock marker as above only after
+ *     OY_LOCK_PATIENCE = 4 sleeps.  Every release (word freed, or lock
+ *     handed over) wakes one sleeper if `lstate` counts one and no wake-up
+ *     is on its way (OY_LWAKING); a sleeper leaving its sleep uncounts
+ *     itself and clears OY_LWAKING before it looks at the word again.  No
+ *     lost wake-up: the sleeper reads lseq, increments lstate and then
+ *     loads the word, all seq_cst, and sleeps only while lseq is
+ *     unchanged; the releaser's CAS to FREE (or its hand-over, which
+ *     precedes its load) and its load of lstate are seq_cst, so either the
+ *     sleeper sees the word FREE, or the releaser sees it counted and
+ *     bumps lseq before futex_wake, or the releaser sees OY_LWAKING and the
+ *     thread whose leaving clears it looks at the word after the release
+ *     (the three cases are argued in full in hybcomb.c, change 8, which
+ *     uses the same protocol).  Why barge: with a queue, every
+ *     lock()/unlock() hand-over with more threads than CPUs went to a
+ *     parked thread and cost a wake-up (measured 30-60 us per critical
  *     section at 32 threads on 2 CPUs); barging lets the running threads
- *     take the lock, as posix does.  The price is posix's: no order among
- *     lock() callers, bounded only by the patience.  The first attempt is a
- *     CAS before any clock read: rdtsc costs about 8 ns on the development
- *     VM, and sqlite3 (bench/apps) makes 39 lock() calls per insert (one
- *     thread: 1.63x -> 1.49x glibc; 8 threads: 3.22x -> 2.87x, 5 rounds).
+ *     take the lock, as posix does.  Why one wake-up at a time: with a
+ *     plain count of sleepers every release made a futex_wake system call
+ *     while anyone slept.  sqlite3 under the interposer (bench/apps, wall
+ *     time x glibc, 3-5 rounds, 8 threads): 3.10x before, 1.52x with
+ *     OY_LWAKING, 1.27x with it and no spinning while others sleep; bbuf
+ *     at 32 threads went the other way, 0.61x, 0.84x, 1.12x.  The price is
+ *     posix's: no order among lock() callers, bounded only by the
+ *     patience.  The first attempt is a CAS before any clock read: rdtsc
+ *     costs about 8 ns on the development VM, and sqlite3 makes 39 lock()
+ *     calls per insert (one thread: 1.63x -> 1.49x glibc; 8 threads:
+ *     3.22x -> 2.87x, 5 rounds).
  *
  * Parameter: MAX_COMBINER_CS, env LIBLOCK_OYAMA_MAX_COMBINER_CS (read at
  * liblock_init), default 3 x the number of online CPUs.  With
@@ -121,6 +134,8 @@ enum { OY_WAIT = 1, OY_DONE = 2, OY_OWNER = 3, OY_ORPHAN = 4 };
 #define OY_AWAKE_NS 5000
 #define OY_MAX_SKIPS 8
 #define OY_LOCK_PATIENCE 4
+#define OY_LWAKING (UINT32_C(1) << 31)
+#define OY_LCOUNT (OY_LWAKING - 1)
 
 struct oy_req {
     struct oy_req *next;
@@ -142,7 +157,7 @@ struct oy_lock {
     _Atomic unsigned long passes;
     _Atomic(struct oy_req *) orphan; /* yield: lock left to any waiter */
     LL_ALIGNED _Atomic uint32_t lseq;  /* spin-then-park lock() callers sleep on it (change 7) */
-    _Atomic uint32_t lsleepers;        /* ... and are counted here */
+    _Atomic uint32_t lstate;           /* ... counted here (OY_LCOUNT), OY_LWAKING: one is being woken */
     uint64_t spin_cycles;              /* spin budget of those callers */
 };
 
@@ -166,7 +181,7 @@ static int oy_destroy(liblock_t *l)
 {
     struct oy_lock *s = LL_STATE(l, struct oy_lock);
     return atomic_load_explicit(&s->word, memory_order_acquire) != OY_FREE ||
-                   atomic_load_explicit(&s->lsleepers, memory_order_acquire) != 0
+                   (atomic_load_explicit(&s->lstate, memory_order_acquire) & OY_LCOUNT) != 0
                ? EBUSY
                : 0;
 }
@@ -236,16 +251,21 @@ static struct oy_req *pick_awake(struct oy_lock *s, struct oy_req *n, struct oy_
 }
 
 /* change 7: after the lock changed hands or became free, wake one lock()
- * caller that sleeps (spin-then-park), so that it tries again.  The load of
- * lsleepers is seq_cst, after the seq_cst CAS that freed the word (or the
- * hand-over), against the sleeper's seq_cst increment before its load of
- * the word. */
+ * caller that sleeps (spin-then-park), so that it tries again, unless a
+ * wake-up is on its way already (OY_LWAKING; the argument is hybcomb.c's
+ * change 8, which uses the same protocol).  The load of lstate is seq_cst,
+ * after the seq_cst CAS that freed the word (or the hand-over), against
+ * the sleeper's seq_cst increment before its load of the word. */
 static inline void wake_lock_sleeper(struct oy_lock *s)
 {
-    if (LL_UNLIKELY(atomic_load_explicit(&s->lsleepers, memory_order_seq_cst) != 0)) {
-        atomic_fetch_add_explicit(&s->lseq, 1, memory_order_seq_cst);
-        ll_futex_wake(&s->lseq, 1);
-    }
+    uint32_t v = atomic_load_explicit(&s->lstate, memory_order_seq_cst);
+    while (LL_UNLIKELY((v & OY_LCOUNT) && !(v & OY_LWAKING)))
+        if (atomic_compare_exchange_weak_explicit(&s->lstate, &v, v | OY_LWAKING, memory_order_seq_cst,
+                                                  memory_order_seq_cst)) {
+            atomic_fetch_add_explicit(&s->lseq, 1, memory_order_seq_cst);
+            ll_futex_wake(&s->lseq, 1);
+            return;
+        }
 }
 
 /* Called by the holder after its own critical section (served = 1): run
@@ -403,6 +423,8 @@ static int lock_barging(struct oy_lock *s)
             if (w == OY_FREE && atomic_compare_exchange_weak_explicit(&s->word, &w, OY_LOCKED, memory_order_acquire,
                                                                       memory_order_relaxed))
                 return 1;
+            if (atomic_load_explicit(&s->lstate, memory_order_relaxed) & OY_LCOUNT)
+                break; /* others sleep: sleep now (tas_park.h) */
             if (++n < 128)
                 ll_pause();
             else if (ll_cycles() - start > s->spin_cycles)
@@ -411,10 +433,13 @@ static int lock_barging(struct oy_lock *s)
                 ll_yield();
         }
         uint32_t seq = atomic_load_explicit(&s->lseq, memory_order_seq_cst);
-        atomic_fetch_add_explicit(&s->lsleepers, 1, memory_order_seq_cst);
+        atomic_fetch_add_explicit(&s->lstate, 1, memory_order_seq_cst);
         if (atomic_load_explicit(&s->word, memory_order_seq_cst) != OY_FREE)
             ll_futex_wait(&s->lseq, seq, NULL);
-        atomic_fetch_sub_explicit(&s->lsleepers, 1, memory_order_relaxed);
+        /* leave: uncount, then end any wake-up on its way; both before we
+         * look at the word again (the loop, or oy_acquire_or_push) */
+        atomic_fetch_sub_explicit(&s->lstate, 1, memory_order_seq_cst);
+        atomic_fetch_and_explicit(&s->lstate, ~OY_LWAKING, memory_order_seq_cst);
     }
     return 0;
 }
@@ -495,7 +520,7 @@ const struct ll_ops ll_ops_oyama = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
-    .oversubscribed = "execute: the holder runs pending requests; lock: barges like glibc's mutex (sleeps, queues after 4 sleeps); a hand-over skips parked waiters for awake ones, at most 8 times per waiter",
+    .oversubscribed = "execute: the holder runs pending requests; lock: barges like glibc's mutex (spins, not while others sleep; sleeps, one woken at a time; queues after 4 sleeps); a hand-over skips parked waiters for awake ones, at most 8 times per waiter",
     .state_size = sizeof(struct oy_lock),
     .node_size = sizeof(struct oy_req),
     .init = oy_init,
