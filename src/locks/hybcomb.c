@@ -114,46 +114,23 @@
  *     FREE-tagged last_reg to its own node, exact as change 2 says -- and
  *     while the queue is not empty it spins for the spin budget (not at
  *     all while other lock() callers sleep, as tas_park.h argues) and then
- *     sleeps on the lock's eventcount `lseq`.  After HC_LOCK_PATIENCE
+ *     sleeps (barge_sleep.h).  After HC_LOCK_PATIENCE
  *     sleeps it registers in the queue as before, and from there it is
  *     FIFO like any combiner, so its wait stays bounded.
- *     Sleeping: `lstate` counts the sleepers (a sleeper is counted from
- *     before its last look at last_reg until it leaves) and has a WAKING
- *     bit.  A departure (unlock, or a combiner leaving) that finds
- *     sleepers counted and WAKING clear sets WAKING by CAS, bumps lseq and
- *     wakes one; while WAKING is set, departures wake nobody.  A sleeper
- *     leaves (woken, lseq already changed, or it saw the tag and did not
- *     sleep) by uncounting itself and clearing WAKING, two seq_cst RMWs,
- *     and then looks at the lock again (the CAS at the top of the loop,
- *     or register_node, which takes a FREE-tagged tail at once).  So at
- *     most one wake-up is on its way at a time, as glibc's mutex does with
- *     its waiters mark; with a plain count every departure made a
- *     futex_wake system call while anyone slept.  Measured under the
- *     interposer (wall time x glibc, 3-4 rounds, 8 / 32 threads): sqlite
- *     >10x through the queue, 2.84-2.99x / 3.40x barging with a plain
- *     count (3.42x / 4.55x when it also did not spin while others slept:
- *     every departure woke a sleeper), 1.75-1.99x / 1.67-1.82x with
- *     WAKING, 1.32x / 1.27x with WAKING and no spinning while others
+ *     Sleeping is barge_sleep.h's (where the no-lost-wake-up argument
+ *     is): a departure (unlock, or a combiner leaving) wakes one sleeper
+ *     unless a wake-up is already on its way, and a sleeper leaves its
+ *     sleep before it looks at the lock again (the CAS at the top of the
+ *     loop, or register_node, which takes a FREE-tagged tail at once).
+ *     The departure that puts the FREE tag in does so by a seq_cst CAS,
+ *     as barge_sleep.h requires.  Measured under the interposer (wall
+ *     time x glibc, 3-4 rounds, 8 / 32 threads): sqlite >10x through the
+ *     queue, 2.84-2.99x / 3.40x barging with a plain count of sleepers
+ *     (3.42x / 4.55x when it also did not spin while others slept: every
+ *     departure woke a sleeper), 1.75-1.99x / 1.67-1.82x with one wake-up
+ *     at a time, 1.32x / 1.27x with that and no spinning while others
  *     sleep; bbuf 8.9x / 9.8x, 0.75x / 1.47x, 0.84-1.06x / 1.50-1.82x,
  *     0.84x / 1.11x.
- *     No lost wake-up, the three cases of a
- *     departure D that puts the FREE tag in (seq_cst CAS, then a seq_cst
- *     load of lstate) against a sleeper S (increment of lstate, then a
- *     seq_cst load of last_reg, then futex_wait on the lseq it read before
- *     the increment):
- *      - D's load does not see S counted: then S's increment is after it in
- *        the single total order of seq_cst operations, so S's load of
- *        last_reg is after D's CAS and sees the tag: S does not sleep;
- *      - D sees S counted and WAKING clear: D's CAS sets WAKING and bumps
- *        lseq after S read it, so S's futex_wait returns at once or is
- *        woken;
- *      - D sees WAKING set: the thread W whose leaving clears it does so
- *        after D's load (D read the value before W's RMW in lstate's
- *        modification order), so W's next look at last_reg comes after
- *        D's CAS and sees the tag (or a later owner, whose departure will
- *        wake).  Such a W exists: WAKING is set only by a CAS that saw a
- *        sleeper counted, and every counted sleeper leaves, clearing
- *        WAKING after its uncount, which is after that CAS.
  *     A departure that hands over wakes too, only so that sleepers count
  *     their patience while the queue stays busy.  The price is posix's:
  *     among lock() callers that barge there is no order.  execute() is
@@ -230,6 +207,7 @@
  */
 #include "../internal.h"
 #include "../transport/mailbox.h"
+#include "barge_sleep.h"
 #include "deferred_wake.h"
 #include "hybcomb.h"
 
@@ -244,8 +222,6 @@
 #define HC_MAX_OPS_DEFAULT 200
 #define HC_CAS_TRIES_DEFAULT 8
 #define HC_LOCK_PATIENCE 4 /* sleeps of a barging lock() before it queues (change 8) */
-#define HC_LWAKING (UINT32_C(1) << 31) /* lstate: a sleeper has been woken and not yet left */
-#define HC_LCOUNT (HC_LWAKING - 1)     /* lstate: barging lock() callers counted as sleeping */
 
 struct hc_req {
     _Atomic uint64_t seq; /* = the node's epoch when the slot holds a request of that opening */
@@ -277,10 +253,7 @@ struct hc_lock {
     uint64_t passes, own, served, cancelled_seen, max_pass;
     /* registration statistics (relaxed atomics, registration path only) */
     LL_ALIGNED _Atomic uint64_t cas, cas_failed, swaps, cancelled;
-    /* change 8: barging lock() callers sleep on lseq; lstate counts them
-     * (HC_LCOUNT bits) and carries HC_LWAKING while a wake-up is on its way */
-    LL_ALIGNED _Atomic uint32_t lseq;
-    _Atomic uint32_t lstate;
+    LL_ALIGNED struct barge_sleep ls; /* change 8: where barging lock() callers sleep */
     uint64_t spin_cycles; /* their spin budget, read-only after init */
 };
 
@@ -399,7 +372,7 @@ static int hc_destroy(liblock_t *l)
 {
     struct hc_lock *s = LL_STATE(l, struct hc_lock);
     uintptr_t lr = atomic_load_explicit(&s->last_reg, memory_order_acquire);
-    if (!(lr & HC_FREE) || (atomic_load_explicit(&s->lstate, memory_order_acquire) & HC_LCOUNT))
+    if (!(lr & HC_FREE) || barge_anyone(&s->ls))
         return EBUSY; /* held, or a lock() caller sleeps on it (change 8) */
     struct hc_node *d = (struct hc_node *)(lr & ~HC_FREE);
     atomic_store_explicit(&d->done, 0, memory_order_relaxed);
@@ -450,23 +423,6 @@ static void register_node(liblock_t *l, struct hc_lock *s, struct hc_node *mine)
     wait_turn(l, pred);
 }
 
-/* change 8: after a departure, wake one barging lock() caller if one
- * sleeps and no wake-up is on its way already.  The load is seq_cst, after
- * the departure's seq_cst FREE-tag CAS (or its hand-over), against the
- * sleeper's seq_cst increment before its load of last_reg (the argument
- * is in the header). */
-static inline void wake_lock_sleeper(struct hc_lock *s)
-{
-    uint32_t v = atomic_load_explicit(&s->lstate, memory_order_seq_cst);
-    while (LL_UNLIKELY((v & HC_LCOUNT) && !(v & HC_LWAKING)))
-        if (atomic_compare_exchange_weak_explicit(&s->lstate, &v, v | HC_LWAKING, memory_order_seq_cst,
-                                                  memory_order_seq_cst)) {
-            atomic_fetch_add_explicit(&s->lseq, 1, memory_order_seq_cst);
-            ll_futex_wake(&s->lseq, 1);
-            return;
-        }
-}
-
 /* change 8: lock() under spin-then-park.  Take a FREE-tagged last_reg as
  * trylock does; spin for the budget while the queue is busy (not while
  * other lock() callers sleep), then sleep until a departure; after
@@ -480,7 +436,7 @@ static void lock_barging(liblock_t *l, struct hc_lock *s, struct hc_node *mine)
             if ((lr & HC_FREE) && atomic_compare_exchange_weak_explicit(&s->last_reg, &lr, (uintptr_t)mine,
                                                                         memory_order_acq_rel, memory_order_relaxed))
                 return;
-            if (atomic_load_explicit(&s->lstate, memory_order_relaxed) & HC_LCOUNT)
+            if (barge_sleepers(&s->ls))
                 break; /* others sleep: sleep now (tas_park.h) */
             uint64_t now = ll_cycles();
             if (!start)
@@ -489,14 +445,10 @@ static void lock_barging(liblock_t *l, struct hc_lock *s, struct hc_node *mine)
                 break;
             ll_pause();
         }
-        uint32_t seq = atomic_load_explicit(&s->lseq, memory_order_seq_cst);
-        atomic_fetch_add_explicit(&s->lstate, 1, memory_order_seq_cst);
+        uint32_t seq = barge_sleep_enter(&s->ls);
         if (!(atomic_load_explicit(&s->last_reg, memory_order_seq_cst) & HC_FREE))
-            ll_futex_wait(&s->lseq, seq, NULL);
-        /* leave: uncount, then end any wake-up on its way (ours or not);
-         * both before we look at the lock again (header, change 8) */
-        atomic_fetch_sub_explicit(&s->lstate, 1, memory_order_seq_cst);
-        atomic_fetch_and_explicit(&s->lstate, ~HC_LWAKING, memory_order_seq_cst);
+            barge_sleep_wait(&s->ls, seq);
+        barge_sleep_leave(&s->ls); /* before we look at the lock again (barge_sleep.h) */
     }
     register_node(l, s, mine);
 }
@@ -517,11 +469,11 @@ static void depart(liblock_t *l, struct hc_lock *s, struct hc_node *mine)
     if (atomic_load_explicit(&s->last_reg, memory_order_relaxed) == expect &&
         atomic_compare_exchange_strong_explicit(&s->last_reg, &expect, expect | HC_FREE, memory_order_seq_cst,
                                                 memory_order_relaxed)) {
-        wake_lock_sleeper(s); /* seq_cst: change 8 */
+        barge_wake(&s->ls); /* after the seq_cst CAS: change 8 */
         return;
     }
     ll_wake(&mine->done, 1, l->_wait); /* a successor registered behind us */
-    wake_lock_sleeper(s);
+    barge_wake(&s->ls);
 }
 
 /* Open `mine` for requests of lock l: returns 1, or 0 if the slot array

@@ -79,21 +79,14 @@
  *  7. lock() under spin-then-park (the default) first tries to take a FREE
  *     word like glibc's mutex (lock_barging: spin, pausing then yielding,
  *     for the spin budget, but not at all while other lock() callers
- *     sleep, as tas_park.h argues; then sleep on the lock's lseq
- *     eventcount), and queues a lock marker as above only after
- *     OY_LOCK_PATIENCE = 4 sleeps.  Every release (word freed, or lock
- *     handed over) wakes one sleeper if `lstate` counts one and no wake-up
- *     is on its way (OY_LWAKING); a sleeper leaving its sleep uncounts
- *     itself and clears OY_LWAKING before it looks at the word again.  No
- *     lost wake-up: the sleeper reads lseq, increments lstate and then
- *     loads the word, all seq_cst, and sleeps only while lseq is
- *     unchanged; the releaser's CAS to FREE (or its hand-over, which
- *     precedes its load) and its load of lstate are seq_cst, so either the
- *     sleeper sees the word FREE, or the releaser sees it counted and
- *     bumps lseq before futex_wake, or the releaser sees OY_LWAKING and the
- *     thread whose leaving clears it looks at the word after the release
- *     (the three cases are argued in full in hybcomb.c, change 8, which
- *     uses the same protocol).  Why barge: with a queue, every
+ *     sleep, as tas_park.h argues; then sleep, barge_sleep.h), and queues
+ *     a lock marker as above only after OY_LOCK_PATIENCE = 4 sleeps.
+ *     Every release (word freed, or lock handed over) wakes one sleeper
+ *     unless a wake-up is on its way already; a sleeper leaves its sleep
+ *     before it looks at the word again.  The release that frees the word
+ *     does so by a seq_cst CAS, as barge_sleep.h's no-lost-wake-up
+ *     argument requires (a hand-over's wake-up only lets sleepers count
+ *     their patience).  Why barge: with a queue, every
  *     lock()/unlock() hand-over with more threads than CPUs went to a
  *     parked thread and cost a wake-up (measured 30-60 us per critical
  *     section at 32 threads on 2 CPUs); barging lets the running threads
@@ -101,7 +94,7 @@
  *     plain count of sleepers every release made a futex_wake system call
  *     while anyone slept.  sqlite3 under the interposer (bench/apps, wall
  *     time x glibc, 3-5 rounds, 8 threads): 3.10x before, 1.52x with
- *     OY_LWAKING, 1.27x with it and no spinning while others sleep; bbuf
+ *     one wake-up at a time, 1.27x with it and no spinning while others sleep; bbuf
  *     at 32 threads went the other way, 0.61x, 0.84x, 1.12x.  The price is
  *     posix's: no order among lock() callers, bounded only by the
  *     patience.  The first attempt is a CAS before any clock read: rdtsc
@@ -125,6 +118,7 @@
  * EPERM (it may be running on another thread, which must not sleep).
  */
 #include "../internal.h"
+#include "barge_sleep.h"
 #include "deferred_wake.h"
 
 #define OY_FREE ((uintptr_t)0)
@@ -134,8 +128,6 @@ enum { OY_WAIT = 1, OY_DONE = 2, OY_OWNER = 3, OY_ORPHAN = 4 };
 #define OY_AWAKE_NS 5000
 #define OY_MAX_SKIPS 8
 #define OY_LOCK_PATIENCE 4
-#define OY_LWAKING (UINT32_C(1) << 31)
-#define OY_LCOUNT (OY_LWAKING - 1)
 
 struct oy_req {
     struct oy_req *next;
@@ -156,8 +148,7 @@ struct oy_lock {
     _Atomic unsigned max_pass;
     _Atomic unsigned long passes;
     _Atomic(struct oy_req *) orphan; /* yield: lock left to any waiter */
-    LL_ALIGNED _Atomic uint32_t lseq;  /* spin-then-park lock() callers sleep on it (change 7) */
-    _Atomic uint32_t lstate;           /* ... counted here (OY_LCOUNT), OY_LWAKING: one is being woken */
+    LL_ALIGNED struct barge_sleep ls;  /* where spin-then-park lock() callers sleep (change 7) */
     uint64_t spin_cycles;              /* spin budget of those callers */
 };
 
@@ -181,7 +172,7 @@ static int oy_destroy(liblock_t *l)
 {
     struct oy_lock *s = LL_STATE(l, struct oy_lock);
     return atomic_load_explicit(&s->word, memory_order_acquire) != OY_FREE ||
-                   (atomic_load_explicit(&s->lstate, memory_order_acquire) & OY_LCOUNT) != 0
+                   barge_anyone(&s->ls)
                ? EBUSY
                : 0;
 }
@@ -250,24 +241,6 @@ static struct oy_req *pick_awake(struct oy_lock *s, struct oy_req *n, struct oy_
     return m ? m : n;
 }
 
-/* change 7: after the lock changed hands or became free, wake one lock()
- * caller that sleeps (spin-then-park), so that it tries again, unless a
- * wake-up is on its way already (OY_LWAKING; the argument is hybcomb.c's
- * change 8, which uses the same protocol).  The load of lstate is seq_cst,
- * after the seq_cst CAS that freed the word (or the hand-over), against
- * the sleeper's seq_cst increment before its load of the word. */
-static inline void wake_lock_sleeper(struct oy_lock *s)
-{
-    uint32_t v = atomic_load_explicit(&s->lstate, memory_order_seq_cst);
-    while (LL_UNLIKELY((v & OY_LCOUNT) && !(v & OY_LWAKING)))
-        if (atomic_compare_exchange_weak_explicit(&s->lstate, &v, v | OY_LWAKING, memory_order_seq_cst,
-                                                  memory_order_seq_cst)) {
-            atomic_fetch_add_explicit(&s->lseq, 1, memory_order_seq_cst);
-            ll_futex_wake(&s->lseq, 1);
-            return;
-        }
-}
-
 /* Called by the holder after its own critical section (served = 1): run
  * `pending`, then release or run what arrived meanwhile.  Unless foreign_ok
  * (change 5), run nothing: hand the lock with the rest of the batch to the
@@ -321,7 +294,7 @@ static void oy_release(liblock_t *l, struct oy_lock *s, struct oy_req *pending, 
         pending = reverse((struct oy_req *)top);
     }
 out:
-    wake_lock_sleeper(s);
+    barge_wake(&s->ls); /* after the seq_cst CAS that freed the word, or the hand-over (change 7) */
     ll_wake_flush(&dw);
     if (served > atomic_load_explicit(&s->max_pass, memory_order_relaxed))
         atomic_store_explicit(&s->max_pass, served, memory_order_relaxed);
@@ -403,8 +376,9 @@ static void *oy_execute(liblock_t *l, void *(*cs)(void *), void *arg)
 }
 
 /* change 7: lock() under spin-then-park takes a free word like glibc's
- * mutex: spin (pausing, then yielding) until the word is FREE, sleep on
- * lseq when the budget is spent, try again when woken.  After
+ * mutex: spin (pausing, then yielding) until the word is FREE, but not
+ * while others sleep; sleep (barge_sleep.h) when the budget is spent, try
+ * again when woken.  After
  * OY_LOCK_PATIENCE sleeps it queues a marker instead, as lock() does under
  * the other policies, so a stream of execute() requests (which keeps the
  * word from ever being FREE) cannot starve it.  Returns 1 if it got the
@@ -423,7 +397,7 @@ static int lock_barging(struct oy_lock *s)
             if (w == OY_FREE && atomic_compare_exchange_weak_explicit(&s->word, &w, OY_LOCKED, memory_order_acquire,
                                                                       memory_order_relaxed))
                 return 1;
-            if (atomic_load_explicit(&s->lstate, memory_order_relaxed) & OY_LCOUNT)
+            if (barge_sleepers(&s->ls))
                 break; /* others sleep: sleep now (tas_park.h) */
             if (++n < 128)
                 ll_pause();
@@ -432,14 +406,10 @@ static int lock_barging(struct oy_lock *s)
             else
                 ll_yield();
         }
-        uint32_t seq = atomic_load_explicit(&s->lseq, memory_order_seq_cst);
-        atomic_fetch_add_explicit(&s->lstate, 1, memory_order_seq_cst);
+        uint32_t seq = barge_sleep_enter(&s->ls);
         if (atomic_load_explicit(&s->word, memory_order_seq_cst) != OY_FREE)
-            ll_futex_wait(&s->lseq, seq, NULL);
-        /* leave: uncount, then end any wake-up on its way; both before we
-         * look at the word again (the loop, or oy_acquire_or_push) */
-        atomic_fetch_sub_explicit(&s->lstate, 1, memory_order_seq_cst);
-        atomic_fetch_and_explicit(&s->lstate, ~OY_LWAKING, memory_order_seq_cst);
+            barge_sleep_wait(&s->ls, seq);
+        barge_sleep_leave(&s->ls); /* before we look at the word again (the loop, or oy_acquire_or_push) */
     }
     return 0;
 }
