@@ -28,7 +28,10 @@
  *     remedy; LIBLOCK_WARN=0 prints none;
  *  8. a pthread bounded buffer (mutex + two condition variables) under the
  *     interposer with the default policy of ticket, clh, mcs, spin and ttas,
- *     8 and 32 threads: exact sum within the time bound.
+ *     8 and 32 threads: exact sum within the time bound;
+ *  9. fork while lock() callers of oyama and hybcomb sleep (barge_sleep.h):
+ *     the child, where those sleepers do not exist, uses the lock with new
+ *     threads that sleep in turn, and must finish with an exact count.
  */
 #include "harness.h"
 #include "internal.h"
@@ -198,6 +201,94 @@ static void park_races(void)
                 count_spawn(what, bargers[i], LIBLOCK_WAIT_SPIN_THEN_PARK, n, per * 4 / n, mix, "0");
             }
         }
+    }
+}
+
+/* Fork while lock() callers sleep (oyama, hybcomb: barge_sleep.h).  The
+ * forking thread holds the lock, as a pthread_atfork prepare handler
+ * would, while K threads sleep in lock() (spin budget 0); in the child,
+ * where those sleepers do not exist, it releases the lock and 8 new
+ * threads count through it (lock/unlock, so lock() callers sleep again):
+ * whatever sleeping state the parent's threads left in the lock must not
+ * keep the child's sleepers from being woken.  Exit 0 if the child's
+ * count is exact within its bound and the parent's threads finish. */
+static liblock_t forkb_lock;
+static _Atomic pid_t forkb_tid[8];
+static long forkb_counter;
+
+static void *forkb_sleeper(void *arg)
+{
+    int me = (int)(long)arg;
+    atomic_store(&forkb_tid[me], (pid_t)syscall(SYS_gettid));
+    liblock_lock(&forkb_lock);
+    forkb_counter++;
+    liblock_unlock(&forkb_lock);
+    return NULL;
+}
+
+static _Atomic int forkb_inside, forkb_bad;
+static long forkb_child_counter;
+
+static void *forkb_worker(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 20000; i++) {
+        liblock_lock(&forkb_lock);
+        if (atomic_exchange(&forkb_inside, 1))
+            atomic_store(&forkb_bad, 1);
+        forkb_child_counter++;
+        atomic_store(&forkb_inside, 0);
+        liblock_unlock(&forkb_lock);
+    }
+    return NULL;
+}
+
+static int sleeping(pid_t tid);
+
+static int forkb_child(const char *algo)
+{
+    enum { K = 4 };
+    liblock_attr_t a;
+    liblock_attr_init(&a);
+    liblock_attr_setwait(&a, LIBLOCK_WAIT_SPIN_THEN_PARK);
+    if (liblock_init(&forkb_lock, algo, &a))
+        return 2;
+    liblock_lock(&forkb_lock);
+    pthread_t th[K];
+    for (int i = 0; i < K; i++) {
+        pthread_create(&th[i], NULL, forkb_sleeper, (void *)(long)i);
+        pid_t t;
+        while (!(t = atomic_load(&forkb_tid[i])))
+            usleep(100);
+        while (!sleeping(t))
+            usleep(100);
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        liblock_unlock(&forkb_lock); /* the parent's sleepers are not here */
+        pthread_t c[8];
+        for (int i = 0; i < 8; i++)
+            pthread_create(&c[i], NULL, forkb_worker, NULL);
+        for (int i = 0; i < 8; i++)
+            pthread_join(c[i], NULL);
+        _exit(forkb_child_counter == 8 * 20000 && !atomic_load(&forkb_bad) ? 0 : 1);
+    }
+    liblock_unlock(&forkb_lock);
+    for (int i = 0; i < K; i++)
+        pthread_join(th[i], NULL);
+    int rc = th_wait_child(pid, 30, "forked child");
+    return rc != 0 ? 1 : forkb_counter == K ? 0 : 3;
+}
+
+static void fork_sleepers_test(void)
+{
+    static const char *const bargers[] = {"oyama", "hybcomb"};
+    for (size_t i = 0; i < sizeof bargers / sizeof *bargers; i++) {
+        char what[128], spec[96];
+        snprintf(what, sizeof what, "%s: fork while lock() callers sleep, the child uses the lock", bargers[i]);
+        snprintf(spec, sizeof spec, "forkb:%s", bargers[i]);
+        th_context = what;
+        spawn(what, spec, "0");
     }
 }
 
@@ -657,6 +748,8 @@ int main(int argc, char **argv)
             return bb_child(atoi(child + 3));
         if (strncmp(child, "fifo:", 5) == 0)
             return fifo_child(child + 5);
+        if (strncmp(child, "forkb:", 6) == 0)
+            return forkb_child(child + 6);
         char algo[64];
         int policy, n, mix;
         long per;
@@ -680,6 +773,8 @@ int main(int argc, char **argv)
     fifo_order_test();
     printf("test_parking: park/unpark races\n");
     park_races();
+    printf("test_parking: fork while lock() callers sleep\n");
+    fork_sleepers_test();
     printf("test_parking: oversubscription, default policies\n");
     oversubscription();
     printf("test_parking: condition variables under the interposer, default policies\n");

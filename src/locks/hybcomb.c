@@ -117,20 +117,22 @@
  *     sleeps (barge_sleep.h).  After HC_LOCK_PATIENCE
  *     sleeps it registers in the queue as before, and from there it is
  *     FIFO like any combiner, so its wait stays bounded.
- *     Sleeping is barge_sleep.h's (where the no-lost-wake-up argument
- *     is): a departure (unlock, or a combiner leaving) wakes one sleeper
- *     unless a wake-up is already on its way, and a sleeper leaves its
- *     sleep before it looks at the lock again (the CAS at the top of the
- *     loop, or register_node, which takes a FREE-tagged tail at once).
- *     The departure that puts the FREE tag in does so by a seq_cst CAS,
- *     as barge_sleep.h requires.  Measured under the interposer (wall
- *     time x glibc, 3-4 rounds, 8 / 32 threads): sqlite >10x through the
- *     queue, 2.84-2.99x / 3.40x barging with a plain count of sleepers
- *     (3.42x / 4.55x when it also did not spin while others slept: every
- *     departure woke a sleeper), 1.75-1.99x / 1.67-1.82x with one wake-up
- *     at a time, 1.32x / 1.27x with that and no spinning while others
- *     sleep; bbuf 8.9x / 9.8x, 0.75x / 1.47x, 0.84-1.06x / 1.50-1.82x,
- *     0.84x / 1.11x.
+ *     Sleeping is barge_sleep.h's: glibc's mutex protocol on a side word
+ *     (a sleepers mark and an eventcount), with the no-lost-wake-up
+ *     argument.  A departure (unlock, or a combiner leaving) that finds
+ *     the mark set clears it and wakes one sleeper, which sets it again
+ *     before it looks at the lock again (the CAS at the top of the loop,
+ *     or register_node, which takes a FREE-tagged tail at once).  The
+ *     departure that puts the FREE tag in does so by a seq_cst CAS, as
+ *     barge_sleep.h requires.  Measured under the interposer (wall time x
+ *     glibc, 3-4 interleaved rounds, 8 / 32 threads): sqlite >10x through
+ *     the queue; barging with a plain count of sleepers, every departure
+ *     waking one, 2.84-2.99x / 3.40x (3.42x / 4.55x when it also did not
+ *     spin while others slept); one wake-up at a time through a count and
+ *     a "waking" bit 1.32x / 1.27x (not kept: a process forked while
+ *     threads slept kept them counted and could never wake its own
+ *     sleepers); with the mark 1.63x / 1.81x.  bbuf: 8.9x / 9.8x, 0.75x /
+ *     1.47x, 0.84x / 1.11x, 0.89x / 0.95x.
  *     A departure that hands over wakes too, only so that sleepers count
  *     their patience while the queue stays busy.  The price is posix's:
  *     among lock() callers that barge there is no order.  execute() is

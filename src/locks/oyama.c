@@ -81,23 +81,23 @@
  *     for the spin budget, but not at all while other lock() callers
  *     sleep, as tas_park.h argues; then sleep, barge_sleep.h), and queues
  *     a lock marker as above only after OY_LOCK_PATIENCE = 4 sleeps.
- *     Every release (word freed, or lock handed over) wakes one sleeper
- *     unless a wake-up is on its way already; a sleeper leaves its sleep
- *     before it looks at the word again.  The release that frees the word
- *     does so by a seq_cst CAS, as barge_sleep.h's no-lost-wake-up
- *     argument requires (a hand-over's wake-up only lets sleepers count
- *     their patience).  Why barge: with a queue, every
- *     lock()/unlock() hand-over with more threads than CPUs went to a
- *     parked thread and cost a wake-up (measured 30-60 us per critical
+ *     Every release (word freed, or lock handed over) that finds the
+ *     sleepers mark set clears it and wakes one sleeper, which sets it
+ *     again before it looks at the word again (glibc's protocol on a side
+ *     word).  The release that frees the word does so by a seq_cst CAS,
+ *     as barge_sleep.h's no-lost-wake-up argument requires (a hand-over's
+ *     wake-up only lets sleepers count their patience).  Why barge: with a
+ *     queue, every lock()/unlock() hand-over with more threads than CPUs
+ *     went to a parked thread and cost a wake-up (measured 30-60 us per critical
  *     section at 32 threads on 2 CPUs); barging lets the running threads
  *     take the lock, as posix does.  Why one wake-up at a time: with a
  *     plain count of sleepers every release made a futex_wake system call
  *     while anyone slept.  sqlite3 under the interposer (bench/apps, wall
- *     time x glibc, 3-5 rounds, 8 threads): 3.10x before, 1.52x with
- *     one wake-up at a time, 1.27x with it and no spinning while others sleep; bbuf
- *     at 32 threads went the other way, 0.61x, 0.84x, 1.12x.  The price is
- *     posix's: no order among lock() callers, bounded only by the
- *     patience.  The first attempt is a CAS before any clock read: rdtsc
+ *     time x glibc, 3-5 interleaved rounds, 8 threads): 3.10x before,
+ *     1.26x with the mark and no spinning while others sleep (1.29x at 32
+ *     threads); bbuf at 32 threads 0.61x before, 0.82x now (0.58x at 8).
+ *     The price is posix's: no order among lock() callers, bounded only by
+ *     the patience.  The first attempt is a CAS before any clock read: rdtsc
  *     costs about 8 ns on the development VM, and sqlite3 makes 39 lock()
  *     calls per insert (one thread: 1.63x -> 1.49x glibc; 8 threads:
  *     3.22x -> 2.87x, 5 rounds).
