@@ -243,26 +243,15 @@ static void *forkb_worker(void *arg)
     return NULL;
 }
 
-static int sleeping(pid_t tid);
+static int hold_with_sleepers(liblock_t *l, const char *algo, int k, pthread_t *th, void *(*fn)(void *),
+                              _Atomic pid_t *tids);
 
 static int forkb_child(const char *algo)
 {
     enum { K = 4 };
-    liblock_attr_t a;
-    liblock_attr_init(&a);
-    liblock_attr_setwait(&a, LIBLOCK_WAIT_SPIN_THEN_PARK);
-    if (liblock_init(&forkb_lock, algo, &a))
-        return 2;
-    liblock_lock(&forkb_lock);
     pthread_t th[K];
-    for (int i = 0; i < K; i++) {
-        pthread_create(&th[i], NULL, forkb_sleeper, (void *)(long)i);
-        pid_t t;
-        while (!(t = atomic_load(&forkb_tid[i])))
-            usleep(100);
-        while (!sleeping(t))
-            usleep(100);
-    }
+    if (hold_with_sleepers(&forkb_lock, algo, K, th, forkb_sleeper, forkb_tid))
+        return 2;
     pid_t pid = fork();
     if (pid == 0) {
         liblock_unlock(&forkb_lock); /* the parent's sleepers are not here */
@@ -323,24 +312,36 @@ static int sleeping(pid_t tid)
     return p && p[1] == ' ' && p[2] == 'S';
 }
 
-static int fifo_child(const char *algo)
+/* Initialise *l as algo under spin-then-park, take it, and start k threads
+ * running fn(i), each only after the previous one sleeps in the kernel (its
+ * /proc state is 'S': with a spin budget of 0 it has queued and parked);
+ * fn stores its tid in tids[i].  Non-zero if the lock cannot be made. */
+static int hold_with_sleepers(liblock_t *l, const char *algo, int k, pthread_t *th, void *(*fn)(void *),
+                              _Atomic pid_t *tids)
 {
-    enum { K = 8 };
     liblock_attr_t a;
     liblock_attr_init(&a);
     liblock_attr_setwait(&a, LIBLOCK_WAIT_SPIN_THEN_PARK);
-    if (liblock_init(&fifo_lock, algo, &a))
+    if (liblock_init(l, algo, &a))
         return 2;
-    liblock_lock(&fifo_lock);
-    pthread_t th[K];
-    for (int i = 0; i < K; i++) {
-        pthread_create(&th[i], NULL, fifo_waiter, (void *)(long)i);
+    liblock_lock(l);
+    for (int i = 0; i < k; i++) {
+        pthread_create(&th[i], NULL, fn, (void *)(long)i);
         pid_t t;
-        while (!(t = atomic_load(&fifo_tid[i])))
+        while (!(t = atomic_load(&tids[i])))
             usleep(100);
-        while (!sleeping(t)) /* queued and parked (spin budget 0) */
+        while (!sleeping(t))
             usleep(200);
     }
+    return 0;
+}
+
+static int fifo_child(const char *algo)
+{
+    enum { K = 8 };
+    pthread_t th[K];
+    if (hold_with_sleepers(&fifo_lock, algo, K, th, fifo_waiter, fifo_tid))
+        return 2;
     liblock_unlock(&fifo_lock);
     for (int i = 0; i < K; i++)
         pthread_join(th[i], NULL);
