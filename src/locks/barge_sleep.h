@@ -19,12 +19,12 @@
  * most about one wake-up is on its way at a time.  With a plain count of
  * sleepers every release made a futex_wake system call while anyone slept
  * (sqlite3 under the interposer at 8 threads: oyama 3.10x glibc, hybcomb
- * 2.84-2.99x; one wake-up at a time: 1.52x and 1.75-1.99x; the callers'
- * headers have the rest).  Nothing is counted, so a process forked while
- * threads slept here starts with at most a stale mark, which its first
- * release clears (a count with a "waking" bit, the first version, kept the
- * parent's sleepers counted in the child and its bit set for ever: the
- * child's sleepers were never woken; tests/test_parking.c, fork case).
+ * 2.84-2.99x; with the mark 1.26x and 1.63x; the callers' headers have the
+ * rest).  Nothing is counted, so a process forked while threads slept here
+ * starts with at most a stale mark, which its first release clears (the
+ * version before this one, a count with a "waking" bit, kept the parent's
+ * sleepers counted in the child and its bit set for ever: the child's
+ * sleepers were never woken; tests/test_parking.c, fork case).
  *
  * No lost wake-up.  Every operation named here is seq_cst, so they fall in
  * one total order S.  Take a release D that frees the lock (its RMW on the
@@ -43,7 +43,8 @@
  *    more, and so on until W;
  *  - D's exchange finds the mark already cleared: another release D2
  *    cleared it after D's load, and woke a thread V (or, with nobody in
- *    the kernel yet, made every counted-in sleeper's futex_wait return).
+ *    the kernel yet, made the futex_wait of every sleeper that had read
+ *    seq before its bump return at once, each such V).
  *    V's setting of the mark comes after D's exchange in the mark's
  *    modification order (else D's exchange would have read it), hence
  *    after D's RMW on the lock word in S, so V's next look sees the lock
