@@ -259,14 +259,20 @@ static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, 
     struct rcl_lock *lk = r->lock;
     int wake;
     if (LL_UNLIKELY(rcl_is_op(f))) {
+        /* each answered op is counted before its reply: a client that has
+         * its answer finds it counted (the reply's release store orders the
+         * add before the client's acquire of the answer) */
         if (f == RCL_OP_UNLOCK) {
             /* a request-only lock (clients of a direct lock unlock it themselves) */
             atomic_store_explicit(&lk->is_locked, 0, memory_order_release);
+            rcl_add(s, &s->st.lock_ops, 1);
             wake = reply(r, NULL);
         } else if (rcl_take(s, lk, RCL_HELD_CLIENT)) {
             want_clear(lk);
+            rcl_add(s, &s->st.lock_ops, 1);
             wake = reply(r, NULL); /* LOCK or TRYLOCK granted: the client holds it (value 2) */
         } else if (f == RCL_OP_TRYLOCK) {
+            rcl_add(s, &s->st.lock_ops, 1);
             wake = reply(r, (void *)(intptr_t)EBUSY);
         } else {
             rcl_add(s, &s->st.skipped_held, 1); /* LOCK: stays pending */
@@ -277,7 +283,6 @@ static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, 
         unclaim(s, i);
         if (wake)
             ll_futex_wake(&r->parked, 1);
-        rcl_add(s, &s->st.lock_ops, 1);
         (*ops)++;
         return NULL;
     }
