@@ -71,11 +71,12 @@ struct barge_sleep {
 };
 
 /* A hint: some lock() caller sleeps, or (window != 0) one was woken less
- * than `window` cycles ago and is on its way back. */
-static inline bool barge_sleepers(struct barge_sleep *b, uint64_t window)
+ * than `window` cycles before `now` (the caller's ll_cycles()) and is on
+ * its way back. */
+static inline bool barge_sleepers(struct barge_sleep *b, uint64_t window, uint64_t now)
 {
     return atomic_load_explicit(&b->mark, memory_order_relaxed) != 0 ||
-           (window && ll_cycles() - atomic_load_explicit(&b->woke_at, memory_order_relaxed) < window);
+           (window && now - atomic_load_explicit(&b->woke_at, memory_order_relaxed) < window);
 }
 
 /* For destroy: a lock() caller may sleep on the lock. */

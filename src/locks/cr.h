@@ -280,7 +280,7 @@ static inline void cr_grant(struct cr_node *t, int policy) { ll_wake(&t->locked,
  * swap on succ's line.  Everything else -- a node whose next an owner
  * rewrote (n.relinked), grants to a passive node, pending grants -- goes
  * through cr_grant, whose swap sees LL_PARKED, which an announcing waiter
- * also sets.  n.relinked is written by the owner that rewrites n.next
+ * also sets.  n.relinked is written by the owner that rewrites n.next (cr_relink)
  * while n waits, and read by n once it owns the lock (the grant between
  * them orders it); it is reset, with succ_parked, when n arrives.  A stale
  * announcement (a waiter that announced to n's previous use, after n's
@@ -304,6 +304,15 @@ static inline struct cr_node *cr_await_link(struct cr_node *n, int policy)
     return succ;
 }
 
+/* The owner points x.next at a waiter that did not link itself to x, so a
+ * grant from x must not take the fast hand-over (cr_grant_next): that
+ * waiter announces its parking in the node it linked itself to. */
+static inline void cr_relink(struct cr_node *x, struct cr_node *to)
+{
+    x->relinked = 1;
+    atomic_store_explicit(&x->next, to, memory_order_relaxed);
+}
+
 /* Put list node t right after owner node n (*succp = n.next, possibly nil)
  * so that it can be granted next.  Returns false if t could not become the
  * tail because an arrival raced into the empty chain (the CAS from n failed);
@@ -312,13 +321,23 @@ static inline bool cr_install_after(_Atomic(struct cr_node *) *tail, struct cr_n
                                     struct cr_node **succp)
 {
     if (*succp) {
-        t->relinked = 1; /* *succp linked itself to n, not t: cr_grant_next */
-        atomic_store_explicit(&t->next, *succp, memory_order_relaxed);
+        cr_relink(t, *succp);
         return true;
     }
     atomic_store_explicit(&t->next, NULL, memory_order_relaxed);
     struct cr_node *expect = n;
     return atomic_compare_exchange_strong_explicit(tail, &expect, t, memory_order_acq_rel, memory_order_acquire);
+}
+
+/* Fairness graft (mcscr/mcscrn (F)): put passive node t right after owner
+ * node n (succ = n.next, possibly nil) and grant it outright; if an arrival
+ * raced into the empty chain, t goes before that arrival. */
+static inline void cr_graft(_Atomic(struct cr_node *) *tail, struct cr_node *n, struct cr_node *t,
+                            struct cr_node *succ, int policy)
+{
+    if (!cr_install_after(tail, n, t, &succ))
+        cr_relink(t, cr_await_link(n, policy));
+    cr_grant(t, policy);
 }
 
 /* Reprovisioning (mcscr/mcscrn (R)): the chain holds only the owner's node
@@ -467,7 +486,7 @@ static inline bool cr_ss_not_running(const struct cr_node *succ, const struct cr
 static inline bool cr_unlink_second(_Atomic(struct cr_node *) *tail, struct cr_node *succ, struct cr_node *ss)
 {
     struct cr_node *after = atomic_load_explicit(&ss->next, memory_order_acquire);
-    succ->relinked = 1; /* succ.next changes hands (cr_grant_next) */
+    succ->relinked = 1; /* succ.next changes hands in every case below (cr_relink) */
     if (after) {
         atomic_store_explicit(&succ->next, after, memory_order_relaxed);
         return true;

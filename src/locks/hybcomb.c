@@ -440,9 +440,9 @@ static void lock_barging(liblock_t *l, struct hc_lock *s, struct hc_node *mine)
             if ((lr & HC_FREE) && atomic_compare_exchange_weak_explicit(&s->last_reg, &lr, (uintptr_t)mine,
                                                                         memory_order_acq_rel, memory_order_relaxed))
                 return;
-            if (barge_sleepers(&s->ls, 2 * s->spin_cycles))
-                break; /* others sleep, or one is on its way back: sleep now (barge_sleep.h) */
             uint64_t now = ll_cycles();
+            if (barge_sleepers(&s->ls, 2 * s->spin_cycles, now))
+                break; /* others sleep, or one is on its way back: sleep now (barge_sleep.h) */
             if (!start)
                 start = now;
             else if (now - start > s->spin_cycles)

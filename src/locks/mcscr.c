@@ -195,12 +195,7 @@ static int mcscr_unlock(liblock_t *l, void *vnode)
         struct cr_node *t = cr_pop_tail(&s->ps);
         if (t) {
             s->grafts++;
-            if (!cr_install_after(&s->tail, n, t, &succ)) {
-                succ = cr_await_link(n, pol);
-                t->relinked = 1; /* succ linked itself to n (cr_grant_next) */
-                atomic_store_explicit(&t->next, succ, memory_order_relaxed);
-            }
-            cr_grant(t, pol);
+            cr_graft(&s->tail, n, t, succ, pol);
             return 0;
         }
         if (!succ)

@@ -197,12 +197,7 @@ static int mcscrn_unlock(liblock_t *l, void *vnode)
             t = cr_pop_tail(&s->ps);
         if (t) {
             s->grafts++;
-            if (!cr_install_after(&s->tail, n, t, &succ)) {
-                succ = cr_await_link(n, pol);
-                t->relinked = 1; /* succ linked itself to n (cr_grant_next) */
-                atomic_store_explicit(&t->next, succ, memory_order_relaxed);
-            }
-            cr_grant(t, pol);
+            cr_graft(&s->tail, n, t, succ, pol);
             return 0;
         }
         if (succ) {
@@ -223,8 +218,7 @@ static int mcscrn_unlock(liblock_t *l, void *vnode)
             if (ss->numa != s->home) {
                 struct cr_node *sss = nxt(ss);
                 if (sss && ss->takeovers < CR_MAX_TAKEOVERS) {
-                    succ->relinked = 1; /* sss linked itself to ss (cr_grant_next) */
-                    atomic_store_explicit(&succ->next, sss, memory_order_relaxed);
+                    cr_relink(succ, sss); /* sss linked itself to ss */
                     cr_push_head(&s->remote, ss);
                     s->remote_culls++;
                 }

@@ -397,7 +397,7 @@ static int lock_barging(struct oy_lock *s)
             if (w == OY_FREE && atomic_compare_exchange_weak_explicit(&s->word, &w, OY_LOCKED, memory_order_acquire,
                                                                       memory_order_relaxed))
                 return 1;
-            if (barge_sleepers(&s->ls, 0))
+            if (barge_sleepers(&s->ls, 0, 0))
                 break; /* others sleep: sleep now (tas_park.h) */
             if (++n < 128)
                 ll_pause();
