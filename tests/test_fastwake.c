@@ -1,8 +1,10 @@
 /*
- * test_fastwake - the fast hand-over of mcscr and mcscrn (src/core/fastwake.c,
- * src/locks/cr.h "Fast hand-over"): the grant to the successor that linked
- * itself is a plain store plus a read of the successor's parking
- * announcement, made safe by an asymmetric fence on the parking side.  A
+ * test_fastwake - the fast hand-over of mcscr, mcscrn and lifocr
+ * (src/core/fastwake.c, src/locks/cr.h and src/locks/lifocr.c "Fast
+ * hand-over"): the grant to the successor that linked itself (mcscr,
+ * mcscrn) or to the popped waiter (lifocr) is a plain store plus a read of
+ * the waiter's parking announcement, made safe by an asymmetric fence on
+ * the parking side.  A
  * mistake there loses a wake-up: a granted waiter sleeps for ever and the
  * lock with it.  So:
  *  1. The fast hand-over is on exactly where the kernel offers membarrier's
@@ -89,10 +91,10 @@ static void stress(const char *algo, int threads, long iters)
 
 static void stress_all(const char *where)
 {
-    static const char *algos[] = {"mcscr", "mcscrn"};
+    static const char *algos[] = {"mcscr", "mcscrn", "lifocr"};
     static const int counts[] = {2, 8, 32};
     long base = th_scale_small() ? 4000 : 60000;
-    for (size_t a = 0; a < 2; a++)
+    for (size_t a = 0; a < sizeof algos / sizeof *algos; a++)
         for (size_t c = 0; c < 3; c++) {
             uint64_t t0 = th_now_ns();
             stress(algos[a], counts[c], base * 2 / counts[c] + 200);

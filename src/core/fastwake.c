@@ -34,12 +34,14 @@
  * run threads of the process, a few microseconds on top of a park that
  * costs a context switch anyway.
  *
- * Who may use it: a lock whose waker is the one thread the waiter can name
- * when it parks, and whose announce word the waker reads on its hand-over
- * path anyway (mcscr, mcscrn: the waiter's MCS predecessor, whose `next`
- * shares the line -- src/locks/cr.h, "Fast hand-over").  Every other
- * hand-over keeps the swap, which sees LL_PARKED as before: the announcing
- * waiter still sets it.
+ * Who may use it: a lock whose waker reads, on its hand-over path anyway,
+ * a word the waiter can find when it parks (the argument above holds for
+ * whichever thread the waker turns out to be: the barrier reaches every
+ * CPU).  mcscr, mcscrn: the waiter's MCS predecessor's node, whose `next`
+ * shares the line (src/locks/cr.h, "Fast hand-over"); lifocr: the waiter's
+ * own node, which the owner that pops it reads (src/locks/lifocr.c).
+ * Every other hand-over keeps the swap, which sees LL_PARKED as before: the
+ * announcing waiter still sets it.
  *
  * State: on (LIBLOCK_FASTWAKE unset or 1 and the asymmetric barrier exists
  * here: src/platform/membarrier.c, which registers the process), off, or
