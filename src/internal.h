@@ -147,6 +147,10 @@ void ll_warn_once(const char *key, const char *fmt, ...) __attribute__((format(p
 #define LL_PARKED 0x80000000u
 
 uint32_t ll_wait_while(_Atomic uint32_t *w, uint32_t v, int policy);
+/* How many times this thread has gone to sleep in the waiting layer (one
+ * per futex_wait call it made there); a lock compares two readings to
+ * learn whether a wait slept. */
+extern __thread unsigned long ll_parks_tls __attribute__((tls_model("initial-exec")));
 /* The policy to wait with for a thread last seen on CPU their_cpu (a hint):
  * under spin-then-park, park at once when that thread is on the caller's
  * own CPU my_cpu -- it cannot run while the caller spins there

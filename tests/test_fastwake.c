@@ -1,12 +1,11 @@
 /*
- * test_fastwake - the fast hand-over of mcscr, mcscrn and lifocr
- * (src/core/fastwake.c, src/locks/cr.h and src/locks/lifocr.c "Fast
+ * test_fastwake - the fast hand-over of mcscr, mcscrn, lifocr and mcs
+ * (src/core/fastwake.c, src/locks/cr.h, lifocr.c and mcs.c "Fast
  * hand-over"): the grant to the successor that linked itself (mcscr,
- * mcscrn) or to the popped waiter (lifocr) is a plain store plus a read of
- * the waiter's parking announcement, made safe by an asymmetric fence on
- * the parking side.  A
- * mistake there loses a wake-up: a granted waiter sleeps for ever and the
- * lock with it.  So:
+ * mcscrn, mcs) or to the popped waiter (lifocr) is a plain store plus a
+ * read of the waiter's parking announcement, made safe by an asymmetric
+ * fence on the parking side.  A mistake there loses a wake-up: a granted
+ * waiter sleeps for ever and the lock with it.  So:
  *  1. The fast hand-over is on exactly where the kernel offers membarrier's
  *     private expedited command (the test asks the kernel itself), and off
  *     with LIBLOCK_FASTWAKE=0.
@@ -91,7 +90,7 @@ static void stress(const char *algo, int threads, long iters)
 
 static void stress_all(const char *where)
 {
-    static const char *algos[] = {"mcscr", "mcscrn", "lifocr"};
+    static const char *algos[] = {"mcscr", "mcscrn", "lifocr", "mcs"};
     static const int counts[] = {2, 8, 32};
     long base = th_scale_small() ? 4000 : 60000;
     for (size_t a = 0; a < sizeof algos / sizeof *algos; a++)

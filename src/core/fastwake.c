@@ -38,8 +38,9 @@
  * a word the waiter can find when it parks (the argument above holds for
  * whichever thread the waker turns out to be: the barrier reaches every
  * CPU).  mcscr, mcscrn: the waiter's MCS predecessor's node, whose `next`
- * shares the line (src/locks/cr.h, "Fast hand-over"); lifocr: the waiter's
- * own node, which the owner that pops it reads (src/locks/lifocr.c).
+ * shares the line (src/locks/cr.h, "Fast hand-over"; mcs likewise,
+ * src/locks/mcs.c); lifocr: the waiter's own node, which the owner that
+ * pops it reads (src/locks/lifocr.c).
  * Every other hand-over keeps the swap, which sees LL_PARKED as before: the
  * announcing waiter still sets it.
  *

@@ -32,6 +32,8 @@
  */
 #include "../internal.h"
 
+__thread unsigned long ll_parks_tls __attribute__((tls_model("initial-exec")));
+
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -311,6 +313,7 @@ static int park(_Atomic uint32_t *w, uint32_t v, uint64_t deadline_ns, uint32_t 
             rel.tv_nsec = (long)(d % 1000000000ull);
             relp = &rel;
         }
+        ll_parks_tls++;
         ll_futex_wait(w, v | LL_PARKED, relp);
     }
 }
