@@ -16,6 +16,11 @@
  *     sleeps (EBUSY), then succeeding.
  * Policies: the default (spin-then-park, requeue) and yield (the ordinary
  * path on the same lock kind), so both paths of one condition are run.
+ * 4. mcs's fast hand-over (src/locks/mcs.c) with requeued waiters: the
+ *    token stress and the barrier once more in a child process with the
+ *    spin budget cut to 0 (LIBLOCK_SPIN_NS=0, read once per process), so
+ *    that first and second waiters park and announce at nearly every
+ *    wait; a lost wake-up fails the child's bound.
  */
 #include "harness.h"
 
@@ -203,11 +208,16 @@ static void run_edges(const char *algo)
     pthread_create(&th, NULL, edge_waiter, &e);
     int busy = 0;
     for (int i = 0; i < 2000 && !busy; i++) { /* until the waiter sleeps on the condition */
+        /* under the lock, so the waiter is either asleep in the wait (which
+         * released it) or not yet inside: never entering a condition that
+         * is being destroyed and made again */
+        liblock_lock(&e.lock);
         busy = liblock_cond_destroy(&e.cond) == EBUSY;
-        if (!busy) {
+        if (!busy)
             CHECK_EQ(liblock_cond_init(&e.cond, NULL), 0); /* destroyed before it waited: again */
+        liblock_unlock(&e.lock);
+        if (!busy)
             usleep(1000);
-        }
     }
     CHECK(busy, "%s: destroy never saw the waiter", algo);
     liblock_lock(&e.lock);
@@ -220,9 +230,40 @@ static void run_edges(const char *algo)
     CHECK_EQ(liblock_destroy(&e.lock), 0);
 }
 
+/* ---- 4. zero spin budget, in a child ---- */
+static int zero_budget_child(void)
+{
+    th_context = "mcs, LIBLOCK_SPIN_NS=0";
+    run_tokens("mcs", -1, 0);
+    run_tokens("mcs", -1, 1);
+    run_barrier("mcs", -1);
+    return th_report("test_cond_requeue (LIBLOCK_SPIN_NS=0 child)");
+}
+
+static void zero_budget(const char *self)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("LIBLOCK_SPIN_NS", "0", 1);
+        setenv("LIBLOCK_REQUEUE_CHILD", "1", 1);
+        execl(self, self, (char *)NULL);
+        _exit(126);
+    }
+    CHECK(pid > 0, "fork: %s", strerror(errno));
+    uint64_t t0 = th_now_ns();
+    int rc = th_wait_child(pid, 120, "LIBLOCK_SPIN_NS=0 child");
+    CHECK(rc == 0, "mcs with LIBLOCK_SPIN_NS=0: child exit %d", rc);
+    printf("  mcs    LIBLOCK_SPIN_NS=0 child done, %.1f s\n", (th_now_ns() - t0) / 1e9);
+}
+
 int main(int argc, char **argv)
 {
-    th_watchdog(240);
+    if (getenv("LIBLOCK_REQUEUE_CHILD")) {
+        th_watchdog(100);
+        return zero_budget_child();
+    }
+    th_watchdog(360);
     static const char *const algos[] = {"mcs", "posix"};
     for (size_t i = 0; i < sizeof algos / sizeof *algos; i++) {
         const char *a = algos[i];
@@ -240,5 +281,7 @@ int main(int argc, char **argv)
         run_edges(a);
         printf("  %-6s done, %.1f s\n", a, (th_now_ns() - t0) / 1e9);
     }
+    if (th_selected(argc, argv, "mcs"))
+        zero_budget(argv[0]);
     return th_report("test_cond_requeue");
 }
