@@ -168,9 +168,11 @@ def null_rpc(args, env, d):
     if same and sep:
         print(f"in the '{dom}' regime: separate lines cost {sep['cycles_per_rpc_median'] / same['cycles_per_rpc_median']:.2f}x "
               f"a single line (seed 002 on bossa: ~1.8x same die, ~1.2-1.3x across dies/packages)")
+    plt = None
     if not args.no_plot and dom:
         from . import _plots
         plt = _plots._plt()
+    if plt is not None:
         fig, ax = plt.subplots(figsize=(6.5, 4.2))
         regs = sorted({s["regime"] for s in summary if s.get("n")})
         for j, lay in enumerate(("same-line", "separate-lines")):
@@ -401,9 +403,11 @@ def cost_model(args, env, d):
               f"a line needs 2 (seed 002 on its 8-core machine: n_shared > 2 * n_context + 15)")
     print(f"(each run {dur * 1e3:.0f} ms; '-': not measured; rows without a break-even were extended by doubling "
           f"the shared count up to {COST_EXTENSIONS} times)")
+    plt = None
     if not args.no_plot:
         from . import _plots
         plt = _plots._plt()
+    if plt is not None:
         from matplotlib.colors import LogNorm, TwoSlopeNorm
         fig, ax = plt.subplots(figsize=(7.5, 5))
         xs = [g["context_lines"] for g in grid if g["rpc_over_lock"] != ""]

@@ -4,7 +4,17 @@ import os
 
 
 def _plt():
-    import matplotlib
+    """pyplot, or None (after one line on stderr) where matplotlib is missing:
+    the results are written either way, only the PNG is skipped."""
+    try:
+        import matplotlib
+    except ImportError:
+        import sys
+        if not getattr(_plt, "said", False):
+            print("liblock bench: plot skipped: matplotlib is not installed (`make deps` installs it)",
+                  file=sys.stderr)
+            _plt.said = True
+        return None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
@@ -27,6 +37,8 @@ def lockbench_plots(exp, summary, regime, d, meta):
     if regime is None:
         return []
     plt = _plt()
+    if plt is None:
+        return []
     sel = [s for s in summary if s.get("regime") == regime and s.get("n")]
     present = {s["algorithm"] for s in sel}
     algos = [a for a in meta.get("algorithms", []) if a in present]
@@ -126,6 +138,8 @@ def heatmap(matrix, rows, cols, title, cbar_label, path, fmt="{:.0f}", log=False
             overlay=None):
     """matrix[r][c] (None = no data); overlay(ax) may draw on top."""
     plt = _plt()
+    if plt is None:
+        return None
     import math
     from matplotlib.colors import LogNorm
     fig, ax = plt.subplots(figsize=(1.1 * len(cols) + 3.5, 0.55 * len(rows) + 2.4))
@@ -159,6 +173,8 @@ def heatmap(matrix, rows, cols, title, cbar_label, path, fmt="{:.0f}", log=False
 def lines_plot(series, title, xlabel, ylabel, path, logx=False, logy=False, twin=None, xticks=None):
     """series: list of (label, xs, ys[, lo, hi]); twin: same for a right axis."""
     plt = _plt()
+    if plt is None:
+        return None
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
     for i, s in enumerate(series):
         label, xs, ys = s[:3]
@@ -209,6 +225,8 @@ def oversub_plot(summary, algos, tlist, base, meta, path):
     the FIFO locks, the cost of one hand-off over the wake-up probe (target
     line 2).  A run that did not complete is marked on the axis."""
     plt = _plt()
+    if plt is None:
+        return None
     fig, axes = plt.subplots(2, len(tlist), figsize=(max(7, 0.55 * len(algos) + 2.5) * len(tlist) / 1.4, 8.2),
                              squeeze=False)
     fifo = [a for a in algos if any(s["algorithm"] == a and s["fifo"] for s in summary)]
@@ -270,6 +288,8 @@ def apps_plot(summary, apps, tlist, algos, bound, meta, path):
     algorithm (log), one bar per thread count; runs past the bound drawn at
     the bound, hatched; the 2x target line."""
     plt = _plt()
+    if plt is None:
+        return None
     fig, axes = plt.subplots(len(apps), 1, figsize=(max(8, 0.6 * len(algos) + 3), 3.3 * len(apps)), squeeze=False)
     width = 0.8 / max(1, len(tlist))
     for ax, app in zip(axes[:, 0], apps):
