@@ -191,20 +191,23 @@ def _apps(d, meta, rows, keep):
             brows = [r for r in csv.DictReader(f) if not keep or r["algorithm"] in keep]
         cs = _f(meta.get("count_scale"))
         print(f"Hand-off bound of the FIFO locks (counted runs at {cs:g} × the work; N acquisitions, T wall time, "
-              f"W wake-up probe; bound = N × W ÷ glibc's time; explained: T/N ≤ 2 W):" if cs else
+              f"W wake-up probe; bound = N × W ÷ glibc's time; Tg glibc's time; explained: (T − Tg)/N ≤ 2 W):" if cs else
               "Hand-off bound of the FIFO locks:")
         print()
-        print("| program | threads | algorithm | N | T (s) | × glibc | bound | T/N | T/N ÷ W | verdict |")
-        print("|---|--:|---|--:|--:|--:|--:|--:|--:|---|")
+        print("| program | threads | algorithm | N | T (s) | × glibc | bound | T/N | (T − Tg)/N | ÷ W | verdict |")
+        print("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|---|")
+        from ._apps_bound import verdict
         for r in brows:
             if r["status"] != "ok" or not r.get("acquisitions"):
-                print(f"| {r['app']} | {r['threads']} | {r['algorithm']} | – | – | – | – | – | – | no count ({r['status']}) |")
+                print(f"| {r['app']} | {r['threads']} | {r['algorithm']} | – | – | – | – | – | – | – | no count ({r['status']}) |")
                 continue
-            pa, ow = _f(r.get("per_acq_ns")), _f(r.get("per_acq_over_wake"))
-            v = {"1": "explained", "0": "**not explained**"}.get(r.get("explained", ""), "–")
+            pa = _f(r.get("per_acq_ns"))
+            ex, exw, ok = verdict(r)
+            v = {1: "explained", 0: "**not explained**"}.get(ok, "–")
             print(f"| {r['app']} | {r['threads']} | {r['algorithm']} | {r['acquisitions']} | {r['seconds']} | "
                   f"{_x(r.get('ratio_vs_glibc'))} | {_x(r.get('bound_ratio'))} | "
-                  f"{f'{pa / 1e3:.1f} µs' if pa else '–'} | {f'{ow:.2f}' if ow is not None else '–'} | {v} |")
+                  f"{f'{pa / 1e3:.1f} µs' if pa else '–'} | {f'{ex / 1e3:.1f} µs' if ex is not None else '–'} | "
+                  f"{f'{exw:.2f}' if exw is not None else '–'} | {v} |")
         print()
 
 
