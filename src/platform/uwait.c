@@ -56,18 +56,20 @@ int ll_cpu_has_waitpkg(void)
 #endif
 }
 
-int ll_cpu_has_monitorx(void)
+unsigned ll_cpuid_ext_ecx(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     unsigned a, b, c, d;
     if (__get_cpuid_max(0x80000000u, NULL) < 0x80000001u)
         return 0;
     __cpuid(0x80000001u, a, b, c, d);
-    return (c >> 29) & 1;
+    return c;
 #else
     return 0;
 #endif
 }
+
+int ll_cpu_has_monitorx(void) { return (ll_cpuid_ext_ecx() >> 29) & 1; }
 
 int ll_uwait_kind(void)
 {
