@@ -119,6 +119,18 @@
  * futex_wait(status, WAITING|PARKED), and the kernel re-checks the word.
  * Timestamps (time, cs_start, parked_at) are heuristics: relaxed.
  *
+ * Publishing (our change to the paper's loop, which publishes at every
+ * iteration).  The time shares a line with the status word the releaser
+ * reads and then CASes, so a store at every pause took the line away from
+ * the releaser between its read and its CAS.  A waiter now publishes when
+ * its last published time is a quarter of UPDATE_DELAY old: while it runs
+ * a releaser never finds it stale, and one that stops running goes stale
+ * as before.  The releaser prefetches the node's line for writing before
+ * it reads it (platform/prefetch.h).  lockbench -d 100 -k 2 -D 0.5, 5
+ * interleaved rounds, both changes: 1.94 -> 2.17 M critical sections/s at
+ * 2 threads, 1.97 -> 2.27 M at 8, 1.82 -> 2.14 M at 32 (publishing alone:
+ * 1.06x, 1.00x, 1.10x).
+ *
  * Parameters (env, read at liblock_init; nanoseconds):
  *   LIBLOCK_MCSTP_MAX_CS_TIME_NS    10,000,000 (10 ms)  holder looks preempted
  *   LIBLOCK_MCSTP_UPDATE_DELAY_NS       10,000 (10 us)  waiter looks preempted
@@ -148,6 +160,7 @@
  */
 #include "../internal.h"
 #include "deferred_wake.h"
+#include "../platform/prefetch.h"
 
 #include <stdlib.h>
 
@@ -244,9 +257,14 @@ static int tp_attempt(liblock_t *l, struct tp_lock *s, struct tp_node *n)
             n->last_lock = s;
             return 0;
         }
+        uint64_t published = start;
         while (atomic_load_explicit(&n->status, memory_order_acquire) == TP_WAITING) {
             uint64_t now = ll_cycles();
-            atomic_store_explicit(&n->time, now, memory_order_relaxed);
+            /* "Publishing" in the header */
+            if (since(now, published) > (int64_t)(s->update_delay / 4)) {
+                atomic_store_explicit(&n->time, now, memory_order_relaxed);
+                published = now;
+            }
             if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
                 if (since(now, start) <= (int64_t)ll_spin_budget_cycles()) {
                     ll_pause();
@@ -439,6 +457,7 @@ static int tp_unlock(liblock_t *l, void *vnode)
         cur = wait_link(n, policy);
     }
     for (;;) {
+        ll_prefetchw(cur); /* we read its status and time and then CAS the status (platform/prefetch.h) */
         uint32_t st = atomic_load_explicit(&cur->status, memory_order_acquire);
         if (st == TP_WAITING &&
             since(ll_cycles(), atomic_load_explicit(&cur->time, memory_order_relaxed)) <= (int64_t)s->update_delay) {
