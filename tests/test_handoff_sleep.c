@@ -28,6 +28,7 @@
  * alone.
  */
 #include "harness.h"
+#include "internal.h"
 
 #include <sched.h>
 #include <sys/resource.h>
@@ -52,10 +53,7 @@ static void *worker(void *v)
 {
     struct arg *a = v;
     struct pair *p = a->p;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(p->cpu[a->i], &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    (void)ll_pin_self(p->cpu[a->i]);
     pthread_barrier_wait(&p->start);
     struct rusage r0, r1;
     getrusage(RUSAGE_THREAD, &r0);

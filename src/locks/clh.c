@@ -164,17 +164,10 @@ static int clh_destroy(liblock_t *l)
     return 0;
 }
 
-/* Tell our successor where we stand (spin-then-park only). */
-static inline void announce(struct clh_qnode *mine, uint32_t state)
-{
-    uint32_t old = atomic_exchange_explicit(&mine->wait, state, memory_order_acq_rel);
-    if (LL_UNLIKELY(old & LL_PARKED))
-        ll_futex_wake(&mine->wait, 1 << 30);
-}
-
 /* The successor w of a thread that has just acquired slept far back: it is
- * first in line now, so say so in its node for it (see "Far sleepers" in
- * the header).  w's node is live: its owner waits behind us, the holder. */
+ * first in line now, so say so in its node for it (header, item 3).  w's
+ * node is live: its owner waits behind us, the holder.  The parked bit is
+ * kept: w's owner still wakes its own sleeper when it announces. */
 static void promote_first(struct clh_qnode *w)
 {
     uint32_t cur = atomic_load_explicit(&w->wait, memory_order_relaxed);
@@ -184,13 +177,16 @@ static void promote_first(struct clh_qnode *w)
         ;
 }
 
-/* Acquired under spin-then-park: 2 in our node, waking a successor that
- * slept on it; if that successor slept far back, promote it first. */
-static inline void announce_holding(struct clh_qnode *mine)
+/* Tell our successor where we stand (spin-then-park only), waking it if it
+ * parked on our node; on acquiring (W_HOLDING), first promote it if it
+ * slept far back.  The swap is acq_rel: its acquire reads the successor's
+ * parking CAS (acq_rel, in the waiting layer), which follows its store of
+ * `waiter`, so the node we promote is the one it left. */
+static inline void announce(struct clh_qnode *mine, uint32_t state)
 {
-    uint32_t old = atomic_exchange_explicit(&mine->wait, W_HOLDING, memory_order_acq_rel);
+    uint32_t old = atomic_exchange_explicit(&mine->wait, state, memory_order_acq_rel);
     if (LL_UNLIKELY(old & LL_PARKED)) {
-        struct clh_qnode *w = atomic_load_explicit(&mine->waiter, memory_order_relaxed);
+        struct clh_qnode *w = state == W_HOLDING ? atomic_load_explicit(&mine->waiter, memory_order_relaxed) : NULL;
         if (w)
             promote_first(w);
         ll_futex_wake(&mine->wait, 1 << 30);
@@ -228,7 +224,7 @@ static int clh_lock(liblock_t *l, void *vnode)
         }
     }
     if (parks(policy))
-        announce_holding(mine);
+        announce(mine, W_HOLDING);
     h->mine = mine;
     h->pred = pred;
     return 0;
