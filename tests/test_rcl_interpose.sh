@@ -11,7 +11,9 @@
 #  - slots: 6 threads, LIBLOCK_RCL_SLOTS=3 (and =1): lock/trylock/unlock
 #    and a condition variable, every return value checked, exact counts.
 #  - lazy: a process that never locks a mutex (it inits/destroys one) has
-#    one task: no server was started; a process that locks one has more.
+#    one task: no server was started; a process that locks one has more
+#    (the fewest of ten readings 20 ms apart: a joined start-up helper
+#    thread can still be listed for a moment, once in about 20 runs).
 #  - coloc: a program confined to the server's CPU (taskset) with 1 and 3
 #    threads: exact counts, and it finishes (before the fix each request
 #    waited for the server's 5 ms idle time-out: this run would take
@@ -183,12 +185,15 @@ int main(int argc, char **argv)
 }
 EOF
 cat >"$tmp/tasks.c" <<'EOF'
-/* tasks.c [lock]: initialise/destroy a mutex (and lock it with "lock"), then print the task count */
+/* tasks.c [lock]: initialise/destroy a mutex (and lock it with "lock"), then print the task count:
+ * the fewest of ten readings 20 ms apart, since a thread that has been joined (the library's
+ * spin-budget helpers, joined at start-up) can still be listed for a moment; a server stays */
 #include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-static int tasks(void)
+#include <time.h>
+static int tasks_once(void)
 {
     int n = 0;
     DIR *d = opendir("/proc/self/task");
@@ -198,6 +203,18 @@ static int tasks(void)
     if (d)
         closedir(d);
     return n;
+}
+static int tasks(void)
+{
+    int best = tasks_once();
+    for (int i = 0; i < 9 && best > 1; i++) {
+        struct timespec ts = {0, 20000000};
+        nanosleep(&ts, NULL);
+        int n = tasks_once();
+        if (n < best)
+            best = n;
+    }
+    return best;
 }
 int main(int argc, char **argv)
 {
