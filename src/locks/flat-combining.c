@@ -19,7 +19,8 @@
  * never starves (requests pushed meanwhile wait for the next combiner).
  *
  * liblock_lock/liblock_unlock: lock() takes the combiner lock itself
- * (test-and-test-and-set on the lock word, waiting per policy); pending
+ * (test-and-test-and-set on the lock word, waiting per policy; under
+ * spin-then-park it sleeps on barge_sleep.h's mark, fc_park.h); pending
  * requests then wait, exactly as they wait for a combiner.  unlock()
  * releases the combiner lock without a combining pass; a waiting requester
  * then takes it and combines.  So the combiner lock is the lock: delegated
@@ -73,6 +74,7 @@
  */
 #include "thread_records.h"
 #include "deferred_wake.h"
+#include "barge_sleep.h"
 
 struct fc_rec {
     struct ll_trec h;
@@ -94,10 +96,10 @@ enum { FCW_WAITING = 1, FCW_DONE = 2, FCW_RETRY = 3 };
 struct fc_lock {
     LL_ALIGNED _Atomic(struct fc_rec *) head;
     LL_ALIGNED _Atomic uint32_t lock_word;
+    _Atomic uint32_t lock_sym;     /* asym: releases swap (0: store); fc_park.h, "Asymmetric" */
     _Atomic unsigned lock_waiters; /* lock() callers waiting, for destroy's EBUSY only: relaxed, since
                                       destroy racing with a lock() in progress is undefined anyway */
     _Atomic unsigned sleepers;     /* spin-then-park requesters parked or about to park */
-    _Atomic unsigned lock_sleepers; /* asym: lock() callers parked or about to park on lock_word */
     _Atomic unsigned long parks;    /* futex waits by requesters and lock() callers (tests) */
     int park;                      /* policy is spin-then-park: completions wake owners */
     int asym;                      /* park, with the asymmetric barrier (fc_park.h, "Asymmetric") */
@@ -107,9 +109,10 @@ struct fc_lock {
     _Atomic unsigned max_pass;
     _Atomic unsigned long passes;
     struct ll_trec_list recs;
+    LL_ALIGNED struct barge_sleep ls; /* spin-then-park: where lock() callers sleep (fc_park.h) */
 };
 
-enum { FC_FREE = 0, FC_LOCKED = 1, FC_CONTENDED = 2 }; /* lock_word */
+enum { FC_FREE = 0, FC_LOCKED = 1 }; /* lock_word */
 #define FC_YIELD_NS 1000000 /* spin-then-park: yield this long before parking (fc_spin_step) */
 
 static __thread struct ll_trec_tls fc_tls;
@@ -389,7 +392,7 @@ const struct ll_ops ll_ops_flat_combining = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
-    .oversubscribed = "requesters pause, then yield up to 1 ms, then sleep on their own record; the combiner wakes exactly those it served; lock() callers sleep on the lock word as with glibc",
+    .oversubscribed = "requesters pause, then yield up to 1 ms, then sleep on their own record; the combiner wakes exactly those it served; lock() callers spin for the spin budget (not while others sleep), then sleep until a release wakes one, as with glibc",
     .state_size = sizeof(struct fc_lock),
     .node_size = 0,
     .init = fc_init,
