@@ -1,0 +1,201 @@
+/*
+ * test_release_race - one release against one sleeper, for every algorithm
+ * under its default waiting policy (issue 12: no lost wake-up).
+ *
+ * A stress of many threads hides most lost wake-ups: a sleeper that a
+ * release missed is usually woken by the next release, which comes within
+ * microseconds, so the program only slows down.  Here each round has
+ * exactly one release that can wake the sleeper:
+ *   the main thread takes the lock; a second thread (persistent, told by a
+ *   flag) arrives with lock()/unlock() (even rounds) or execute() (odd
+ *   rounds) and, with the spin budget at its minimum (LIBLOCK_SPIN_NS=0),
+ *   goes to sleep at once; the main thread holds the lock for a random
+ *   0-16 us, so the arrival's way into the kernel overlaps the release in
+ *   some rounds and follows it in others; then it unlocks, once.  The
+ *   arrival must finish; a missed wake-up leaves it asleep with the lock
+ *   free, and its round misses a 5 s bound (nothing else can take that long:
+ *   the round's work is two empty critical sections).
+ * Configurations: every algorithm with its default policy; for
+ * flat-combining also a fresh lock every round (each round's first sleep
+ * then also switches the lock's releases from a plain store to an exchange,
+ * src/locks/fc_park.h, "Asymmetric") and the symmetric protocol
+ * (LIBLOCK_FC_ASYM=0).  Checked to fail: fc_park.h without the heavy
+ * barrier at that switch, or without any barrier, strands the arrival
+ * within a few thousand rounds.
+ * Usage: test_release_race [ALGO...] (or LIBLOCK_TEST_ALGOS).
+ */
+#include "harness.h"
+#include "internal.h"
+
+#include <sched.h>
+#include <sys/resource.h>
+
+static liblock_t L;
+static volatile int inside;
+static _Atomic long violations, errors, cs_count;
+static _Atomic long race_go, race_done;
+
+static void *cs(void *arg)
+{
+    (void)arg;
+    if (inside)
+        atomic_fetch_add(&violations, 1);
+    inside = 1;
+    atomic_fetch_add_explicit(&cs_count, 1, memory_order_relaxed);
+    inside = 0;
+    return (void *)0x5a;
+}
+
+static int cpus[2] = {-1, -1};
+static long racer_sleeps;
+
+static void *racer(void *arg)
+{
+    if (arg && cpus[1] >= 0)
+        (void)ll_pin_self(cpus[1]);
+    struct rusage r0, r1;
+    getrusage(RUSAGE_THREAD, &r0);
+    long seen = 0;
+    for (;;) {
+        long g;
+        while ((g = atomic_load(&race_go)) == seen)
+            ll_pause();
+        if (g < 0) {
+            getrusage(RUSAGE_THREAD, &r1);
+            racer_sleeps = r1.ru_nvcsw - r0.ru_nvcsw;
+            return NULL;
+        }
+        seen = g;
+        if (g & 1) {
+            if (liblock_execute(&L, cs, NULL) != (void *)0x5a)
+                atomic_fetch_add(&errors, 1);
+        } else if (liblock_lock(&L) == 0) {
+            cs(NULL);
+            if (liblock_unlock(&L))
+                atomic_fetch_add(&errors, 1);
+        } else {
+            atomic_fetch_add(&errors, 1);
+        }
+        atomic_store(&race_done, seen);
+    }
+}
+
+static int init_lock(const char *algo)
+{
+    return liblock_init(&L, algo, NULL); /* default attributes: the default policy */
+}
+
+/* Returns 0, or -1 when the algorithm cannot be used this way (skipped). */
+static int race(const char *what, const char *algo, int fresh, int rounds, int pin)
+{
+    th_context = what;
+    int err = init_lock(algo);
+    if (err) {
+        printf("  %-38s skipped: liblock_init: %s\n", what, strerror(err));
+        return -1;
+    }
+    atomic_store(&race_go, 0);
+    atomic_store(&race_done, 0);
+    atomic_store(&cs_count, 0);
+    atomic_store(&violations, 0);
+    atomic_store(&errors, 0);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, racer, pin ? (void *)1 : NULL), 0);
+    unsigned seed = 12345;
+    long r;
+    int stuck = 0;
+    uint64_t t0 = th_now_ns();
+    for (r = 1; r <= rounds && !stuck; r++) {
+        if (fresh && r > 1) {
+            CHECK_EQ(liblock_destroy(&L), 0);
+            CHECK_EQ(init_lock(algo), 0);
+        }
+        CHECK_EQ(liblock_lock(&L), 0);
+        cs(NULL);
+        atomic_store(&race_go, r);
+        seed = seed * 1103515245u + 12345u;
+        uint64_t until = th_now_ns() + (seed >> 16) % 16000;
+        while (th_now_ns() < until)
+            ll_pause();
+        CHECK_EQ(liblock_unlock(&L), 0);
+        uint64_t deadline = th_now_ns() + 5000000000ull;
+        while (atomic_load(&race_done) != r) {
+            if (th_now_ns() > deadline) {
+                stuck = 1;
+                break;
+            }
+            sched_yield();
+        }
+    }
+    if (stuck) {
+        CHECK(0, "round %ld (%s): the arrival was never woken (the lock is free)", r - 1,
+              (r - 1) & 1 ? "execute" : "lock");
+        fflush(stdout);
+        th_report("test_release_race");
+        _exit(1); /* the arrival sleeps for ever: no clean way on */
+    }
+    atomic_store(&race_go, -1);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    CHECK_EQ(atomic_load(&cs_count), 2L * rounds);
+    CHECK_EQ(atomic_load(&violations), 0);
+    CHECK_EQ(atomic_load(&errors), 0);
+    CHECK_EQ(liblock_destroy(&L), 0);
+    printf("  %-38s %6d rounds, the arrival slept %6ld times, %.2f s\n", what, rounds, racer_sleeps,
+           (th_now_ns() - t0) / 1e9);
+    CHECK(!pin || racer_sleeps > 0, "the arrival never slept: nothing raced");
+    return 0;
+}
+
+/* The main thread and the arrival on two different CPUs of our set, so
+ * that the release and the sleep really run at the same time. */
+static cpu_set_t orig_set;
+
+static void pick_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return;
+    orig_set = set;
+    int n = 0;
+    for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+        if (CPU_ISSET(c, &set))
+            cpus[n++] = c;
+    if (n < 2)
+        cpus[0] = cpus[1] = -1; /* one CPU: no pinning */
+}
+
+int main(int argc, char **argv)
+{
+    th_watchdog(300);
+    setenv("LIBLOCK_SPIN_NS", "0", 1); /* read once, at the first wait: arrivals sleep at once */
+    setenv("LIBLOCK_WARN", "0", 1);
+    int rounds = th_scale_small() ? 1000 : 4000;
+    pick_cpus();
+    if (cpus[0] >= 0)
+        (void)ll_pin_self(cpus[0]);
+    for (const char *const *a = liblock_algorithms(); *a; a++) {
+        if (!th_selected(argc, argv, *a))
+            continue;
+        char what[96];
+        snprintf(what, sizeof what, "%s, default policy", *a);
+        liblock_algorithm_info_t info;
+        CHECK_EQ(liblock_algorithm_info(*a, &info), 0);
+        if (info.properties & LIBLOCK_PROP_SERVER) {
+            /* the server has a CPU of its own: main and arrival share the
+             * rest (on 2 CPUs, one), and each round costs scheduler rounds */
+            (void)sched_setaffinity(0, sizeof orig_set, &orig_set);
+            race(what, *a, 0, rounds / 40, 0);
+            if (cpus[0] >= 0)
+                (void)ll_pin_self(cpus[0]);
+            continue;
+        }
+        race(what, *a, 0, rounds, 1);
+        if (strcmp(*a, "flat-combining") == 0) {
+            race("flat-combining, fresh lock per round", *a, 1, rounds * 4, 1);
+            setenv("LIBLOCK_FC_ASYM", "0", 1);
+            race("flat-combining, symmetric", *a, 0, rounds, 1);
+            unsetenv("LIBLOCK_FC_ASYM");
+        }
+    }
+    return th_report("test_release_race");
+}
