@@ -15,6 +15,14 @@
  *   arrival must finish; a missed wake-up leaves it asleep with the lock
  *   free, and its round misses a 5 s bound (nothing else can take that long:
  *   the round's work is two empty critical sections).
+ * The same for condition variables (algorithms with LIBLOCK_PROP_COND): the
+ * arrival takes the lock, says so, and waits on a condition (untimed) for
+ * the round's flag; the main thread waits until it has said so, pauses a
+ * random 0-4 us, takes the lock (which the waiter gave up inside its
+ * wait), sets the flag and signals once, under the lock (even rounds) or
+ * after releasing it (odd rounds).  The one signal must wake the waiter,
+ * or, where the condition requeues waiters onto the lock (mcs), the one
+ * hand-over that follows must.
  * Configurations: every algorithm with its default policy; for
  * flat-combining also a fresh lock every round (each round's first sleep
  * then also switches the lock's releases from a plain store to an exchange,
@@ -46,6 +54,10 @@ static void *cs(void *arg)
     return (void *)0x5a;
 }
 
+static liblock_cond_t C;
+static _Atomic long cond_flag, cond_ready;
+static int cond_mode; /* the arrival waits on C instead of racing for the lock */
+
 static int cpus[2] = {-1, -1};
 static long racer_sleeps;
 
@@ -66,7 +78,14 @@ static void *racer(void *arg)
             return NULL;
         }
         seen = g;
-        if (g & 1) {
+        if (cond_mode) {
+            int e = liblock_lock(&L);
+            atomic_store(&cond_ready, g);
+            while (!e && atomic_load(&cond_flag) != g)
+                e = liblock_cond_wait(&C, &L);
+            if (e || liblock_unlock(&L))
+                atomic_fetch_add(&errors, 1);
+        } else if (g & 1) {
             if (liblock_execute(&L, cs, NULL) != (void *)0x5a)
                 atomic_fetch_add(&errors, 1);
         } else if (liblock_lock(&L) == 0) {
@@ -94,8 +113,12 @@ static int race(const char *what, const char *algo, int fresh, int rounds, int p
         printf("  %-38s skipped: liblock_init: %s\n", what, strerror(err));
         return -1;
     }
+    if (cond_mode)
+        CHECK_EQ(liblock_cond_init(&C, NULL), 0);
     atomic_store(&race_go, 0);
     atomic_store(&race_done, 0);
+    atomic_store(&cond_flag, 0);
+    atomic_store(&cond_ready, 0);
     atomic_store(&cs_count, 0);
     atomic_store(&violations, 0);
     atomic_store(&errors, 0);
@@ -110,15 +133,34 @@ static int race(const char *what, const char *algo, int fresh, int rounds, int p
             CHECK_EQ(liblock_destroy(&L), 0);
             CHECK_EQ(init_lock(algo), 0);
         }
-        CHECK_EQ(liblock_lock(&L), 0);
-        cs(NULL);
-        atomic_store(&race_go, r);
         seed = seed * 1103515245u + 12345u;
-        uint64_t until = th_now_ns() + (seed >> 16) % 16000;
-        while (th_now_ns() < until)
-            ll_pause();
-        CHECK_EQ(liblock_unlock(&L), 0);
+        uint64_t pause_ns = (seed >> 16) % (cond_mode ? 4000 : 16000); /* a waiter is asleep within ~4 us */
         uint64_t deadline = th_now_ns() + 5000000000ull;
+        if (cond_mode) {
+            atomic_store(&race_go, r);
+            while (atomic_load(&cond_ready) != r && th_now_ns() < deadline)
+                ll_pause();
+            uint64_t until = th_now_ns() + pause_ns;
+            while (th_now_ns() < until)
+                ll_pause();
+            CHECK_EQ(liblock_lock(&L), 0);
+            atomic_store(&cond_flag, r);
+            if (r & 1) {
+                CHECK_EQ(liblock_unlock(&L), 0);
+                CHECK_EQ(liblock_cond_signal(&C), 0);
+            } else {
+                CHECK_EQ(liblock_cond_signal(&C), 0);
+                CHECK_EQ(liblock_unlock(&L), 0);
+            }
+        } else {
+            CHECK_EQ(liblock_lock(&L), 0);
+            cs(NULL);
+            atomic_store(&race_go, r);
+            uint64_t until = th_now_ns() + pause_ns;
+            while (th_now_ns() < until)
+                ll_pause();
+            CHECK_EQ(liblock_unlock(&L), 0);
+        }
         while (atomic_load(&race_done) != r) {
             if (th_now_ns() > deadline) {
                 stuck = 1;
@@ -129,16 +171,19 @@ static int race(const char *what, const char *algo, int fresh, int rounds, int p
     }
     if (stuck) {
         CHECK(0, "round %ld (%s): the arrival was never woken (the lock is free)", r - 1,
-              (r - 1) & 1 ? "execute" : "lock");
+              cond_mode ? ((r - 1) & 1 ? "cond, signal after unlock" : "cond, signal under the lock")
+                        : ((r - 1) & 1 ? "execute" : "lock"));
         fflush(stdout);
         th_report("test_release_race");
         _exit(1); /* the arrival sleeps for ever: no clean way on */
     }
     atomic_store(&race_go, -1);
     CHECK_EQ(pthread_join(th, NULL), 0);
-    CHECK_EQ(atomic_load(&cs_count), 2L * rounds);
+    CHECK_EQ(atomic_load(&cs_count), cond_mode ? 0 : 2L * rounds);
     CHECK_EQ(atomic_load(&violations), 0);
     CHECK_EQ(atomic_load(&errors), 0);
+    if (cond_mode)
+        CHECK_EQ(liblock_cond_destroy(&C), 0);
     CHECK_EQ(liblock_destroy(&L), 0);
     printf("  %-38s %6d rounds, the arrival slept %6ld times, %.2f s\n", what, rounds, racer_sleeps,
            (th_now_ns() - t0) / 1e9);
@@ -190,6 +235,12 @@ int main(int argc, char **argv)
             continue;
         }
         race(what, *a, 0, rounds, 1);
+        if (info.properties & LIBLOCK_PROP_COND) {
+            snprintf(what, sizeof what, "%s, condition variable", *a);
+            cond_mode = 1;
+            race(what, *a, 0, rounds, 1);
+            cond_mode = 0;
+        }
         if (strcmp(*a, "flat-combining") == 0) {
             race("flat-combining, fresh lock per round", *a, 1, rounds * 4, 1);
             setenv("LIBLOCK_FC_ASYM", "0", 1);
