@@ -52,9 +52,13 @@
  *     their own.  Why no wake-up is lost: take the first barrier B.  A
  *     release that read lock_sym = 0 before B reached its CPU stores FREE
  *     and then loads the mark; the lock is held until that store, so no
- *     other release clears the mark set before B.  If that load comes
- *     after B's fence on its CPU, it sees the mark and wakes one sleeper
- *     (barge_sleep.h's chain then wakes the rest); if it comes before,
+ *     other release clears the issuer's mark between B and that load (one
+ *     that cleared it earlier bumped the eventcount after the issuer read
+ *     it, so the issuer does not sleep: it looks at the word again, and
+ *     whoever takes the lock from then on releases with the exchange).  If
+ *     that load comes after B's fence on its CPU, it sees the mark and
+ *     wakes one sleeper (barge_sleep.h's chain then wakes the rest, each
+ *     later release being an exchange); if it comes before,
  *     the store of FREE precedes the fence too and is visible to every read
  *     of the word after B returned, which includes the barrier's issuer
  *     and every sleeper that read 2 (stored after B returned).  A release
