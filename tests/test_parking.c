@@ -12,7 +12,8 @@
  *     sections, so that parking and waking race on nearly every hand-off; a
  *     lost wake-up hangs and the bound fails it; the same for the barging
  *     lock() of oyama and hybcomb, alone and mixed with execute/trylock;
- *  3. FIFO order of parked waiters (ticket, clh, mcs): the main thread holds
+ *  3. FIFO order of parked waiters (every algorithm with the fifo property:
+ *     cc-synch, clh, dsm-synch, hyblock, mcs, ticket): the main thread holds
  *     the lock, K threads arrive one at a time, each only after the previous
  *     one sleeps in the kernel (its /proc state is 'S', so it has queued and
  *     parked); after the release they must get the lock in arrival order;
@@ -355,13 +356,17 @@ static int fifo_child(const char *algo)
 
 static void fifo_order_test(void)
 {
-    static const char *const fifo[] = {"ticket", "clh", "mcs"};
-    for (size_t i = 0; i < 3; i++) {
+    for (const char *const *a = liblock_algorithms(); *a; a++) {
+        liblock_algorithm_info_t info;
+        if (liblock_algorithm_info(*a, &info) || !(info.properties & LIBLOCK_PROP_FIFO) ||
+            !(info.policies & (1u << LIBLOCK_WAIT_SPIN_THEN_PARK)))
+            continue;
         char what[128], spec[64];
-        snprintf(what, sizeof what, "%s: parked waiters woken in arrival order", fifo[i]);
-        snprintf(spec, sizeof spec, "fifo:%s", fifo[i]);
+        snprintf(what, sizeof what, "%s: parked waiters woken in arrival order", *a);
+        snprintf(spec, sizeof spec, "fifo:%s", *a);
         th_context = what;
         spawn(what, spec, "0");
+        printf("  %s\n", what);
     }
 }
 
