@@ -4,7 +4,8 @@
 #  - `liblock run`: an unknown lock name (one line listing the valid names,
 #    non-zero, the program is not started), a missing program (one line,
 #    non-zero), no program, an unsupported waiting policy, and a program's
-#    exit status passed through; --cond mostly-lifo runs; --sem alone, with
+#    exit status passed through; --cond mostly-lifo and glibc run, a bad
+#    LIBLOCK_COND gives one line and runs; --sem alone, with
 #    --lock, with a bad kind; a bad LIBLOCK_SEM (fallback or exit 127);
 #    python3 (its locks are POSIX semaphores) under --sem with a bounded
 #    queue and timed acquires;
@@ -73,6 +74,11 @@ out=$(env LD_PRELOAD="$lib" LIBLOCK_LOCK=ticket LIBLOCK_WAIT=park sh -c 'echo ra
 [ $rc -eq 0 ] && [ "$out" = ran ] && grep -q "not supported by 'ticket'" "$tmp/err" || fail "unsupported LIBLOCK_WAIT: rc=$rc err=$(cat "$tmp/err")"
 out=$("$liblock" run --lock mcs --cond mostly-lifo -- sh -c 'echo "ran $LIBLOCK_COND"' 2>"$tmp/err"); rc=$?
 [ $rc -eq 0 ] && [ "$out" = "ran mostly-lifo" ] && [ ! -s "$tmp/err" ] || fail "--cond mostly-lifo: rc=$rc out=$out err=$(cat "$tmp/err")"
+out=$("$liblock" run --lock mcs --cond glibc -- sh -c 'echo "ran $LIBLOCK_COND"' 2>"$tmp/err"); rc=$?
+[ $rc -eq 0 ] && [ "$out" = "ran glibc" ] && [ ! -s "$tmp/err" ] || fail "--cond glibc: rc=$rc out=$out err=$(cat "$tmp/err")"
+out=$(env LD_PRELOAD="$lib" LIBLOCK_LOCK=mcs LIBLOCK_COND=bogus sh -c 'echo ran' 2>"$tmp/err"); rc=$?
+[ $rc -eq 0 ] && [ "$out" = ran ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "valid: fifo mostly-lifo glibc" "$tmp/err" ||
+  fail "bad LIBLOCK_COND: rc=$rc out=$out err=$(cat "$tmp/err")"
 # semaphores: --sem alone (mutexes stay glibc's), with a lock, and a bad kind
 out=$("$liblock" run --sem mostly-lifo -- sh -c 'echo "[${LIBLOCK_LOCK-unset}] $LIBLOCK_SEM"' 2>"$tmp/err"); rc=$?
 [ $rc -eq 0 ] && [ "$out" = "[unset] mostly-lifo" ] && [ ! -s "$tmp/err" ] || fail "--sem alone: rc=$rc out=$out err=$(cat "$tmp/err")"

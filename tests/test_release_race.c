@@ -20,7 +20,9 @@
  * the round's flag; the main thread waits until it has said so, pauses a
  * random 0-4 us, takes the lock (which the waiter gave up inside its
  * wait), sets the flag and signals once, under the lock (even rounds) or
- * after releasing it (odd rounds).  The one signal must wake the waiter,
+ * after releasing it (odd rounds), on both kinds of condition variable
+ * (the POSIX-backed one and the explicit FIFO queue of cond_lifo.c, the
+ * interposer's default).  The one signal must wake the waiter,
  * or, where the condition requeues waiters onto the lock (mcs), the one
  * hand-over that follows must.
  * Configurations: every algorithm with its default policy; for
@@ -56,7 +58,8 @@ static void *cs(void *arg)
 
 static liblock_cond_t C;
 static _Atomic long cond_flag, cond_ready;
-static int cond_mode; /* the arrival waits on C instead of racing for the lock */
+static int cond_mode; /* the arrival waits on C instead of racing for the lock: 1 the POSIX-backed kind,
+                         2 the explicit queue in FIFO order (the interposer's default) */
 
 static int cpus[2] = {-1, -1};
 static long racer_sleeps;
@@ -113,8 +116,14 @@ static int race(const char *what, const char *algo, int fresh, int rounds, int p
         printf("  %-38s skipped: liblock_init: %s\n", what, strerror(err));
         return -1;
     }
-    if (cond_mode)
+    if (cond_mode == 1) {
         CHECK_EQ(liblock_cond_init(&C, NULL), 0);
+    } else if (cond_mode == 2) {
+        liblock_condattr_t ca;
+        CHECK_EQ(liblock_condattr_init(&ca), 0);
+        CHECK_EQ(liblock_condattr_setfifo(&ca, 1.0), 0);
+        CHECK_EQ(liblock_cond_init(&C, &ca), 0);
+    }
     atomic_store(&race_go, 0);
     atomic_store(&race_done, 0);
     atomic_store(&cond_flag, 0);
@@ -241,6 +250,9 @@ int main(int argc, char **argv)
         if (info.properties & LIBLOCK_PROP_COND) {
             snprintf(what, sizeof what, "%s, condition variable", *a);
             cond_mode = 1;
+            race(what, *a, 0, rounds, 1);
+            snprintf(what, sizeof what, "%s, queue condition variable", *a);
+            cond_mode = 2;
             race(what, *a, 0, rounds, 1);
             cond_mode = 0;
         }

@@ -81,32 +81,41 @@ static void env_wait(const struct ll_ops *o, liblock_attr_t *attr)
     }
 }
 
+/* LIBLOCK_COND: fifo (the default) and mostly-lifo are the explicit-queue
+ * kind of src/core/cond_lifo.c, with FIFO probability 1 and
+ * LIBLOCK_COND_FIFO_PROB (default 0.001); glibc is the POSIX-backed kind of
+ * src/core/cond.c (an inner mutex and a glibc condition, with requeue onto
+ * mcs).  Why the queue by default: its waiters spin for the spin budget
+ * before they sleep, as the locks' do, and it has no inner mutex for woken
+ * waiters and signallers to meet on (docs/interpose.md, "Condition
+ * variables"). */
 static void cond_config_load(void)
 {
     liblock_condattr_init(&cfg.cattr);
     cfg.generic_cond = ll_env_long("LIBLOCK_COND_GENERIC", 0, 0, 1) == 1;
     cfg.force_api = ll_env_long("LIBLOCK_INTERPOSE_API", 0, 0, 1) == 1;
     const char *c = getenv("LIBLOCK_COND");
-    if (c && *c && strcmp(c, "fifo") != 0) {
-        if (strcmp(c, "mostly-lifo") != 0) {
-            config_error("using fifo", "unknown LIBLOCK_COND '%s' (valid: fifo mostly-lifo)%s", c, "");
-        } else {
-            double prob = ll_env_double("LIBLOCK_COND_FIFO_PROB", 0.001, 0.0, 1.0);
-            liblock_condattr_t ca;
-            liblock_cond_t probe;
-            liblock_condattr_init(&ca);
-            int ok = liblock_condattr_setfifo(&ca, prob) == 0 && liblock_cond_init(&probe, &ca) == 0;
-            int granted = ok && probe._kind != 0; /* kind 0 = the POSIX-backed FIFO condvar: a build without the kind */
-            if (ok)
-                liblock_cond_destroy(&probe);
-            if (!granted) {
-                config_error("using fifo", "LIBLOCK_COND=mostly-lifo: mostly-LIFO condition variables are not available in this "
-                             "liblock build%s%s", "", "");
-            } else {
-                cfg.cattr = ca;
-                cfg.lifo = 1;
-            }
-        }
+    int asked = c && *c;
+    if (asked && strcmp(c, "glibc") == 0)
+        return;
+    double prob = 1.0;
+    if (asked && strcmp(c, "mostly-lifo") == 0)
+        prob = ll_env_double("LIBLOCK_COND_FIFO_PROB", 0.001, 0.0, 1.0);
+    else if (asked && strcmp(c, "fifo") != 0)
+        config_error("using fifo", "unknown LIBLOCK_COND '%s' (valid: fifo mostly-lifo glibc)%s", c, "");
+    liblock_condattr_t ca;
+    liblock_cond_t probe;
+    liblock_condattr_init(&ca);
+    int ok = liblock_condattr_setfifo(&ca, prob) == 0 && liblock_cond_init(&probe, &ca) == 0;
+    int granted = ok && probe._kind != 0; /* kind 0 = the POSIX-backed condvar: a build without the queue kind */
+    if (ok)
+        liblock_cond_destroy(&probe);
+    if (granted) {
+        cfg.cattr = ca;
+        cfg.lifo = 1;
+    } else if (asked && strcmp(c, "fifo") != 0) {
+        config_error("using glibc", "LIBLOCK_COND=%s: queue condition variables are not available in this liblock build%s",
+                     c, "");
     }
 }
 

@@ -282,7 +282,7 @@ struct shim_cfg {
     int mixed;                     /* combining/delegating and other algorithms coexist */
     int debug_sites;               /* LIBLOCK_DEBUG_SITES=1: print each lock's site and algorithm */
     liblock_condattr_t cattr;
-    int lifo;                      /* LIBLOCK_COND=mostly-lifo granted */
+    int lifo;                      /* the explicit-queue kind (LIBLOCK_COND fifo, mostly-lifo) granted */
     int generic_cond;              /* LIBLOCK_COND_GENERIC=1: own protocol for every algorithm */
     int force_api;                 /* LIBLOCK_INTERPOSE_API=1: API layer for every algorithm */
     int sem;                       /* LIBLOCK_SEM set: sem_init makes liblock semaphores */

@@ -25,7 +25,7 @@ from . import _siteconfig
 from . import list as list_cmd
 
 HELP = "run an unmodified program with its pthread locks (and, with --sem, semaphores) replaced by liblock's"
-CONDS = ("fifo", "mostly-lifo")
+CONDS = ("fifo", "mostly-lifo", "glibc")
 SEMS = ("fifo", "mostly-lifo")
 USAGE = "liblock run [--lock NAME] [--wait POLICY] [--config FILE] [--cond KIND] [--sem KIND] -- PROGRAM ARGS..."
 WAITS = ("spin", "spin-then-park", "yield", "park")
@@ -40,8 +40,10 @@ def add_arguments(p):
                         "an algorithm per lock initialisation site, glibc's mutex for the others; "
                         "with --lock, the algorithm of the locks it does not name")
     p.add_argument("--cond", metavar="KIND",
-                   help="condition variables: fifo (default) or mostly-lifo (waiters woken mostly newest-first; "
-                        "FIFO probability from LIBLOCK_COND_FIFO_PROB, default 0.001)")
+                   help="condition variables: fifo (default: a queue of waiters, each spinning for the spin "
+                        "budget before it sleeps), mostly-lifo (the same queue, waiters woken mostly newest-first; "
+                        "FIFO probability from LIBLOCK_COND_FIFO_PROB, default 0.001) or glibc (glibc's condition "
+                        "variable behind an inner mutex; requeues waiters onto mcs)")
     p.add_argument("--sem", metavar="KIND",
                    help="replace sem_init/sem_wait/sem_post/... of private semaphores by liblock semaphores: "
                         "fifo or mostly-lifo (FIFO probability from LIBLOCK_SEM_FIFO_PROB, else "
