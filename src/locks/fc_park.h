@@ -182,8 +182,9 @@ static void release(struct fc_lock *s)
 /* One step of the waiting phase of spin-then-park before it parks: pause
  * for the first FC_PAUSES polls, then yield, so that a combiner or holder
  * preempted on this CPU gets it back (with more threads than CPUs that is
- * the usual reason for a long wait), and park only after FC_YIELD_NS of
- * that (a holder that is blocked, not preempted).  Returns 1 then.
+ * the usual reason for a long wait), and park only after `budget` cycles of
+ * that (a holder that is blocked, not preempted): FC_YIELD_NS for
+ * requesters, the library's spin budget for lock() callers.  Returns 1 then.
  * Measured, 8 and 32 threads on 2 CPUs, execute and lock/unlock mixed
  * (docs/combining.md): parking after the library's ~20 us spin budget made
  * flat combining 20-40x slower than yield, because with 4-16 threads per
@@ -260,14 +261,8 @@ static void lock_stp(struct fc_lock *s)
                 atomic_compare_exchange_weak_explicit(&s->lock_word, &expect, FC_LOCKED, memory_order_acquire,
                                                       memory_order_relaxed))
                 return;
-            if (barge_sleepers(&s->ls, 0, 0))
-                break; /* others sleep: sleep now */
-            if (++n < FC_PAUSES)
-                ll_pause();
-            else if (ll_cycles() - start > budget)
-                break;
-            else
-                ll_yield();
+            if (barge_sleepers(&s->ls, 0, 0) || fc_spin_step(&n, start, budget))
+                break; /* others sleep, or the budget is spent: sleep now */
         }
         uint32_t seq = barge_sleep_enter(&s->ls);
         /* asym: switch the releases to the exchange (header); a failed

@@ -112,7 +112,6 @@ static void cond_config_load(void)
         liblock_cond_destroy(&probe);
     if (granted) {
         cfg.cattr = ca;
-        cfg.lifo = 1;
     } else if (asked && strcmp(c, "fifo") != 0) {
         config_error("using glibc", "LIBLOCK_COND=%s: queue condition variables are not available in this liblock build%s",
                      c, "");

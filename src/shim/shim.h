@@ -281,8 +281,7 @@ struct shim_cfg {
     struct shim_config file;       /* LIBLOCK_CONFIG, parsed */
     int mixed;                     /* combining/delegating and other algorithms coexist */
     int debug_sites;               /* LIBLOCK_DEBUG_SITES=1: print each lock's site and algorithm */
-    liblock_condattr_t cattr;
-    int lifo;                      /* the explicit-queue kind (LIBLOCK_COND fifo, mostly-lifo) granted */
+    liblock_condattr_t cattr;      /* the condition kind of LIBLOCK_COND (config.c, cond_config_load) */
     int generic_cond;              /* LIBLOCK_COND_GENERIC=1: own protocol for every algorithm */
     int force_api;                 /* LIBLOCK_INTERPOSE_API=1: API layer for every algorithm */
     int sem;                       /* LIBLOCK_SEM set: sem_init makes liblock semaphores */
