@@ -6,6 +6,11 @@
  * of hanging CI; tests/run.sh adds an outer `timeout` as a second bound.
  * CHECK records a failure and goes on; the program exits 1 if any failed.
  * No test asserts anything about speed.
+ *
+ * A check that cannot run here is reported, never passed: th_skip() prints
+ * "SKIP: <cause>" for a part that did not run (tests/run.sh lists the test as
+ * partly skipped), and a program none of whose checks could run exits with
+ * TH_SKIPPED (77), which tests/run.sh counts as skipped, not passed.
  */
 #ifndef LIBLOCK_TEST_HARNESS_H
 #define LIBLOCK_TEST_HARNESS_H
@@ -149,6 +154,17 @@ static inline int th_wait_child(pid_t pid, unsigned seconds, const char *what)
         return 128 + WTERMSIG(st);
     return WEXITSTATUS(st);
 }
+
+#define TH_SKIPPED 77
+
+/* A part of the test did not run; say why (tests/run.sh collects these). */
+#define th_skip(...)                                                                        \
+    do {                                                                                    \
+        printf("SKIP: ");                                                                   \
+        printf(__VA_ARGS__);                                                                \
+        printf("\n");                                                                       \
+        fflush(stdout);                                                                     \
+    } while (0)
 
 static inline int th_report(const char *prog)
 {

@@ -102,8 +102,8 @@ int main(int argc, char **argv)
         if (CPU_ISSET(c, &set))
             cpus[n++] = c;
     if (n < 2) {
-        printf("test_handoff_sleep: skipped (fewer than two CPUs)\n");
-        return 0;
+        th_skip("test_handoff_sleep: fewer than two CPUs");
+        return TH_SKIPPED;
     }
     const char *const *algos = liblock_algorithms();
     for (size_t i = 0; algos[i]; i++) {

@@ -175,8 +175,8 @@ int main(void)
     setenv("LIBLOCK_SPIN_NS", "20000", 0);
     th_watchdog(120);
     if (ll_ncpus() < 2) {
-        printf("test_mcscrn_numa: needs 2 CPUs, skipped\n");
-        return 0;
+        th_skip("test_mcscrn_numa: needs 2 CPUs");
+        return TH_SKIPPED;
     }
     CHECK_EQ(ll_cpu_node(0), 0);
     CHECK_EQ(ll_cpu_node(1), 1);

@@ -148,7 +148,7 @@ static int test_release_wakes_server(void)
 {
     th_context = "word release wakes the server";
     if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-        printf("  (skipped: one CPU)\n");
+        th_skip("%s: one CPU", th_context);
         return 0;
     }
     setenv("LIBLOCK_MPSERVER_CPU", "0", 1);
@@ -276,7 +276,7 @@ static int test_fork(void)
 {
     th_context = "fork";
     if (th_under_tsan()) {
-        printf("  (skipped under ThreadSanitizer: no threads after a multi-threaded fork)\n");
+        th_skip("fork: ThreadSanitizer cannot create threads after a multi-threaded fork");
         return 0;
     }
     setenv("LIBLOCK_MPSERVER_WINDOW_NS", "60000000000", 1); /* the server runs (almost) every execute */

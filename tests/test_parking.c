@@ -462,7 +462,7 @@ static void interposed_stray_test(const char *self)
     snprintf(lib, sizeof lib, "%s/../lib/liblock-interpose.so", dir);
     char *real = sanitized() ? NULL : realpath(lib, NULL);
     if (!real) {
-        printf("  (no interposer at %s, or a sanitizer build: skipped)\n", lib);
+        th_skip("interposed parking: no interposer at %s, or a sanitizer build", lib);
         return;
     }
     static const char *const algos[] = {"ticket", "spin", "ttas", "posix", "mcs", "clh"};
@@ -558,7 +558,7 @@ static void interposed_cond_test(const char *self)
     snprintf(lib, sizeof lib, "%s/../lib/liblock-interpose.so", dir);
     char *real = sanitized() ? NULL : realpath(lib, NULL);
     if (!real) {
-        printf("  (no interposer at %s, or a sanitizer build: skipped)\n", lib);
+        th_skip("interposed condition variables: no interposer at %s, or a sanitizer build", lib);
         return;
     }
     static const char *const algos[] = {"ticket", "clh", "mcs", "spin", "ttas"};

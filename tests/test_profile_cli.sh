@@ -27,6 +27,6 @@ python3 tests/profile/test_cli.py "$root" "$build" "$tmp" "$tmp/fake_runtime.so"
 if [ -e "$build/lib/liblock-profile.so" ]; then
   python3 tests/profile/test_e2e.py "$root" "$build" "$tmp" || rc=1
 else
-  echo "test_profile_cli.sh: $build/lib/liblock-profile.so not built: end-to-end part skipped"
+  echo "SKIP: end-to-end part: $build/lib/liblock-profile.so not built"
 fi
 exit $rc

@@ -254,7 +254,7 @@ static void test_nested(void)
     CHECK_EQ(liblock_server_stats(s1, &st1), 0);
     int other = st1.cpu == 0 ? 1 : 0;
     if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-        printf("  nested: one CPU, two-server case skipped\n");
+        th_skip("nested: one CPU, the two-server case");
     } else {
         setenv("LIBLOCK_RCL_IDLE_US", "300", 1); /* the clients share a CPU with server 2 */
         liblock_server_t *s2 = liblock_server_start(other);
@@ -689,7 +689,7 @@ static void test_fork(void)
     /* ThreadSanitizer does not support creating threads in the child of a
      * multithreaded fork (it reports and exits 66), which restarting the
      * server requires. */
-    printf("  fork: skipped under ThreadSanitizer\n");
+    th_skip("fork: ThreadSanitizer cannot create threads after a multi-threaded fork");
     return;
 #endif
     liblock_t l;

@@ -372,7 +372,7 @@ static void test_coloc(void)
 {
     th_context = "coloc";
     if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-        printf("  coloc: skipped (one CPU)\n");
+        th_skip("coloc: one CPU");
         return;
     }
     liblock_attr_t a;
@@ -544,7 +544,7 @@ static void test_fork(void)
 {
     th_context = "fork";
 #if defined(__SANITIZE_THREAD__)
-    printf("  fork: skipped under ThreadSanitizer (threads created in the child of a multithreaded fork)\n");
+    th_skip("fork: ThreadSanitizer cannot create threads after a multi-threaded fork");
     return;
 #endif
     liblock_t l;

@@ -113,7 +113,7 @@ static int race(const char *what, const char *algo, int fresh, int rounds, int p
     th_context = what;
     int err = init_lock(algo);
     if (err) {
-        printf("  %-38s skipped: liblock_init: %s\n", what, strerror(err));
+        th_skip("%s: liblock_init: %s", what, strerror(err));
         return -1;
     }
     if (cond_mode == 1) {
