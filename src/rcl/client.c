@@ -71,10 +71,10 @@
  * before the spin budget runs out and the client never parks, yet the
  * seq_cst exchange is a locked instruction that waits until the slot's
  * line, which the polling client has just read, is exclusively the
- * server's, on the round trip of every delegated section (measured:
- * BENCHMARKS.md, "RCL: delegated critical-section latency").  Such
- * clients park only after the spin budget, so the cost moves to them, as
- * flat combining's requesters do (src/locks/fc_park.h, "Asymmetric").
+ * server's: a cost on the server's path of every reply that only the rare
+ * sleeper needs.  Such clients park only after the spin budget, so the
+ * cost moves to them, as flat combining's requesters do
+ * (src/locks/fc_park.h, "Asymmetric").
  * No lost wake-up: the client sleeps only if futex_wait finds parked == 1.
  * Take its last `parked := 1` (Sc) and its last load of fn before that
  * sleep (Lc: after the heavy barrier B in the asymmetric protocol), which

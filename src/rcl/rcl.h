@@ -22,7 +22,8 @@ typedef void *(*rcl_fn)(void *);
  * server (release) after it has stored ret: request and reply share a line.
  * flags is written by the client before fn and read by the server while fn
  * is set.  parked is the client's futex word while it sleeps for its reply
- * (client.c "Parking"); the server resets it and wakes the client. */
+ * (client.c "Parking"); the server resets it and wakes the client, and the
+ * client clears it once it has its reply. */
 struct rcl_slot {
     _Atomic(rcl_fn) fn;       /* NULL = no request; else the CS or an RCL_OP_* marker */
     void *ctx;                /* argument of fn */
