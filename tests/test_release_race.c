@@ -33,7 +33,8 @@
  * "Parking": spin-then-park (asymmetric: a plain store of the reply, the
  * sleeper's membarrier) and park (symmetric: the reply's exchange).
  * Checked to fail: without the sleeper's heavy barrier (park_reply in
- * src/rcl/client.c) the asymmetric configuration strands the arrival.
+ * src/rcl/client.c) the asymmetric configuration strands the arrival
+ * within a few hundred to two thousand rounds.
  * Configurations: every algorithm with its default policy; for
  * flat-combining also a fresh lock every round (each round's first sleep
  * then also switches the lock's releases from a plain store to an exchange,
