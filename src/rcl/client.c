@@ -52,8 +52,8 @@
  * `parked` word and sleeps on it (futex); a request that may park carries
  * RCL_F_WAKE, and the server answers it with reply() (server.c) in one of
  * two ways, chosen by the client per request and carried in its flags:
- *   asymmetric (spin-then-park requests, where membarrier(2) has the
- *   private expedited command; LIBLOCK_RCL_ASYM=0 turns it off):
+ *   asymmetric (spin-then-park requests but LOCK, where membarrier(2)
+ *   has the private expedited command; LIBLOCK_RCL_ASYM=0 turns it off):
  *     server:  fn := NULL (release store); compiler barrier;
  *              if parked: parked := 0 (exchange), then futex_wake(parked)
  *     client:  parked := 1 (seq_cst exchange); if fn == NULL: done;
@@ -61,7 +61,9 @@
  *              if server idle: wake it; futex_wait(parked, 1);
  *              if fn == NULL: done; repeat;
  *   symmetric (RCL_F_FENCE too: park-at-once requests, which sleep every
- *   time, colocated clients, and every parking request without membarrier):
+ *   time, colocated clients, LOCK requests, which wait for another
+ *   client's section and often sleep, and every parking request without
+ *   membarrier):
  *     server:  fn := NULL (seq_cst exchange); if parked (seq_cst load):
  *              parked := 0 (exchange), then futex_wake(parked)
  *     client:  the same loop without the heavy barrier.
@@ -449,7 +451,7 @@ static __attribute__((noinline)) void park_reply(struct rcl_server *s, struct rc
     atomic_store_explicit(&r->parked, 0, memory_order_relaxed);
 }
 
-static inline void wait_reply(struct rcl_server *s, struct rcl_slot *r, int policy)
+static inline void wait_reply(struct rcl_server *s, struct rcl_slot *r, int policy, uint32_t flags)
 {
     if (LL_UNLIKELY(policy == LIBLOCK_WAIT_PARK)) {
         park_reply(s, r, 1);
@@ -475,7 +477,7 @@ static inline void wait_reply(struct rcl_server *s, struct rcl_slot *r, int poli
                 if (!start) {
                     start = now; /* the first 64 polls are not timed: no rdtsc on the fast path */
                 } else if (now - start > ll_spin_budget_cycles()) {
-                    park_reply(s, r, !rcl_park_asym);
+                    park_reply(s, r, (flags & RCL_F_FENCE) != 0);
                     return;
                 }
             }
@@ -504,9 +506,13 @@ static inline void submit(struct rcl_server *s, struct rcl_slot *r, struct rcl_l
                 policy = LIBLOCK_WAIT_PARK;
             }
         }
-        /* park-at-once requests (every one sleeps) and, without
-         * membarrier, spin-then-park ones use the symmetric protocol */
-        if (policy == LIBLOCK_WAIT_PARK || (policy == LIBLOCK_WAIT_SPIN_THEN_PARK && !rcl_park_asym))
+        /* requests that will probably sleep -- park at once, or a LOCK,
+         * which waits for another client's section -- and, without
+         * membarrier, every parking request use the symmetric protocol
+         * ("Parking"): a heavy barrier per sleep would cost them more
+         * than the exchange costs the server */
+        if (policy == LIBLOCK_WAIT_PARK ||
+            (policy == LIBLOCK_WAIT_SPIN_THEN_PARK && (!rcl_park_asym || fn == RCL_OP_LOCK)))
             flags |= RCL_F_WAKE | RCL_F_FENCE;
         else if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK)
             flags |= RCL_F_WAKE;
@@ -517,7 +523,7 @@ static inline void submit(struct rcl_server *s, struct rcl_slot *r, struct rcl_l
     atomic_store_explicit(&r->fn, fn, memory_order_release);
     if (LL_UNLIKELY(woke))
         rcl_wake_idle(s);
-    wait_reply(s, r, policy);
+    wait_reply(s, r, policy, flags);
 }
 
 /* Post a request in this thread's slot and wait for it; returns the slot
