@@ -25,6 +25,16 @@
  * interposer's default).  The one signal must wake the waiter,
  * or, where the condition requeues waiters onto the lock (mcs), the one
  * hand-over that follows must.
+ * For an RCL server (LIBLOCK_PROP_SERVER) also one reply against one
+ * client going to sleep: each round the arrival delegates a critical
+ * section that spins a random 0-8 us on the server, while the arrival,
+ * with the spin budget at its minimum, goes to sleep after its first polls;
+ * the one reply must wake it.  Both protocols of src/rcl/client.c,
+ * "Parking": spin-then-park (asymmetric: a plain store of the reply, the
+ * sleeper's membarrier) and park (symmetric: the reply's exchange).
+ * Checked to fail: without the sleeper's heavy barrier (park_reply in
+ * src/rcl/client.c) the asymmetric configuration strands the arrival
+ * within a few hundred to two thousand rounds.
  * Configurations: every algorithm with its default policy; for
  * flat-combining also a fresh lock every round (each round's first sleep
  * then also switches the lock's releases from a plain store to an exchange,
@@ -61,6 +71,19 @@ static _Atomic long cond_flag, cond_ready;
 static int cond_mode; /* the arrival waits on C instead of racing for the lock: 1 the POSIX-backed kind,
                          2 the explicit queue in FIFO order (the interposer's default) */
 
+/* reply races (RCL): the arrival's critical section spins this long on the server */
+static int reply_mode;
+static _Atomic long reply_ns;
+static int lock_policy = -1; /* -1: the default policy */
+
+static void *spin_cs(void *arg)
+{
+    uint64_t until = th_now_ns() + (uint64_t)atomic_load_explicit(&reply_ns, memory_order_relaxed);
+    while (th_now_ns() < until)
+        ll_pause();
+    return cs(arg);
+}
+
 static int cpus[2] = {-1, -1};
 static long racer_sleeps;
 
@@ -73,15 +96,22 @@ static void *racer(void *arg)
     long seen = 0;
     for (;;) {
         long g;
-        while ((g = atomic_load(&race_go)) == seen)
-            ll_pause();
+        while ((g = atomic_load(&race_go)) == seen) {
+            if (reply_mode)
+                sched_yield(); /* main may share our CPU (off the server's) */
+            else
+                ll_pause();
+        }
         if (g < 0) {
             getrusage(RUSAGE_THREAD, &r1);
             racer_sleeps = r1.ru_nvcsw - r0.ru_nvcsw;
             return NULL;
         }
         seen = g;
-        if (cond_mode) {
+        if (reply_mode) {
+            if (liblock_execute(&L, spin_cs, NULL) != (void *)0x5a)
+                atomic_fetch_add(&errors, 1);
+        } else if (cond_mode) {
             int e = liblock_lock(&L);
             atomic_store(&cond_ready, g);
             while (!e && atomic_load(&cond_flag) != g)
@@ -104,7 +134,12 @@ static void *racer(void *arg)
 
 static int init_lock(const char *algo)
 {
-    return liblock_init(&L, algo, NULL); /* default attributes: the default policy */
+    if (lock_policy < 0)
+        return liblock_init(&L, algo, NULL); /* default attributes: the default policy */
+    liblock_attr_t a;
+    liblock_attr_init(&a);
+    liblock_attr_setwait(&a, lock_policy);
+    return liblock_init(&L, algo, &a);
 }
 
 /* Returns 0, or -1 when the algorithm cannot be used this way (skipped). */
@@ -124,6 +159,8 @@ static int race(const char *what, const char *algo, int fresh, int rounds, int p
         CHECK_EQ(liblock_condattr_setfifo(&ca, 1.0), 0);
         CHECK_EQ(liblock_cond_init(&C, &ca), 0);
     }
+    if (reply_mode)
+        CHECK_EQ(liblock_thread_register(&L), 0); /* off the server's CPU, as the arrival */
     atomic_store(&race_go, 0);
     atomic_store(&race_done, 0);
     atomic_store(&cond_flag, 0);
@@ -145,7 +182,10 @@ static int race(const char *what, const char *algo, int fresh, int rounds, int p
         seed = seed * 1103515245u + 12345u;
         uint64_t pause_ns = (seed >> 16) % (cond_mode ? 4000 : 16000); /* a waiter is asleep within ~4 us */
         uint64_t deadline = th_now_ns() + 5000000000ull;
-        if (cond_mode) {
+        if (reply_mode) {
+            atomic_store(&reply_ns, (long)((seed >> 16) % 8000));
+            atomic_store(&race_go, r);
+        } else if (cond_mode) {
             atomic_store(&race_go, r);
             while (atomic_load(&cond_ready) != r && th_now_ns() < deadline)
                 ll_pause();
@@ -180,15 +220,16 @@ static int race(const char *what, const char *algo, int fresh, int rounds, int p
     }
     if (stuck) {
         CHECK(0, "round %ld (%s): the arrival was never woken (the lock is free)", r - 1,
-              cond_mode ? ((r - 1) & 1 ? "cond, signal after unlock" : "cond, signal under the lock")
-                        : ((r - 1) & 1 ? "execute" : "lock"));
+              reply_mode ? "reply"
+              : cond_mode ? ((r - 1) & 1 ? "cond, signal after unlock" : "cond, signal under the lock")
+                          : ((r - 1) & 1 ? "execute" : "lock"));
         fflush(stdout);
         th_report("test_release_race");
         _exit(1); /* the arrival sleeps for ever: no clean way on */
     }
     atomic_store(&race_go, -1);
     CHECK_EQ(pthread_join(th, NULL), 0);
-    CHECK_EQ(atomic_load(&cs_count), cond_mode ? 0 : 2L * rounds);
+    CHECK_EQ(atomic_load(&cs_count), cond_mode ? 0 : reply_mode ? rounds : 2L * rounds);
     CHECK_EQ(atomic_load(&violations), 0);
     CHECK_EQ(atomic_load(&errors), 0);
     if (cond_mode)
@@ -242,6 +283,19 @@ int main(int argc, char **argv)
              * rest (on 2 CPUs, one), and each round costs scheduler rounds */
             (void)sched_setaffinity(0, sizeof orig_set, &orig_set);
             race(what, *a, 0, rounds / 40, 0);
+            /* one reply against one sleeper (the header), main and arrival
+             * off the server's CPU: register makes main a client, which
+             * narrows its affinity as it does the arrival's */
+            reply_mode = 1;
+            snprintf(what, sizeof what, "%s, reply against a parking client", *a);
+            if (race(what, *a, 0, rounds, 0) == 0) {
+                lock_policy = LIBLOCK_WAIT_PARK;
+                snprintf(what, sizeof what, "%s, reply against park (symmetric)", *a);
+                race(what, *a, 0, rounds, 0);
+                lock_policy = -1;
+            }
+            reply_mode = 0;
+            (void)sched_setaffinity(0, sizeof orig_set, &orig_set);
             if (cpus[0] >= 0)
                 (void)ll_pin_self(cpus[0]);
             continue;

@@ -50,36 +50,71 @@
  *
  * Parking (not in the thesis).  The client announces itself in its slot's
  * `parked` word and sleeps on it (futex); a request that may park carries
- * RCL_F_WAKE, and for such requests the server's reply is:
- *     fn := NULL (seq_cst exchange);  if parked: parked := 0 (exchange),
- *     then futex_wake(parked)
- * and the client's park loop is:
- *     parked := 1 (seq_cst exchange); if fn == NULL: done;
- *     if server idle: wake it;  futex_wait(parked, 1);  if fn == NULL: done;
- *     repeat.
+ * RCL_F_WAKE, and the server answers it with reply() (server.c) in one of
+ * two ways, chosen by the client per request and carried in its flags:
+ *   asymmetric (spin-then-park requests but LOCK, where membarrier(2)
+ *   has the private expedited command; LIBLOCK_RCL_ASYM=0 turns it off):
+ *     server:  fn := NULL (release store); compiler barrier;
+ *              if parked: parked := 0 (exchange), then futex_wake(parked)
+ *     client:  parked := 1 (seq_cst exchange); if fn == NULL: done;
+ *              heavy barrier (src/platform/membarrier.c); if fn == NULL: done;
+ *              if server idle: wake it; futex_wait(parked, 1);
+ *              if fn == NULL: done; repeat;
+ *   symmetric (RCL_F_FENCE too: park-at-once requests, which sleep every
+ *   time, colocated clients, LOCK requests, which wait for another
+ *   client's section and often sleep, and every parking request without
+ *   membarrier):
+ *     server:  fn := NULL (seq_cst exchange); if parked (seq_cst load):
+ *              parked := 0 (exchange), then futex_wake(parked)
+ *     client:  the same loop without the heavy barrier.
+ * A client that got its reply stores parked := 0 on its way out (relaxed),
+ * so the next replies do not find a stale 1.
+ * Why two: on the hot path of a spin-then-park client the reply comes long
+ * before the spin budget runs out and the client never parks, yet the
+ * seq_cst exchange is a locked instruction that waits until the slot's
+ * line, which the polling client has just read, is exclusively the
+ * server's: a cost on the server's path of every reply that only the rare
+ * sleeper needs.  Such clients park only after the spin budget, so the
+ * cost moves to them, as flat combining's requesters do
+ * (src/locks/fc_park.h, "Asymmetric").
  * No lost wake-up: the client sleeps only if futex_wait finds parked == 1.
- * Take its last `parked := 1` (Sc) and the fn load after it (Lc), which saw
- * the request still pending, so Lc precedes the server's fn exchange (Xs)
- * in the seq_cst order, hence Sc precedes the server's load of parked (Ls)
- * after Xs, and Ls reads 1 or a later write.  Later writes of `parked` are
- * only server resets to 0 (the client writes it only in this loop).  If Ls
- * reads 1 the server resets it and wakes: a client already queued in
- * futex_wait is woken, one that checks later sees 0 and does not sleep.
- * If Ls reads a 0 written after Sc, that reset (a server thread's, for
- * this or an earlier request of the slot, which read 1 = Sc's value) is
- * followed by its futex_wake: same two cases.  A reset or wake that
- * arrives late, after the client has already returned or posted its next
- * request, is a spurious wake-up or makes futex_wait return at once: the
- * loop re-announces itself and re-checks fn, so it costs one iteration and
- * never a sleep past the reply.  The slot's memory lives as long as the
- * server, so a late futex_wake never touches freed memory.  The same
- * seq_cst exchange orders the request (fn, stored before it) before the
+ * Take its last `parked := 1` (Sc) and its last load of fn before that
+ * sleep (Lc: after the heavy barrier B in the asymmetric protocol), which
+ * saw the request still pending; let Ws be the server's clear of fn for
+ * this request and Ls its load of parked after Ws.  Ls reads Sc's value or
+ * a later write:
+ *   symmetric: Lc precedes Ws in the seq_cst order (Lc did not see it),
+ *     Sc precedes Lc, and Ls is a seq_cst load after Ws;
+ *   asymmetric: B made every thread of the process pass a full barrier
+ *     (or a context switch) while it ran, and made Sc visible before it
+ *     returned.  Had the server thread executed Ws before that point, Ws
+ *     would be visible to Lc, which follows B; so Ws, and Ls after it in
+ *     program order (the compiler barrier keeps them there), come after
+ *     that point, and Ls sees Sc or a later write.
+ * Later writes of `parked` are only resets to 0 by servers (and the
+ * client's own withdrawal, which comes after its sleep).  If Ls reads 1
+ * the server resets it and wakes: a client already queued in futex_wait
+ * is woken, one that checks later sees 0 and does not sleep.  If Ls reads a
+ * 0 written after Sc, that reset (a server thread's, for this or an
+ * earlier request of the slot, which read 1 = Sc's value) is followed by
+ * its futex_wake: same two cases.  A reset or wake that arrives late,
+ * after the client has already returned or posted its next request, is a
+ * spurious wake-up or makes futex_wait return at once: the loop
+ * re-announces itself and re-checks fn, so it costs one iteration (and in
+ * the asymmetric protocol one more heavy barrier) and never a sleep past
+ * the reply.  A heavy barrier that fails (it cannot after the check at the
+ * first request, but the call may) leaves the client waking every 1 ms:
+ * slower, never stranded.  The slot's memory lives as long as the server,
+ * so a late futex_wake never touches freed memory.  The exchange of
+ * `parked := 1` also orders the request (fn, stored before it) before the
  * load of server->idle, which with the server's exchange of idle before
  * its rescan (server.c) means a parked client never sleeps on a server
  * that parked without seeing its request (Dekker; on x86 the exchanges
  * are LOCK XCHG, full fences).  Spin-policy requests do not carry
- * RCL_F_WAKE, so the server answers them with a plain release store, as
- * before: parking costs the dedicated-core spin path nothing.
+ * RCL_F_WAKE: the server answers them with the plain release store and
+ * never looks at `parked`.
+ * tests/test_release_race.c ("reply against a parking client") races one
+ * reply against one client going to sleep, in both protocols.
  *
  * Colocated clients.  A client that shares the server's CPU can run only
  * while the server sleeps (its threads are SCHED_FIFO), so spinning there
@@ -211,6 +246,7 @@ static _Atomic unsigned cpus_gen = 1;
 static int affinity_on = 1;
 
 unsigned rcl_yield_every = 1024;
+int rcl_park_asym;
 
 static void ids_init(void)
 {
@@ -221,6 +257,9 @@ static void ids_init(void)
     if (!ids_bits)
         ids_cap = 0;
     affinity_on = ll_env_long("LIBLOCK_RCL_AFFINITY", 1, 0, 1) != 0;
+    /* read before this thread's first request: every request (and the
+     * server's reply to it) then agrees on the protocol ("Parking") */
+    rcl_park_asym = ll_env_long("LIBLOCK_RCL_ASYM", 1, 0, 1) && ll_heavy_barrier_ok();
 }
 
 unsigned rcl_slot_capacity(void)
@@ -375,27 +414,47 @@ int rcl_client_id(void) { return client_index(); }
  * then yield (spin policy only; yield always yields). */
 #define RCL_WAIT_LOCK (LIBLOCK_WAIT__COUNT + 1)
 
-/* Sleep until the reply is in (see "Parking" above). */
-static __attribute__((noinline)) void park_reply(struct rcl_server *s, struct rcl_slot *r)
+/* a sleeper whose heavy barrier failed wakes up in steps of this ("Parking") */
+static const struct timespec rcl_timed_wait = {0, 1000000};
+
+/* Sleep until the reply is in (see "Parking" above).  fence: the request
+ * carries RCL_F_FENCE (the server clears fn with a seq_cst exchange), so
+ * no heavy barrier is needed. */
+static __attribute__((noinline)) void park_reply(struct rcl_server *s, struct rcl_slot *r, int fence)
 {
+    int timed = 0;
     for (;;) {
         /* a seq_cst RMW: a full fence, so the request (fn) is visible
          * before `idle` is read and `parked` before fn is re-read */
         atomic_exchange_explicit(&r->parked, 1, memory_order_seq_cst);
         if (atomic_load_explicit(&r->fn, memory_order_seq_cst) == NULL)
-            return;
+            break;
+        if (!fence) {
+            /* the heavy side of the asymmetric barrier: after it, a reply
+             * whose server did not see parked = 1 is visible to the load
+             * below; a failed barrier leaves us waking every 1 ms */
+            if (ll_heavy_barrier() != 0)
+                timed = 1;
+            if (atomic_load_explicit(&r->fn, memory_order_acquire) == NULL)
+                break;
+        }
         if (atomic_load_explicit(&s->idle, memory_order_seq_cst))
             rcl_wake_idle(s);
-        ll_futex_wait(&r->parked, 1, NULL);
+        ll_futex_wait(&r->parked, 1, timed ? &rcl_timed_wait : NULL);
         if (atomic_load_explicit(&r->fn, memory_order_acquire) == NULL)
-            return;
+            break;
     }
+    /* The reply is in: withdraw the announcement, so that the replies to
+     * our next requests do not find a stale 1 and make a useless
+     * futex_wake.  Only this thread writes 1 here, and a server's reset of
+     * it (this request's, or a late one) writes 0 too. */
+    atomic_store_explicit(&r->parked, 0, memory_order_relaxed);
 }
 
-static inline void wait_reply(struct rcl_server *s, struct rcl_slot *r, int policy)
+static inline void wait_reply(struct rcl_server *s, struct rcl_slot *r, int policy, uint32_t flags)
 {
     if (LL_UNLIKELY(policy == LIBLOCK_WAIT_PARK)) {
-        park_reply(s, r);
+        park_reply(s, r, 1);
         return;
     }
     unsigned n = 0, idle_mask = 63;
@@ -418,7 +477,7 @@ static inline void wait_reply(struct rcl_server *s, struct rcl_slot *r, int poli
                 if (!start) {
                     start = now; /* the first 64 polls are not timed: no rdtsc on the fast path */
                 } else if (now - start > ll_spin_budget_cycles()) {
-                    park_reply(s, r);
+                    park_reply(s, r, (flags & RCL_F_FENCE) != 0);
                     return;
                 }
             }
@@ -447,7 +506,15 @@ static inline void submit(struct rcl_server *s, struct rcl_slot *r, struct rcl_l
                 policy = LIBLOCK_WAIT_PARK;
             }
         }
-        if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK || policy == LIBLOCK_WAIT_PARK)
+        /* requests that will probably sleep -- park at once, or a LOCK,
+         * which waits for another client's section -- and, without
+         * membarrier, every parking request use the symmetric protocol
+         * ("Parking"): a heavy barrier per sleep would cost them more
+         * than the exchange costs the server */
+        if (policy == LIBLOCK_WAIT_PARK ||
+            (policy == LIBLOCK_WAIT_SPIN_THEN_PARK && (!rcl_park_asym || fn == RCL_OP_LOCK)))
+            flags |= RCL_F_WAKE | RCL_F_FENCE;
+        else if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK)
             flags |= RCL_F_WAKE;
     }
     r->lock = lk;
@@ -456,7 +523,7 @@ static inline void submit(struct rcl_server *s, struct rcl_slot *r, struct rcl_l
     atomic_store_explicit(&r->fn, fn, memory_order_release);
     if (LL_UNLIKELY(woke))
         rcl_wake_idle(s);
-    wait_reply(s, r, policy);
+    wait_reply(s, r, policy, flags);
 }
 
 /* Post a request in this thread's slot and wait for it; returns the slot

@@ -22,7 +22,8 @@ typedef void *(*rcl_fn)(void *);
  * server (release) after it has stored ret: request and reply share a line.
  * flags is written by the client before fn and read by the server while fn
  * is set.  parked is the client's futex word while it sleeps for its reply
- * (client.c "Parking"); the server resets it and wakes the client. */
+ * (client.c "Parking"); the server resets it and wakes the client, and the
+ * client clears it once it has its reply. */
 struct rcl_slot {
     _Atomic(rcl_fn) fn;       /* NULL = no request; else the CS or an RCL_OP_* marker */
     void *ctx;                /* argument of fn */
@@ -34,8 +35,10 @@ struct rcl_slot {
 } __attribute__((aligned(LL_CACHELINE)));
 _Static_assert(sizeof(struct rcl_slot) == LL_CACHELINE, "slot must be one line");
 
-#define RCL_F_WAKE 1u  /* the client may park: the reply is an RMW followed by a check of `parked` */
+#define RCL_F_WAKE 1u  /* the client may park: after the reply the server looks at `parked` (client.c, "Parking") */
 #define RCL_F_COLOC 2u /* the client shares the server's CPU: the server parks as soon as it is idle */
+#define RCL_F_FENCE 4u /* with WAKE: the client sleeps without the heavy barrier, so the reply's clear of fn is
+                          a seq_cst exchange (the symmetric protocol of client.c, "Parking") */
 
 /* Markers for the lock/trylock/unlock requests of liblock_lock & co. */
 extern char rcl_op_markers[4];
@@ -166,6 +169,7 @@ void rcl_ids_fork_parent(void);
 void rcl_ids_fork_child(void);
 unsigned rcl_slot_capacity(void);
 extern unsigned rcl_yield_every;      /* pacing of spin clients (LIBLOCK_RCL_YIELD_EVERY) */
+extern int rcl_park_asym;             /* spin-then-park requests use the asymmetric protocol (LIBLOCK_RCL_ASYM) */
 unsigned rcl_client_watermark(void);  /* 1 + highest client id in use */
 unsigned rcl_clients_in_use(void);
 int rcl_client_id(void);              /* this thread's id, allocating it; -1 + EAGAIN when full */

@@ -69,8 +69,10 @@
  * shared, under ovf_mutex, by threads that found every id taken (TRYLOCK
  * and UNLOCK requests only; client.c, "Client ids").  Client: write lock,
  * ctx, flags, then fn (release).  Server: read fn (acquire); run; write
- * ret, then clear fn (release; for a client that may park, a seq_cst
- * exchange followed by the wake-up check of reply(): client.c, "Parking");
+ * ret, then clear fn (release; for a client that may park, followed by
+ * the wake-up check of reply(), and a seq_cst exchange instead of the
+ * store for a client that parks without the heavy barrier: client.c,
+ * "Parking");
  * the client's acquire load of fn == NULL makes ret and the CS's effects
  * visible.  The scan stops at the id watermark (1 + highest id in use),
  * then looks at the overflow slot.  After a scan that found nothing the
@@ -181,23 +183,39 @@ static void unclaim(struct rcl_server *s, unsigned i)
 }
 
 /* Answer the request in r: store ret, clear fn.  A client that may park
- * (RCL_F_WAKE) is then looked for: clear fn with a full fence (seq_cst
- * RMW), read `parked`, and if the client announced itself, reset the word
- * and return 1: the caller must futex-wake &r->parked (after its own
- * bookkeeping, so the system call delays no one else).  Argument in
- * client.c, "Parking".  flags is read before fn is cleared: after that the
- * slot belongs to the client again. */
+ * (RCL_F_WAKE) is then looked for: read `parked`, and if the client
+ * announced itself, reset the word and return 1: the caller must
+ * futex-wake &r->parked (after its own bookkeeping, so the system call
+ * delays no one else).  Two protocols (argument in client.c, "Parking"):
+ *   asymmetric (WAKE alone, spin-then-park clients): fn is cleared with a
+ *     plain release store and `parked` read after a compiler barrier only;
+ *     the client issues the heavy barrier (membarrier) before it sleeps, so
+ *     this path has no fence and no locked instruction;
+ *   symmetric (WAKE | FENCE: park-at-once and colocated clients, or no
+ *     membarrier): fn is cleared with a seq_cst exchange (a full fence)
+ *     before `parked` is read.
+ * flags is read before fn is cleared: after that the slot belongs to the
+ * client again. */
 static inline int reply(struct rcl_slot *r, void *ret)
 {
     uint32_t flags = r->flags;
     r->ret = ret;
-    if (LL_LIKELY(!(flags & RCL_F_WAKE))) {
+    if (LL_LIKELY(!(flags & RCL_F_FENCE))) {
         atomic_store_explicit(&r->fn, NULL, memory_order_release);
-        return 0;
+        if (LL_LIKELY(!(flags & RCL_F_WAKE)))
+            return 0; /* a spin client: nobody sleeps on this slot */
+        /* the light side of the asymmetric barrier: the store of fn, then
+         * (in program order; the CPU may still reorder them, which the
+         * client's membarrier undoes) the load of parked */
+        atomic_signal_fence(memory_order_seq_cst);
+        if (LL_LIKELY(atomic_load_explicit(&r->parked, memory_order_relaxed) == 0))
+            return 0;
+    } else {
+        atomic_exchange_explicit(&r->fn, NULL, memory_order_seq_cst);
+        if (atomic_load_explicit(&r->parked, memory_order_seq_cst) == 0)
+            return 0;
     }
-    atomic_exchange_explicit(&r->fn, NULL, memory_order_seq_cst);
-    return atomic_load_explicit(&r->parked, memory_order_seq_cst) != 0 &&
-           atomic_exchange_explicit(&r->parked, 0, memory_order_seq_cst) != 0;
+    return atomic_exchange_explicit(&r->parked, 0, memory_order_seq_cst) != 0;
 }
 
 static inline void note_coloc(struct rcl_server *s, const struct rcl_slot *r)

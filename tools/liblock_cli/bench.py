@@ -15,6 +15,7 @@ Experiments (docs/bench.md, BENCHMARKS.md):
                hand-off vs the wake-up probe, issue 12's targets
   apps         real programs (C++ bounded buffer, Python queue.Queue, sqlite3) under the interposer,
                time / glibc's
+  rcl-latency  RCL round trip / ping-pong probe (bench/rcl_latency), one or more builds interleaved
   report DIR...  print BENCHMARKS.md's tables from oversubscription / apps results directories
 """
 import os
@@ -100,8 +101,9 @@ def add_arguments(p):
     sp.add_argument("--context", default="0,2,5,10,20", help="context lines (default 0,2,5,10,20)")
     sp.add_argument("--delays", default="0,300,1000,3000", help="client delays swept for the peak (cycles)")
 
-    from . import _oversub, _apps, _report, _delegation
+    from . import _oversub, _apps, _report, _delegation, _rcl_latency
     _oversub.add_arguments(sub, common)
+    _rcl_latency.add_arguments(sub, common)
     _apps.add_arguments(sub, common)
     _delegation.add_arguments(sub, common)
     _report.add_arguments(sub)
@@ -110,7 +112,7 @@ def add_arguments(p):
 def run(args, env):
     if not args.experiment:
         print("liblock bench: name an experiment: contention, threads, headline, latency-map, store-cas, "
-              "null-rpc, multi-rpc, cost-model, oversubscription, apps, delegation, report (see `liblock bench -h`)",
+              "null-rpc, multi-rpc, cost-model, oversubscription, apps, delegation, rcl-latency, report (see `liblock bench -h`)",
               file=sys.stderr)
         return 2
     if args.experiment == "report":
@@ -132,6 +134,9 @@ def run(args, env):
     if args.experiment == "delegation":
         from . import _delegation
         return _delegation.run(args, env)
+    if args.experiment == "rcl-latency":
+        from . import _rcl_latency
+        return _rcl_latency.run(args, env)
     if args.experiment == "apps":
         from . import _apps
         return _apps.run(args, env)
