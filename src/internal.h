@@ -89,6 +89,16 @@ int ll_cpu_node(int cpu);                 /* NUMA node of a CPU (LIBLOCK_NUMA_MA
 int ll_cpu_package(int cpu);              /* physical package, 0 if unknown */
 int ll_cpu_core(int cpu);                 /* core id, cpu if unknown */
 const char *ll_topology_source(void);     /* "hwloc", "sysfs" or "none" */
+/* The machine's figures measured before (src/platform/calibration.c): from
+ * LIBLOCK_CALIBRATION, else this machine's cache file; 0 and *source set if
+ * found (a 0 field: not known), -1 if not.  _store writes them to the cache
+ * (a 0 field keeps the cache's), 0 or -1; both keep errno. */
+struct ll_calibration {
+    double cycles_per_ns;
+    uint64_t spin_ns;
+};
+int ll_calibration_lookup(struct ll_calibration *out, const char **source);
+int ll_calibration_store(const struct ll_calibration *c);
 int ll_current_cpu(void);                 /* sched_getcpu(), or -1 */
 int ll_pin_self(int cpu);                 /* 0 or errno */
 int ll_pin_thread(pthread_t t, int cpu);  /* 0 or errno */
