@@ -137,8 +137,11 @@ int ll_cacheline(void)
  * left out (hwloc_topology_set_components, hwloc >= 2.1): the Linux backend
  * gives packages, cores and nodes from sysfs without moving the thread.
  *
- * Reentrancy: hwloc takes pthread mutexes, which under the interposer come
- * back into the library (and, under mcscrn, ask a waiter's node).  So the
+ * Reentrancy: hwloc takes pthread mutexes, which under the interposer would
+ * come back into the library (and, under mcscrn, ask a waiter's node; under
+ * rcl, start a server while liblock_server_start holds its mutex): the load
+ * runs between ll_foreign_enter and ll_foreign_leave, so the preload
+ * libraries leave those mutexes to glibc, as during their own set-up.  The
  * load is not a pthread_once, which would deadlock on itself: state 0 (not
  * loaded) -> 1 (one thread loading) -> 2 (loaded), by CAS; while it is 1,
  * the loading thread itself and every other thread get the defaults (node
@@ -276,7 +279,11 @@ static int topo_ready(void)
     if (st == 0 && atomic_compare_exchange_strong_explicit(&topo_state, &st, 1, memory_order_acquire,
                                                            memory_order_acquire)) {
         topo_loading_here = 1;
+        if (ll_foreign_enter)
+            ll_foreign_enter();
         topo_load();
+        if (ll_foreign_leave)
+            ll_foreign_leave();
         topo_loading_here = 0;
         atomic_store_explicit(&topo_state, 2, memory_order_release);
         return 1;
@@ -291,7 +298,52 @@ static int topo_get(short *arr, int cpu, int dflt)
     return arr[cpu];
 }
 
-int ll_cpu_node(int cpu) { return topo_get(topo_node, cpu, 0); }
+/* 1 if the machine has one NUMA node (/sys/devices/system/node/online says
+ * "0", or there is no such file) and LIBLOCK_NUMA_MAP does not say
+ * otherwise: every CPU is then on node 0 without loading the topology
+ * (mcscrn asks the node of every acquirer).  Racing first callers compute
+ * and store the same answer. */
+static _Atomic int many_nodes_state; /* 0 not known, 1 several nodes online, -1 one */
+
+/* More than one NUMA node online according to sysfs (racing first callers
+ * compute and store the same answer). */
+static int many_nodes(void)
+{
+    int st = atomic_load_explicit(&many_nodes_state, memory_order_relaxed);
+    if (LL_LIKELY(st))
+        return st > 0;
+    LL_KEEP_ERRNO;
+    char buf[64] = "";
+    int fd = open("/sys/devices/system/node/online", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t k = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        buf[k > 0 ? k : 0] = '\0';
+    }
+    st = buf[0] && strcmp(buf, "0\n") != 0 && strcmp(buf, "0") != 0 ? 1 : -1;
+    atomic_store_explicit(&many_nodes_state, st, memory_order_relaxed);
+    return st > 0;
+}
+
+static _Atomic int one_node_state; /* 0 not known, 1 one node, -1 more (or a LIBLOCK_NUMA_MAP) */
+
+static int one_node(void)
+{
+    int st = atomic_load_explicit(&one_node_state, memory_order_relaxed);
+    if (LL_LIKELY(st))
+        return st > 0;
+    const char *map = getenv("LIBLOCK_NUMA_MAP");
+    st = !(map && *map) && !many_nodes() ? 1 : -1;
+    atomic_store_explicit(&one_node_state, st, memory_order_relaxed);
+    return st > 0;
+}
+
+int ll_cpu_node(int cpu)
+{
+    if (atomic_load_explicit(&topo_state, memory_order_acquire) != 2 && one_node())
+        return 0;
+    return topo_get(topo_node, cpu, 0);
+}
 int ll_cpu_package(int cpu) { return topo_get(topo_pkg, cpu, 0); }
 int ll_cpu_core(int cpu) { return topo_get(topo_core, cpu, cpu); }
 const char *ll_topology_source(void)
@@ -346,15 +398,12 @@ static int numa_on(void)
     st = -1;
 #if defined(HAVE_NUMA) && defined(LL_NUMA_SONAME)
     LL_KEEP_ERRNO;
-    char buf[64] = "";
-    int fd = open("/sys/devices/system/node/online", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t k = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        buf[k > 0 ? k : 0] = '\0';
-    }
-    if (buf[0] && strcmp(buf, "0\n") != 0 && strcmp(buf, "0") != 0) {
+    if (many_nodes()) {
+        if (ll_foreign_enter)
+            ll_foreign_enter();
         void *h = dlopen(LL_NUMA_SONAME, RTLD_NOW | RTLD_LOCAL);
+        if (ll_foreign_leave)
+            ll_foreign_leave();
         int (*avail)(void) = h ? (int (*)(void))dlsym(h, "numa_available") : NULL;
         int (*maxnode)(void) = h ? (int (*)(void))dlsym(h, "numa_max_node") : NULL;
         void *(*al)(size_t, int) = h ? (void *(*)(size_t, int))dlsym(h, "numa_alloc_onnode") : NULL;
