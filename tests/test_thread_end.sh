@@ -17,7 +17,8 @@
 #  3. last thread never used the library: under rcl, main locks a mutex (an
 #     RCL server starts), creates a thread that takes no lock, and leaves by
 #     pthread_exit; glibc ends the process with status 0 when that thread
-#     ends; the servers must not keep it alive.
+#     ends; the servers must not keep it alive.  The same with a C11 thread
+#     (thrd_create, which glibc implements without calling pthread_create).
 # BUILD may be absolute (to run these against another build).
 set -u
 build=${1:-build}
@@ -147,8 +148,32 @@ int main(void)
     pthread_exit(NULL);
 }
 EOF
+cat > "$tmp/lastthrd.c" <<'EOF'
+#include <pthread.h>
+#include <stdio.h>
+#include <threads.h>
+#include <unistd.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static int worker(void *a)
+{
+    (void)a;
+    usleep(100000); /* main has left by now */
+    printf("c11 worker done\n");
+    fflush(stdout);
+    return 5;
+}
+int main(void)
+{
+    pthread_mutex_lock(&m);
+    pthread_mutex_unlock(&m);
+    thrd_t t;
+    if (thrd_create(&t, worker, NULL) != thrd_success)
+        return 4;
+    thrd_exit(0);
+}
+EOF
 cc -O1 -shared -fPIC -o "$tmp/delay.so" "$tmp/delay.c" -ldl &&
-  for p in window rawclone lastnolock; do cc -O1 -pthread -rdynamic -o "$tmp/$p" "$tmp/$p.c" -ldl || exit 1; done ||
+  for p in window rawclone lastnolock lastthrd; do cc -O1 -pthread -rdynamic -o "$tmp/$p" "$tmp/$p.c" -ldl || exit 1; done ||
   { echo "FAIL: could not build the test programs"; exit 1; }
 
 # check NAME PRELOAD ALGO PROGRAM: glibc's output and status, then the interposer's
@@ -171,5 +196,6 @@ check "raw SYS_clone child" "$lib" mcs rawclone
 check "raw SYS_clone child" "$lib" rcl rawclone
 check "last thread never used the library" "$lib" rcl lastnolock
 check "last thread never used the library" "$lib" mp-server lastnolock
+check "last thread a C11 thread that never used the library" "$lib" rcl lastthrd
 [ $fails -eq 0 ] && echo "test_thread_end: all passed" || echo "test_thread_end: $fails failed"
 [ $fails -eq 0 ]

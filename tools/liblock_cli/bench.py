@@ -15,6 +15,8 @@ Experiments (docs/bench.md, BENCHMARKS.md):
                hand-off vs the wake-up probe, issue 12's targets
   apps         real programs (C++ bounded buffer, Python queue.Queue, sqlite3) under the interposer,
                time / glibc's
+  startup      what the interposer adds to a process's start: /bin/true and a shell loop of 200 /bin/true,
+               plain vs interposed (warm: figures handed down; cold: no cache), medians
   report DIR...  print BENCHMARKS.md's tables from oversubscription / apps results directories
 """
 import os
@@ -100,8 +102,9 @@ def add_arguments(p):
     sp.add_argument("--context", default="0,2,5,10,20", help="context lines (default 0,2,5,10,20)")
     sp.add_argument("--delays", default="0,300,1000,3000", help="client delays swept for the peak (cycles)")
 
-    from . import _oversub, _apps, _report, _delegation
+    from . import _oversub, _apps, _report, _delegation, _startup
     _oversub.add_arguments(sub, common)
+    _startup.add_arguments(sub, common)
     _apps.add_arguments(sub, common)
     _delegation.add_arguments(sub, common)
     _report.add_arguments(sub)
@@ -110,7 +113,7 @@ def add_arguments(p):
 def run(args, env):
     if not args.experiment:
         print("liblock bench: name an experiment: contention, threads, headline, latency-map, store-cas, "
-              "null-rpc, multi-rpc, cost-model, oversubscription, apps, delegation, report (see `liblock bench -h`)",
+              "null-rpc, multi-rpc, cost-model, oversubscription, apps, delegation, startup, report (see `liblock bench -h`)",
               file=sys.stderr)
         return 2
     if args.experiment == "report":
@@ -132,6 +135,9 @@ def run(args, env):
     if args.experiment == "delegation":
         from . import _delegation
         return _delegation.run(args, env)
+    if args.experiment == "startup":
+        from . import _startup
+        return _startup.run(args, env)
     if args.experiment == "apps":
         from . import _apps
         return _apps.run(args, env)
