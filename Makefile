@@ -110,7 +110,7 @@ ifneq ($(INTERPOSE_SRCS),)
 INTERPOSE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(INTERPOSE_SRCS) $(SHIM_SRCS))
 $(INTERPOSE_SO): $(INTERPOSE_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $(INTERPOSE_OBJS) $(LIB_OBJS) $(LIBS) $(SHIM_LIBS) -ldl $(INTERPOSE_WRAP)
+	$(CC) -shared -o $@ $(INTERPOSE_OBJS) $(LIB_OBJS) -Wl,--as-needed $(LIBS) $(SHIM_LIBS) -ldl $(INTERPOSE_WRAP)
 endif
 # The library objects linked into the preload libraries call pthread_mutex_*
 # and pthread_cond_* themselves; --wrap sends those calls to __wrap_* in
@@ -125,7 +125,7 @@ $(BUILD)/obj-profile/%.o: %.c src/internal.h include/liblock.h $(wildcard src/*/
 	$(CC) $(CFLAGS_ALL) -DLL_SHIM_PROFILE -c $< -o $@
 $(PROFILE_SO): $(PROFILE_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $(PROFILE_OBJS) $(LIB_OBJS) $(LIBS) $(SHIM_LIBS) -ldl $(INTERPOSE_WRAP)
+	$(CC) -shared -o $@ $(PROFILE_OBJS) $(LIB_OBJS) -Wl,--as-needed $(LIBS) $(SHIM_LIBS) -ldl $(INTERPOSE_WRAP)
 endif
 
 # Tests and benchmarks link the static library: they may use internal

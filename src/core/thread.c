@@ -111,9 +111,11 @@ static void thread_exit(void *arg);
  * Orderings: the counts are sequentially consistent read-modify-writes and
  * loads: the check reads lib_gen, lib_live, the kernel's list, lib_gen, and
  * a thread that changes lib_live does so before it bumps lib_gen, so two
- * equal readings bracket a lib_live that matches the kernel's list (a
- * library thread is in the kernel's list from before its raise until after
- * its lowering).  app_threads is an atomic counter whose 0 only one
+ * equal readings bracket a lib_live no larger than the number of library
+ * threads in the kernel's list (a library thread is in that list from before
+ * its raise until after its lowering): errors can only count a library
+ * thread as another thread, which delays or forgoes the exit, never hastens
+ * it.  app_threads is an atomic counter whose 0 only one
  * decrement can produce. */
 static _Atomic int lib_live, lib_pending;
 static _Atomic unsigned lib_gen;
