@@ -17,22 +17,26 @@ EXTRA_CFLAGS ?=
 HAVE_HWLOC := $(shell pkg-config --exists hwloc 2>/dev/null && echo 1)
 HAVE_NUMA  := $(shell test -f /usr/include/numa.h && echo 1)
 DEFS :=
-LIBS := -pthread -lm
+LIBS := -pthread -lm -ldl
+# hwloc and libnuma are opened with dlopen on first need (src/platform/platform.c),
+# not linked: every program under the interposer would load them at start.
+soname = $(shell objdump -p $(1) 2>/dev/null | awk '/SONAME/ {print $$2}')
 ifeq ($(HAVE_HWLOC),1)
-  DEFS += -DHAVE_HWLOC
-  LIBS += $(shell pkg-config --libs hwloc)
+  HWLOC_SONAME := $(call soname,$(shell pkg-config --variable=libdir hwloc)/libhwloc.so)
+  DEFS += -DHAVE_HWLOC $(if $(HWLOC_SONAME),-DLL_HWLOC_SONAME='"$(HWLOC_SONAME)"')
 endif
 ifeq ($(HAVE_NUMA),1)
-  DEFS += -DHAVE_NUMA
-  LIBS += -lnuma
+  NUMA_SONAME := $(call soname,$(firstword $(wildcard /usr/lib/*/libnuma.so /usr/lib64/libnuma.so /usr/lib/libnuma.so)))
+  DEFS += -DHAVE_NUMA $(if $(NUMA_SONAME),-DLL_NUMA_SONAME='"$(NUMA_SONAME)"')
 endif
 # libdw (elfutils): file:line of lock sites in the preload libraries
 # (src/shim/site.c); without it sites are module+offset.
+# Opened with dlopen on first need, not linked (like hwloc and libnuma).
 HAVE_LIBDW := $(shell test -f /usr/include/elfutils/libdwfl.h && echo 1)
 SHIM_LIBS :=
 ifeq ($(HAVE_LIBDW),1)
-  DEFS += -DHAVE_LIBDW
-  SHIM_LIBS += -ldw -lelf
+  LIBDW_SONAME := $(call soname,$(firstword $(wildcard /usr/lib/*/libdw.so /usr/lib64/libdw.so /usr/lib/libdw.so)))
+  DEFS += $(if $(LIBDW_SONAME),-DHAVE_LIBDW -DLL_LIBDW_SONAME='"$(LIBDW_SONAME)"')
 endif
 CFLAGS_ALL := $(BASEFLAGS) $(OPT) $(DEFS) $(EXTRA_CFLAGS)
 # Objects depend on this stamp, rewritten whenever the flags change (e.g.
@@ -106,7 +110,7 @@ ifneq ($(INTERPOSE_SRCS),)
 INTERPOSE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(INTERPOSE_SRCS) $(SHIM_SRCS))
 $(INTERPOSE_SO): $(INTERPOSE_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $(INTERPOSE_OBJS) $(LIB_OBJS) $(LIBS) $(SHIM_LIBS) -ldl $(INTERPOSE_WRAP)
+	$(CC) -shared -o $@ $(INTERPOSE_OBJS) $(LIB_OBJS) -Wl,--as-needed $(LIBS) $(SHIM_LIBS) -ldl $(INTERPOSE_WRAP)
 endif
 # The library objects linked into the preload libraries call pthread_mutex_*
 # and pthread_cond_* themselves; --wrap sends those calls to __wrap_* in
@@ -121,7 +125,7 @@ $(BUILD)/obj-profile/%.o: %.c src/internal.h include/liblock.h $(wildcard src/*/
 	$(CC) $(CFLAGS_ALL) -DLL_SHIM_PROFILE -c $< -o $@
 $(PROFILE_SO): $(PROFILE_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $(PROFILE_OBJS) $(LIB_OBJS) $(LIBS) $(SHIM_LIBS) -ldl $(INTERPOSE_WRAP)
+	$(CC) -shared -o $@ $(PROFILE_OBJS) $(LIB_OBJS) -Wl,--as-needed $(LIBS) $(SHIM_LIBS) -ldl $(INTERPOSE_WRAP)
 endif
 
 # Tests and benchmarks link the static library: they may use internal

@@ -89,6 +89,24 @@ int ll_cpu_node(int cpu);                 /* NUMA node of a CPU (LIBLOCK_NUMA_MA
 int ll_cpu_package(int cpu);              /* physical package, 0 if unknown */
 int ll_cpu_core(int cpu);                 /* core id, cpu if unknown */
 const char *ll_topology_source(void);     /* "hwloc", "sysfs" or "none" */
+/* The machine's figures measured before (src/platform/calibration.c): from
+ * LIBLOCK_CALIBRATION, else this machine's cache file; 0 and *source set if
+ * found (a 0 field: not known), -1 if not.  _store writes them to the cache
+ * (a 0 field keeps the cache's), 0 or -1; both keep errno. */
+struct ll_calibration {
+    double cycles_per_ns;
+    uint64_t spin_ns;
+};
+int ll_calibration_lookup(struct ll_calibration *out, const char **source);
+int ll_calibration_store(const struct ll_calibration *c);
+/* Around code of other libraries that the library runs on first need
+ * (hwloc's topology, dlopen): defined by the preload libraries' shim
+ * (src/shim/real.c), where the pthread mutexes such code takes must stay
+ * glibc's as during any set-up (it may run with a library mutex held, and an
+ * interposed mutex could come back into the library: an RCL server's start
+ * asks for the topology); NULL (weak) elsewhere. */
+void ll_foreign_enter(void) __attribute__((weak));
+void ll_foreign_leave(void) __attribute__((weak));
 int ll_current_cpu(void);                 /* sched_getcpu(), or -1 */
 int ll_pin_self(int cpu);                 /* 0 or errno */
 int ll_pin_thread(pthread_t t, int cpu);  /* 0 or errno */
@@ -256,9 +274,17 @@ static inline ll_thread_t *ll_self(void)
 /* Register fn(self,arg) to run when the calling thread exits (hook memory is
  * owned by the caller and must stay valid).  Hooks run newest first. */
 void ll_thread_on_exit(ll_thread_t *self, struct ll_exit_hook *hook);
-/* pthread_create for the library's own threads (servers): counted, so that
- * the process still ends when its last application thread does (thread.c). */
+/* pthread_create for the library's own threads (servers): counted once
+ * running, so that the process still ends when its last application thread
+ * does, and never earlier (thread.c). */
 int ll_internal_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+/* The interposer's count of application threads (thread.c, "the end of the
+ * process"): _created before glibc's pthread_create (_create_failed if it
+ * failed), _begin first thing in the new thread, _main_begin in main. */
+void ll_app_thread_created(void);
+void ll_app_thread_create_failed(void);
+void ll_app_thread_begin(void);
+void ll_app_main_begin(void);
 unsigned ll_thread_max_id(void);          /* 1 + highest id in use (scan bound) */
 LL_EXPORT long liblock_debug_live_threads(void); /* for leak tests */
 

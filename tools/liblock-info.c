@@ -1,7 +1,9 @@
 /* liblock-info: print the algorithm registry as JSON lines (used by
  * `liblock list`, the benchmarks and the docs).  With --spin-budget it
  * prints instead the spin phase of spin-then-park on this machine (measured
- * now, or LIBLOCK_SPIN_NS) as one JSON object; with --machine, what the
+ * now, or LIBLOCK_SPIN_NS, or measured before: "source" says which) as one
+ * JSON object; with --calibration, the machine's figures as
+ * LIBLOCK_CALIBRATION takes them (CYCLES_PER_NS,SPIN_NS); with --machine, what the
  * library found out about the machine (CPUs, cache line, topology source,
  * the x86 user-mode waiting instructions) as one JSON object. */
 #include <stdio.h>
@@ -27,6 +29,15 @@ int main(int argc, char **argv)
         printf("{\"spin_budget_ns\": %llu, \"source\": ", ns);
         json_str(src);
         printf("}\n");
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--calibration") == 0) {
+        /* the figures as LIBLOCK_CALIBRATION takes them (`liblock run` hands
+         * them to its program): from the environment, else the machine's
+         * cache, else measured now and cached (src/platform/calibration.c) */
+        double cpn = ll_cycles_per_ns();
+        unsigned long long ns = (unsigned long long)ll_spin_budget_ns(NULL);
+        printf("%.6f,%llu\n", cpn, ns);
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "--machine") == 0) {

@@ -41,7 +41,7 @@
  */
 #include "fairness.h"
 
-#include <math.h>
+#include <math.h> /* NAN only: no libm function is called */
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,7 +137,8 @@ static double hist_value(unsigned b)
     if (b < HIST_EXACT)
         return (double)b;
     unsigned e = 10u + (b - HIST_EXACT) / HIST_SUB, sub = (b - HIST_EXACT) % HIST_SUB;
-    double lo = ldexp((double)(HIST_SUB + sub), (int)e - 5), width = ldexp(1.0, (int)e - 5);
+    double width = (double)(1ull << (e - 5)); /* 5 <= e - 5 <= 58: exact */
+    double lo = (double)(HIST_SUB + sub) * width;
     return lo + (width - 1.0) / 2.0;
 }
 
@@ -245,6 +246,24 @@ double ll_fairness_gini(const uint64_t *counts, size_t n)
     return g;
 }
 
+/* Square root by Newton's iteration from above (decreasing to the root, so
+ * it stops when a step no longer decreases): written here so that the
+ * library, and the preload libraries built from it, need no libm (loading
+ * it is a tenth of a millisecond at every process start). */
+static long double sqrt_ld(long double s)
+{
+    if (!(s > 0))
+        return 0;
+    long double x = s > 1 ? s : 1;
+    for (int i = 0; i < 4096; i++) {
+        long double y = (x + s / x) / 2;
+        if (!(y < x))
+            break;
+        x = y;
+    }
+    return x;
+}
+
 /* Population standard deviation / mean. */
 double ll_fairness_rstddev(const uint64_t *counts, size_t n)
 {
@@ -261,7 +280,7 @@ double ll_fairness_rstddev(const uint64_t *counts, size_t n)
         long double d = (long double)counts[i] - mean;
         ss += d * d;
     }
-    return (double)(sqrtl(ss / n) / mean);
+    return (double)(sqrt_ld(ss / n) / mean);
 }
 
 /* ---- public API ------------------------------------------------------------ */

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -50,36 +51,109 @@ static ll_hold_t *hold_pool; /* free holds of exited threads; guarded by hold_po
 
 static void thread_exit(void *arg);
 
-/* ---- the library's own threads ------------------------------------------------
+/* ---- the end of the process ------------------------------------------------
  * glibc ends the process with exit(0) when its last thread ends, whatever
  * the main thread did (pthread_exit included).  The library's own threads
- * (RCL servers, mp-server servers) would keep such a process alive for ever
- * -- the main thread a zombie, servers asleep with every signal blocked, so
- * even SIGTERM is never taken (seen: CPython's test_threading
- * test_3_join_in_forked_from_thread under mp-server).  So every library
- * thread is made by ll_internal_thread_create, which counts the live ones,
- * and when an application thread that used the library ends, it checks
- * whether it is the last one: the kernel's thread count (/proc/self/status;
- * near the end the live ones in /proc/self/task, since a main thread that
- * left by pthread_exit stays counted as a zombie) minus the library's
- * threads minus itself; if nothing is left it calls exit(0), as glibc would
- * once it was gone.
- *  - Errors only on the safe side: the count is raised before
- *    pthread_create and lowered after the thread's function returned (the
- *    kernel may still count it then), so it never exceeds the library's
- *    threads the kernel counts, and a miscount can only leave the process
- *    running, never end it early.  fork resets it in the child (the
- *    parent's library threads are not there; the child's own are counted as
- *    they are made).
- *  - Not covered: an application thread that never used the library ends
- *    last (it has no record, so nothing runs at its exit), or two end at
- *    the same moment (each sees the other): the process then stays as
- *    before.
- *  - Orderings: the count is an atomic read-modify-write, read relaxed: it
- *    is compared with a kernel figure read at the same moment, not used to
- *    order memory. */
-static _Atomic int internal_threads;
+ * (RCL servers and servicing threads, mp-server servers) would keep such a
+ * process alive for ever -- the main thread a zombie, servers asleep with
+ * every signal blocked, so even SIGTERM is never taken (seen: CPython's
+ * test_threading test_3_join_in_forked_from_thread under mp-server).  So
+ * the library calls exit(0) itself when the last *application* thread ends
+ * while library threads remain, and must never do it earlier: an early
+ * exit loses the user's data.
+ *
+ * Application threads.  Under the interposer every thread the program
+ * creates goes through its pthread_create (src/interpose/thread_create.c),
+ * which counts it here before glibc creates it (ll_app_thread_created, as
+ * glibc counts its own threads before clone) and marks it in the new thread
+ * (ll_app_thread_begin: a value under app_key); main is counted from the
+ * start.  app_key's destructor ends the count of a thread, whatever it did
+ * (it need not have used the library), in the last round of the thread's
+ * destructors (it re-arms itself until PTHREAD_DESTRUCTOR_ITERATIONS, so
+ * the other keys' destructors run first, as they do before glibc's own
+ * exit(0)).  The thread that takes the count to 0 is the last one.
+ * Without the interposer (a program linked with liblock) threads are not
+ * counted, and a thread that used the library checks the kernel's figure
+ * at its end instead (below), which misses a last thread that never used
+ * the library and two last threads ending at the same moment (each sees
+ * the other): the process then stays as it would without this check.
+ *
+ * Library threads (ll_internal_thread_create) are counted only while they
+ * really are running library code: `lib_live` is raised by the new thread
+ * itself, first thing, and lowered after its function returned, so it never
+ * exceeds the library threads the kernel shows (an over-count is what made
+ * an application thread ending while the library was creating a thread see
+ * "only library threads left" and exit with main still running).
+ * `lib_pending` counts creations under way (raised before pthread_create,
+ * lowered by the new thread or on failure), `lib_gen` changes after every
+ * change of lib_live.
+ *
+ * The decision (last_thread_check): with threads counted, when the count
+ * reaches 0 and library threads exist (live or pending), wait for pending
+ * creations, then compare the kernel's live threads (/proc/self/task, state
+ * not Z/X: a main thread that left by pthread_exit stays as a zombie) with
+ * lib_live + this thread, read between two equal readings of lib_gen.  Any
+ * other live thread is either an application thread still finishing its
+ * exit (it vanishes within microseconds: poll) or a thread nobody counted
+ * (glibc's helpers for SIGEV_THREAD timers or AIO, which glibc counts and
+ * which keep a glibc process alive too): after EXIT_POLL_MS the thread gives
+ * up and just ends.  A new application thread made meanwhile (by such a
+ * helper) stops the check; its own end checks again.
+ *
+ * Children.  A child made by fork runs the atfork handler; one made by
+ * _Fork, clone or a raw clone system call does not, and inherits the
+ * parent's counts.  So the counts carry the pid they belong to; the first
+ * count or check in a process with another pid starts over (one
+ * application thread: the caller; no library thread: they are the
+ * parent's).  A child sharing our memory (CLONE_VM without CLONE_THREAD,
+ * vfork) must not create threads or end through here; it execs or _exits.
+ *
+ * Orderings: the counts are sequentially consistent read-modify-writes and
+ * loads: the check reads lib_gen, lib_live, the kernel's list, lib_gen, and
+ * a thread that changes lib_live does so before it bumps lib_gen, so two
+ * equal readings bracket a lib_live no larger than the number of library
+ * threads in the kernel's list (a library thread is in that list from before
+ * its raise until after its lowering): errors can only count a library
+ * thread as another thread, which delays or forgoes the exit, never hastens
+ * it.  app_threads is an atomic counter whose 0 only one
+ * decrement can produce. */
+static _Atomic int lib_live, lib_pending;
+static _Atomic unsigned lib_gen;
+static _Atomic int app_threads = 1; /* main */
+static _Atomic int app_counting;     /* the interposer counts application threads */
+static _Atomic pid_t counts_pid;     /* the process the counts belong to; 0: not known yet */
 static __thread int internal_self;
+static pthread_key_t app_key;
+static pthread_once_t app_key_once = PTHREAD_ONCE_INIT;
+static __thread int app_rounds;
+#define EXIT_POLL_MS 2000
+
+/* Start the counts over in a child that inherited them without the atfork
+ * handler (clone, _Fork): it has one thread, the caller, and no library
+ * thread.  Only the child's first thread can get here first, before it
+ * makes any other. */
+static void counts_for_this_process(void)
+{
+    pid_t me = getpid(), was = atomic_load(&counts_pid);
+    if (LL_LIKELY(was == me))
+        return;
+    if (was == 0 && atomic_compare_exchange_strong(&counts_pid, &was, me))
+        return; /* the first count in this process: the counts are its own */
+    atomic_store(&lib_live, 0);
+    atomic_store(&lib_pending, 0);
+    atomic_store(&app_threads, 1);
+    atomic_store(&counts_pid, me);
+}
+
+static void counts_child(void)
+{
+    atomic_store(&counts_pid, getpid());
+    atomic_store(&lib_live, 0);
+    atomic_store(&lib_pending, 0);
+    atomic_store(&app_threads, 1);
+}
+
+__attribute__((constructor(101))) static void counts_atfork(void) { pthread_atfork(NULL, NULL, counts_child); }
 
 struct internal_start {
     void *(*fn)(void *);
@@ -91,8 +165,12 @@ static void *internal_main(void *p)
     struct internal_start st = *(struct internal_start *)p;
     free(p);
     internal_self = 1;
+    atomic_fetch_add(&lib_live, 1); /* now it is one */
+    atomic_fetch_add(&lib_gen, 1);
+    atomic_fetch_sub(&lib_pending, 1);
     void *r = st.fn(st.arg);
-    atomic_fetch_sub_explicit(&internal_threads, 1, memory_order_relaxed);
+    atomic_fetch_sub(&lib_live, 1);
+    atomic_fetch_add(&lib_gen, 1);
     return r;
 }
 
@@ -103,23 +181,22 @@ int ll_internal_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(
         return EAGAIN;
     st->fn = fn;
     st->arg = arg;
-    atomic_fetch_add_explicit(&internal_threads, 1, memory_order_relaxed);
+    counts_for_this_process();
+    atomic_fetch_add(&lib_pending, 1);
     int r = pthread_create(th, attr, internal_main, st);
     if (r) {
-        atomic_fetch_sub_explicit(&internal_threads, 1, memory_order_relaxed);
+        atomic_fetch_sub(&lib_pending, 1);
         free(st);
     }
     return r;
 }
 
-static void internal_threads_child(void) { atomic_store_explicit(&internal_threads, 0, memory_order_relaxed); }
+/* Live threads of this process other than the caller, less lib_live, read
+ * consistently (see above); INT_MAX if /proc cannot be read. */
+static int live_threads(void);
 
-__attribute__((constructor(101))) static void internal_threads_atfork(void)
-{
-    pthread_atfork(NULL, NULL, internal_threads_child);
-}
-
-/* Threads of this process according to the kernel, or -1. */
+/* Threads of this process according to the kernel (zombies included), or -1:
+ * one read, where a scan of /proc/self/task opens a file per thread. */
 static int process_threads(void)
 {
     int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
@@ -133,6 +210,82 @@ static int process_threads(void)
     buf[n] = '\0';
     const char *p = strstr(buf, "\nThreads:");
     return p ? atoi(p + 9) : -1;
+}
+
+static int others_than_library(void)
+{
+    for (;;) {
+        unsigned g = atomic_load(&lib_gen);
+        int lib = atomic_load(&lib_live);
+        /* the count with zombies can only be higher than the live one: when
+         * it leaves two or more others, so would the scan */
+        int n = process_threads();
+        if (n < 0 || n - 1 - lib <= 1)
+            n = live_threads();
+        if (atomic_load(&lib_gen) != g)
+            continue;
+        return n < 0 ? INT_MAX : n - 1 - lib;
+    }
+}
+
+/* The caller is an application thread at its end; with threads counted,
+ * it took the count to 0. */
+static void last_thread_check(int counted)
+{
+    if (atomic_load(&lib_live) + atomic_load(&lib_pending) <= 0)
+        return; /* no library thread: glibc ends the process itself */
+    LL_KEEP_ERRNO;
+    for (int ms = 0;; ms++) {
+        if (counted && atomic_load(&app_threads) > 0)
+            return; /* a new application thread: its end checks again */
+        if (atomic_load(&lib_pending) == 0 && others_than_library() <= 0)
+            exit(0);
+        if (!counted || ms >= EXIT_POLL_MS)
+            return; /* another thread is alive (not counted: it may be an application thread) */
+        usleep(1000);
+    }
+}
+
+static void app_end(void *v)
+{
+    /* re-arm until the last round, so that every other key's destructor
+     * has run (glibc runs them before its own exit(0)) */
+    if (++app_rounds < PTHREAD_DESTRUCTOR_ITERATIONS && pthread_setspecific(app_key, v) == 0)
+        return;
+    counts_for_this_process();
+    if (atomic_fetch_sub(&app_threads, 1) == 1)
+        last_thread_check(1);
+}
+
+static void app_key_init(void)
+{
+    if (pthread_key_create(&app_key, app_end) != 0)
+        fprintf(stderr, "liblock: pthread_key_create failed; the process may outlive its last thread\n");
+    else
+        atomic_store(&app_counting, 1);
+}
+
+void ll_app_thread_created(void)
+{
+    pthread_once(&app_key_once, app_key_init);
+    counts_for_this_process();
+    atomic_fetch_add(&app_threads, 1);
+}
+
+void ll_app_thread_create_failed(void) { atomic_fetch_sub(&app_threads, 1); }
+
+void ll_app_thread_begin(void)
+{
+    app_rounds = 0;
+    if (atomic_load(&app_counting))
+        pthread_setspecific(app_key, (void *)1);
+}
+
+void ll_app_main_begin(void)
+{
+    pthread_once(&app_key_once, app_key_init);
+    counts_for_this_process();
+    ll_app_thread_begin();
 }
 
 /* Threads of this process that have not ended (state not Z or X), or -1. */
@@ -164,20 +317,13 @@ static int live_threads(void)
     return n;
 }
 
+/* Without the interposer's count: a thread that used the library ends. */
 static void exit_if_last_application_thread(void)
 {
-    int internal = atomic_load_explicit(&internal_threads, memory_order_relaxed);
-    if (internal <= 0)
-        return;
-    LL_KEEP_ERRNO;
-    int n = process_threads();
-    /* a main thread that left by pthread_exit stays counted as a zombie
-     * until the process ends: when at most one application thread besides
-     * us remains, count the live ones */
-    if (n > 0 && n - internal - 1 <= 1)
-        n = live_threads();
-    if (n > 0 && n - internal - 1 <= 0)
-        exit(0);
+    if (atomic_load(&app_counting))
+        return; /* counted: app_end decides */
+    counts_for_this_process();
+    last_thread_check(0);
 }
 
 static void self_key_init(void)

@@ -5,8 +5,8 @@
  * means "keep waiting"; the policy decides how to wait:
  *   spin            pause loop;
  *   yield           sched_yield() between checks;
- *   spin-then-park  pause loop for about one context-switch round trip
- *                   (measured once per process, see ll_spin_budget_cycles;
+ *   spin-then-park  pause loop for about one cross-CPU wake-up
+ *                   (measured once per machine, see ll_spin_budget_cycles;
  *                   LIBLOCK_SPIN_NS overrides), then sleep in the kernel on
  *                   the word;
  *   park            sleep at once.
@@ -46,19 +46,23 @@ __thread unsigned long ll_parks_tls __attribute__((tls_model("initial-exec")));
  * rule of seed 001 section 5, Karlin et al.): the time from the futex_wake
  * of a sleeping waiter until it runs.  A lock hands over to a waiter on
  * another CPU (one on the releaser's own CPU is not running anyway), so the
- * cost that counts is a *cross-CPU* wake-up.  We measure it once per
- * process, at the first call (the interposer's set-up, a lock initialised
- * with a parking policy, or the first spin-then-park wait): two helper
- * threads pinned to two CPUs of the caller's set hand a token back and forth
- * ROUNDS times, both parking in futex_wait each time; the budget is half the
- * median round trip, clamped to [BUDGET_MIN_NS, BUDGET_MAX_NS].  The CPUs
- * are two of the caller's, or of the online CPUs if the caller is pinned to
- * one (the first lock is often initialised by a pinned thread); on a
- * one-CPU machine they share it (a same-CPU wake-up: spinning longer there
- * only delays the thread the waiter waits for).  About 2.5 ms, once.
- * LIBLOCK_SPIN_NS overrides; if the helper cannot be created the budget is
+ * cost that counts is a *cross-CPU* wake-up.  It is needed on first need
+ * only (the first spin-then-park wait), and is then taken, in this order,
+ * from LIBLOCK_SPIN_NS, from the figures measured before (LIBLOCK_CALIBRATION,
+ * which `liblock run` hands to its children, else the machine's cache:
+ * src/platform/calibration.c), or measured now and written to the cache: two
+ * helper threads pinned to two CPUs of the caller's set hand a token back
+ * and forth ROUNDS times, both parking in futex_wait each time; the budget
+ * is half the median round trip, clamped to [BUDGET_MIN_NS, BUDGET_MAX_NS].
+ * The CPUs are two of the caller's, or of the online CPUs if the caller is
+ * pinned to one (the first lock is often initialised by a pinned thread);
+ * on a one-CPU machine they share it (a same-CPU wake-up: spinning longer
+ * there only delays the thread the waiter waits for).  About 2.5 ms, once
+ * per machine and boot.  If the helpers cannot be created the budget is
  * BUDGET_DEFAULT_NS.  Callers that arrive while the measurement runs use the
- * default for that one wait rather than wait for the measurement.
+ * default for that one wait rather than wait for the measurement.  A
+ * process that never waits never asks: it creates no thread, pins nothing,
+ * and glibc's __libc_single_threaded stays as glibc left it.
  *
  * Why not the fastest round trip without pinning (what this was until
  * 2026-11-27): the helper then often ran on the caller's CPU, so the
@@ -186,6 +190,27 @@ static uint64_t measure_wake_ns(void)
     return p.n ? p.d[p.n / 2] / 2 : 0;
 }
 
+/* LIBLOCK_SPIN_NS: the budget in ns, or -1 when unset or not valid (then
+ * the budget comes from the figures, as when it is unset). */
+static long spin_ns_env(void)
+{
+    LL_KEEP_ERRNO;
+    const char *s = getenv("LIBLOCK_SPIN_NS");
+    if (!s || !*s)
+        return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 0);
+    if (errno || *end || v < 0 || v > 60000000000L) {
+        ll_warn_once("LIBLOCK_SPIN_NS",
+                     "liblock: LIBLOCK_SPIN_NS=\"%s\" is not an integer in [0, 60000000000]; ignored, the spin "
+                     "budget is measured (one cross-CPU futex wake-up)",
+                     s);
+        return -1;
+    }
+    return v;
+}
+
 uint64_t ll_spin_budget_cycles(void)
 {
     uint64_t b = atomic_load_explicit(&spin_budget, memory_order_relaxed);
@@ -197,9 +222,12 @@ uint64_t ll_spin_budget_cycles(void)
         b = atomic_load_explicit(&spin_budget, memory_order_acquire);
         return b ? b : ll_ns_to_cycles(BUDGET_DEFAULT_NS); /* being measured */
     }
-    long ns = ll_env_long("LIBLOCK_SPIN_NS", -1, 0, 60000000000L);
+    long ns = spin_ns_env();
     const char *src = "LIBLOCK_SPIN_NS";
-    if (ns < 0) {
+    struct ll_calibration known;
+    if (ns < 0 && ll_calibration_lookup(&known, &src) == 0 && known.spin_ns) {
+        ns = (long)known.spin_ns; /* src: "LIBLOCK_CALIBRATION" or "cache" */
+    } else if (ns < 0) {
         uint64_t rt = measure_wake_ns();
         if (rt == 0 || rt == UINT64_MAX) {
             ns = BUDGET_DEFAULT_NS;
@@ -207,6 +235,7 @@ uint64_t ll_spin_budget_cycles(void)
         } else {
             ns = (long)(rt < BUDGET_MIN_NS ? BUDGET_MIN_NS : rt > BUDGET_MAX_NS ? BUDGET_MAX_NS : rt);
             src = "measured";
+            (void)ll_calibration_store(&(struct ll_calibration){ll_cycles_per_ns(), (uint64_t)ns});
         }
     }
     b = ll_ns_to_cycles((uint64_t)ns);

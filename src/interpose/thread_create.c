@@ -1,6 +1,6 @@
 /*
- * thread_create.c - pthread_create under the interposer, for threads created
- * inside a delegated critical section.
+ * thread_create.c - pthread_create under the interposer: application threads
+ * counted, and threads created inside a delegated critical section reset.
  *
  * A critical section delegated to an RCL server (`liblock_execute_mutex` in a
  * program transformed by `liblock transform`, run with `--lock rcl`) runs on
@@ -23,7 +23,12 @@
  * and an explicit affinity.  With attributes given, the reset is done by the
  * new thread itself before it calls the start routine (a trampoline); with
  * none, through attributes, so the thread never runs on the server CPU.
- * Threads created anywhere else go straight to glibc.
+ * Threads created anywhere else get the caller's attributes untouched.
+ *
+ * Every application thread (these and all others, and C11 thrd_create's)
+ * is also counted, so that the process ends when its last one does and
+ * never earlier, whatever the library's own threads do (src/core/thread.c,
+ * "the end of the process").
  */
 #include "../internal.h"
 #include "../rcl/rcl.h"
@@ -31,7 +36,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <threads.h>
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 static create_fn real_create;
@@ -49,10 +56,13 @@ struct ip_start {
     int sched, affinity; /* reset these in the new thread */
 };
 
-static void *ip_start_off_server(void *p)
+/* Every application thread starts here: counted (src/core/thread.c, "the
+ * end of the process"), then, if made by a servicing thread, reset. */
+static void *ip_start(void *p)
 {
     struct ip_start s = *(struct ip_start *)p;
     free(p);
+    ll_app_thread_begin();
     if (s.sched) {
         struct sched_param sp = {0};
         pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
@@ -62,29 +72,56 @@ static void *ip_start_off_server(void *p)
     return s.fn(s.arg);
 }
 
-LL_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+static create_fn real_fn(void)
 {
-    LL_KEEP_ERRNO;
     create_fn real = __atomic_load_n(&real_create, __ATOMIC_ACQUIRE);
     if (LL_UNLIKELY(!real)) {
         real = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
-        if (!real)
-            return EAGAIN;
-        __atomic_store_n(&real_create, real, __ATOMIC_RELEASE);
+        if (real)
+            __atomic_store_n(&real_create, real, __ATOMIC_RELEASE);
     }
+    return real;
+}
+
+/* glibc's pthread_create with the start routine wrapped; counted. */
+static int create_counted(pthread_t *th, const pthread_attr_t *attr, struct ip_start *s)
+{
+    create_fn real = real_fn();
+    if (!real) {
+        free(s);
+        return EAGAIN;
+    }
+    ll_app_thread_created();
+    int r = real(th, attr, ip_start, s);
+    if (r) {
+        ll_app_thread_create_failed();
+        free(s);
+    }
+    return r;
+}
+
+LL_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    LL_KEEP_ERRNO;
+    struct ip_start *s = malloc(sizeof *s);
+    if (!s)
+        return EAGAIN;
+    *s = (struct ip_start){fn, arg, 0, 0};
     if (LL_LIKELY(rcl_tls.my_server == NULL))
-        return real(th, attr, fn, arg);
+        return create_counted(th, attr, s);
     if (!attr) {
         pthread_attr_t a;
-        if (pthread_attr_init(&a) != 0)
+        if (pthread_attr_init(&a) != 0) {
+            free(s);
             return EAGAIN;
+        }
         struct sched_param sp = {0};
         pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
         pthread_attr_setschedpolicy(&a, SCHED_OTHER);
         pthread_attr_setschedparam(&a, &sp);
         if (have_mask)
             pthread_attr_setaffinity_np(&a, sizeof start_mask, &start_mask);
-        int r = real(th, &a, fn, arg);
+        int r = create_counted(th, &a, s);
         pthread_attr_destroy(&a);
         return r;
     }
@@ -93,12 +130,37 @@ LL_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
     pthread_attr_getinheritsched(attr, &inherit);
     /* glibc reports every CPU for attributes without an affinity */
     int aff_set = pthread_attr_getaffinity_np(attr, sizeof m, &m) == 0 && CPU_COUNT(&m) < CPU_SETSIZE;
-    struct ip_start *s = malloc(sizeof *s);
-    if (!s)
-        return EAGAIN;
-    *s = (struct ip_start){fn, arg, inherit == PTHREAD_INHERIT_SCHED, !aff_set};
-    int r = real(th, attr, ip_start_off_server, s);
-    if (r)
-        free(s);
-    return r;
+    s->sched = inherit == PTHREAD_INHERIT_SCHED;
+    s->affinity = !aff_set;
+    return create_counted(th, attr, s);
 }
+
+/* C11 threads: glibc's thrd_create calls its pthread_create internally,
+ * which the one above never sees; the thread must be counted all the same. */
+struct ip_thrd {
+    int (*fn)(void *);
+    void *arg;
+};
+
+static void *ip_thrd_start(void *p)
+{
+    struct ip_thrd t = *(struct ip_thrd *)p;
+    free(p);
+    return (void *)(intptr_t)t.fn(t.arg); /* what glibc's thrd_create does with the result */
+}
+
+LL_EXPORT int thrd_create(thrd_t *thr, int (*fn)(void *), void *arg)
+{
+    struct ip_thrd *t = malloc(sizeof *t);
+    if (!t)
+        return thrd_nomem;
+    t->fn = fn;
+    t->arg = arg;
+    int r = pthread_create((pthread_t *)thr, NULL, ip_thrd_start, t);
+    if (r)
+        free(t);
+    return r == 0 ? thrd_success : r == ENOMEM ? thrd_nomem : thrd_error;
+}
+
+/* main is an application thread too (counted from the start). */
+__attribute__((constructor)) static void ip_main_thread(void) { ll_app_main_begin(); }

@@ -150,8 +150,6 @@ static int clh_init(liblock_t *l, const liblock_attr_t *attr)
     if (!dummy)
         return ENOMEM;
     atomic_store_explicit(&LL_STATE(l, struct clh_lock)->tail, (uintptr_t)dummy | CLH_FREE, memory_order_release);
-    if (parks(l->_wait))
-        (void)ll_spin_budget_cycles(); /* measure now, not in the first contended wait */
     return 0;
 }
 

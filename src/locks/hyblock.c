@@ -194,8 +194,6 @@ static inline void tell_successor(struct hyb_node *n, uint64_t msg)
 static int hyb_init(liblock_t *l, const liblock_attr_t *attr)
 {
     (void)attr;
-    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
-        (void)ll_spin_budget_cycles(); /* measure now, not in the first contended wait */
     return 0;
 }
 

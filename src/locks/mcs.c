@@ -141,10 +141,8 @@ static inline int parks(int policy) { return policy == LIBLOCK_WAIT_SPIN_THEN_PA
 static int mcs_init(liblock_t *l, const liblock_attr_t *attr)
 {
     (void)attr;
-    if (parks(l->_wait)) {
-        (void)ll_spin_budget_cycles(); /* measure now, not in the first contended wait */
-        (void)ll_fastwake_on();        /* and settle this now, not in a hand-over */
-    }
+    if (parks(l->_wait))
+        (void)ll_fastwake_on(); /* settle this now, not in a hand-over */
     return 0;
 }
 

@@ -78,8 +78,6 @@ static inline _Atomic uint32_t *slot_of(struct ticket_lock *s, uint32_t t)
 static int ticket_init(liblock_t *l, const liblock_attr_t *attr)
 {
     (void)attr;
-    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
-        (void)ll_spin_budget_cycles(); /* measure now, not in the first contended wait */
     return 0;
 }
 

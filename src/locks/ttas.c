@@ -38,8 +38,6 @@ static int ttas_init(liblock_t *l, const liblock_attr_t *attr)
     (void)attr;
     LL_STATE(l, struct ttas_lock)->max_backoff =
         (uint32_t)ll_env_long("LIBLOCK_TTAS_MAX_BACKOFF", TTAS_MAX_DEFAULT, TTAS_MIN, 1 << 20);
-    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
-        (void)ll_spin_budget_cycles(); /* measure now, not in the first contended wait */
     return 0;
 }
 

@@ -215,13 +215,13 @@ static void config_load(void)
     if (!cfg.active)
         return;
     cond_config_load();
-    /* Run the library's lazy, once-only initialisations now, inside set-up:
-     * done later from within an interposed lock (e.g. mcscrn asking for its
-     * NUMA node) they would call into hwloc, which takes pthread mutexes that
-     * come back here, and pthread_once would deadlock on itself. */
-    (void)ll_topology_source();
-    (void)ll_cycles_per_ns();
-    (void)ll_spin_budget_cycles();
+    /* Nothing about the machine is measured or loaded here: the cycle rate,
+     * the spin budget and the topology come on first need (a contended
+     * wait, an RCL server), from the figures `liblock run` hands down or the
+     * machine's cache when there are some (src/platform/calibration.c), so
+     * a process that never contends starts as fast as under glibc.  The
+     * topology's load is safe to reach from inside an interposed lock
+     * (src/platform/platform.c, "topology"). */
 }
 
 static int base_eq(const char *a, const char *b)

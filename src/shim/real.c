@@ -57,6 +57,12 @@ void ip_resolve(void)
     atomic_store_explicit(&shim_resolved, 1, memory_order_release);
 }
 
+/* The library runs another library's code on first need (hwloc's topology,
+ * dlopen): every mutex that code meets for the first time stays glibc's, as
+ * during set-up (internal.h). */
+void ll_foreign_enter(void) { ip_in_setup++; }
+void ll_foreign_leave(void) { ip_in_setup--; }
+
 /* Calls from the liblock objects linked into this .so (see the header). */
 #define WRAP_READY() (LL_LIKELY(atomic_load_explicit(&shim_resolved, memory_order_acquire)) || (ip_resolve(), 1))
 int __wrap_pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *a) { WRAP_READY(); return R.mutex_init(m, a); }

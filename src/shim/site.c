@@ -17,7 +17,7 @@
  * Cost: one backtrace() and a dladdr per frame at set-up (init or first
  * use) only; file:line (libdw: dwfl_module_getsrc) only when a LIBLOCK_CONFIG
  * rule names a FILE:LINE, or when the profiler writes its report, cached per
- * address.  Every libdw call is made under one glibc mutex (a Dwfl session is
+ * address (libdw itself is opened then, "libdw" below).  Every libdw call is made under one glibc mutex (a Dwfl session is
  * not thread-safe) and inside set-up (ip_in_setup), so the mutexes libdw
  * itself takes stay glibc's.
  */
@@ -25,6 +25,7 @@
 
 #include <execinfo.h>
 #include <link.h>
+#include <dlfcn.h>
 #ifdef HAVE_LIBDW
 #include <elfutils/libdwfl.h>
 #endif
@@ -112,33 +113,71 @@ void shim_module_offset(const void *addr, char *buf, size_t n)
         snprintf(buf, n, "0x%lx", (unsigned long)(uintptr_t)addr);
 }
 
-/* ---- libdw ---------------------------------------------------------------- */
+/* ---- libdw ----------------------------------------------------------------
+ * Opened with dlopen on first need (a FILE:LINE rule, a static mutex with
+ * no dynamic symbol, the profiler's report), never at start-up: libdw and
+ * the compression libraries it needs would otherwise be loaded by every
+ * program under a preload library.  The entry points are taken once, under
+ * sym_mutex, by dw_open(). */
 #ifdef HAVE_LIBDW
+#define DW_FNS(X)                                                                                                     \
+    X(Dwfl *, dwfl_begin, (const Dwfl_Callbacks *))                                                                   \
+    X(void, dwfl_end, (Dwfl *))                                                                                       \
+    X(void, dwfl_report_begin, (Dwfl *))                                                                              \
+    X(int, dwfl_report_end, (Dwfl *, int (*)(Dwfl_Module *, void *, const char *, Dwarf_Addr, void *), void *))       \
+    X(int, dwfl_linux_proc_report, (Dwfl *, pid_t))                                                                  \
+    X(Dwfl_Module *, dwfl_addrmodule, (Dwfl *, Dwarf_Addr))                                                           \
+    X(const char *, dwfl_module_addrname, (Dwfl_Module *, GElf_Addr))                                                 \
+    X(Dwfl_Line *, dwfl_module_getsrc, (Dwfl_Module *, Dwarf_Addr))                                                   \
+    X(const char *, dwfl_lineinfo, (Dwfl_Line *, Dwarf_Addr *, int *, int *, Dwarf_Word *, Dwarf_Word *))             \
+    X(const char *, dwfl_module_addrinfo,                                                                             \
+      (Dwfl_Module *, GElf_Addr, GElf_Off *, GElf_Sym *, GElf_Word *, Elf **, Dwarf_Addr *))
+#define DW_PTR(ret, name, args) static ret(*dw_##name) args;
+DW_FNS(DW_PTR)
+static int dw_state; /* 0 not tried, 1 open, -1 unavailable; sym_mutex held */
 static Dwfl *dwfl;
 static pid_t dwfl_owner_pid;
 static char *debuginfo_path;
-static const Dwfl_Callbacks dwfl_cb = {
-    .find_elf = dwfl_linux_proc_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .debuginfo_path = &debuginfo_path,
-};
+static Dwfl_Callbacks dwfl_cb = {.debuginfo_path = &debuginfo_path};
+
+static int dw_open(void) /* sym_mutex held */
+{
+    if (dw_state)
+        return dw_state > 0;
+    dw_state = -1;
+    void *h = dlopen(LL_LIBDW_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return 0;
+#define DW_SYM(ret, name, args)                                                                                       \
+    if (!(dw_##name = (ret(*) args)dlsym(h, #name)))                                                                  \
+        return 0;
+    DW_FNS(DW_SYM)
+    dwfl_cb.find_elf = (__typeof__(dwfl_cb.find_elf))dlsym(h, "dwfl_linux_proc_find_elf");
+    dwfl_cb.find_debuginfo = (__typeof__(dwfl_cb.find_debuginfo))dlsym(h, "dwfl_standard_find_debuginfo");
+    if (!dwfl_cb.find_elf || !dwfl_cb.find_debuginfo)
+        return 0;
+    dw_state = 1;
+    return 1;
+}
 
 /* (Re)build the session: the modules mapped now (sym_mutex held). */
 static int dwfl_refresh(void)
 {
+    if (!dw_open())
+        return -1;
     if (dwfl && dwfl_owner_pid == getpid()) {
-        dwfl_report_begin(dwfl);
+        dw_dwfl_report_begin(dwfl);
     } else {
         if (dwfl)
-            dwfl_end(dwfl); /* a forked child: the parent's session */
-        dwfl = dwfl_begin(&dwfl_cb);
+            dw_dwfl_end(dwfl); /* a forked child: the parent's session */
+        dwfl = dw_dwfl_begin(&dwfl_cb);
         if (!dwfl)
             return -1;
         dwfl_owner_pid = getpid();
-        dwfl_report_begin(dwfl);
+        dw_dwfl_report_begin(dwfl);
     }
-    int r = dwfl_linux_proc_report(dwfl, dwfl_owner_pid);
-    dwfl_report_end(dwfl, NULL, NULL);
+    int r = dw_dwfl_linux_proc_report(dwfl, dwfl_owner_pid);
+    dw_dwfl_report_end(dwfl, NULL, NULL);
     return r == 0 ? 0 : -1;
 }
 
@@ -147,9 +186,9 @@ static Dwfl_Module *module_of(Dwarf_Addr a)
     if (!dwfl || dwfl_owner_pid != getpid())
         if (dwfl_refresh())
             return NULL;
-    Dwfl_Module *mod = dwfl_addrmodule(dwfl, a);
+    Dwfl_Module *mod = dw_dwfl_addrmodule(dwfl, a);
     if (!mod && dwfl_refresh() == 0) /* loaded since (dlopen) */
-        mod = dwfl_addrmodule(dwfl, a);
+        mod = dw_dwfl_addrmodule(dwfl, a);
     return mod;
 }
 #endif
@@ -213,10 +252,10 @@ int shim_symbolise(const void *ret_addr, const char **file, int *line, const cha
         Dwarf_Addr a = (Dwarf_Addr)(uintptr_t)ret_addr - 1; /* inside the call instruction */
         Dwfl_Module *mod = module_of(a);
         if (mod) {
-            e->fn = dup_or_null(dwfl_module_addrname(mod, a));
-            Dwfl_Line *l = dwfl_module_getsrc(mod, a);
+            e->fn = dup_or_null(dw_dwfl_module_addrname(mod, a));
+            Dwfl_Line *l = dw_dwfl_module_getsrc(mod, a);
             int ln = 0;
-            const char *src = l ? dwfl_lineinfo(l, NULL, &ln, NULL, NULL, NULL) : NULL;
+            const char *src = l ? dw_dwfl_lineinfo(l, NULL, &ln, NULL, NULL, NULL) : NULL;
             if (src && ln > 0) {
                 e->file = dup_or_null(base_name(src));
                 e->line = ln;
@@ -257,7 +296,7 @@ const char *shim_data_symbol(const void *addr)
     if (mod) {
         GElf_Off off = 0;
         GElf_Sym s;
-        const char *name = dwfl_module_addrinfo(mod, (Dwarf_Addr)(uintptr_t)addr, &off, &s, NULL, NULL, NULL);
+        const char *name = dw_dwfl_module_addrinfo(mod, (Dwarf_Addr)(uintptr_t)addr, &off, &s, NULL, NULL, NULL);
         if (name && GELF_ST_TYPE(s.st_info) == STT_OBJECT && off < (s.st_size ? s.st_size : 1))
             out = strdup(name);
     }

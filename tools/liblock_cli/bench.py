@@ -16,6 +16,8 @@ Experiments (docs/bench.md, BENCHMARKS.md):
   apps         real programs (C++ bounded buffer, Python queue.Queue, sqlite3) under the interposer,
                time / glibc's
   rcl-latency  RCL round trip / ping-pong probe (bench/rcl_latency), one or more builds interleaved
+  startup      what the interposer adds to a process's start: /bin/true and a shell loop of 200 /bin/true,
+               plain vs interposed (warm: figures handed down; cold: no cache), medians
   report DIR...  print BENCHMARKS.md's tables from oversubscription / apps results directories
 """
 import os
@@ -101,9 +103,10 @@ def add_arguments(p):
     sp.add_argument("--context", default="0,2,5,10,20", help="context lines (default 0,2,5,10,20)")
     sp.add_argument("--delays", default="0,300,1000,3000", help="client delays swept for the peak (cycles)")
 
-    from . import _oversub, _apps, _report, _delegation, _rcl_latency
+    from . import _oversub, _apps, _report, _delegation, _rcl_latency, _startup
     _oversub.add_arguments(sub, common)
     _rcl_latency.add_arguments(sub, common)
+    _startup.add_arguments(sub, common)
     _apps.add_arguments(sub, common)
     _delegation.add_arguments(sub, common)
     _report.add_arguments(sub)
@@ -112,7 +115,7 @@ def add_arguments(p):
 def run(args, env):
     if not args.experiment:
         print("liblock bench: name an experiment: contention, threads, headline, latency-map, store-cas, "
-              "null-rpc, multi-rpc, cost-model, oversubscription, apps, delegation, rcl-latency, report (see `liblock bench -h`)",
+              "null-rpc, multi-rpc, cost-model, oversubscription, apps, delegation, rcl-latency, startup, report (see `liblock bench -h`)",
               file=sys.stderr)
         return 2
     if args.experiment == "report":
@@ -137,6 +140,9 @@ def run(args, env):
     if args.experiment == "rcl-latency":
         from . import _rcl_latency
         return _rcl_latency.run(args, env)
+    if args.experiment == "startup":
+        from . import _startup
+        return _startup.run(args, env)
     if args.experiment == "apps":
         from . import _apps
         return _apps.run(args, env)

@@ -12,13 +12,19 @@ glibc's mutex), LIBLOCK_CONFIG is set; the file is checked first by
 build/bin/liblock-config-check (the interposer's own parser) when it exists,
 else by a Python pre-validation of the same grammar (_siteconfig.py), so a bad
 line stops here with one line instead of after the program started.
+LIBLOCK_CALIBRATION is set to the machine's figures (cycle rate, spin
+budget; `liblock-info --calibration`, which reads them from the machine's
+cache or measures them once), so that no process of the program, however
+many it starts, measures them again.
 LIBLOCK_STRICT=1 is set so that anything the interposer itself cannot honour
 (for example mostly-LIFO condition variables in a build without them) stops
 the program with a one-line message instead of running it differently.
 """
 import argparse
 import os
+import re
 import shutil
+import subprocess
 import sys
 
 from . import _siteconfig
@@ -64,6 +70,24 @@ def lock_wait_problem(algos, lock, wait):
             return (f"lock '{lock}' does not support waiting policy '{wait}' "
                     f"(valid: {' '.join(algos[lock]['policies'])})")
     return None
+
+
+def calibration(env, child_env):
+    """The machine's figures (cycle rate, spin budget) for LIBLOCK_CALIBRATION, measured once here
+    (or read from the machine's cache, src/platform/calibration.c) so that no process of the
+    program measures them again; None if they cannot be had (the program then looks for them itself)."""
+    have = child_env.get("LIBLOCK_CALIBRATION")
+    if have and re.fullmatch(r"[0-9.]+,[0-9]+", have):
+        return have  # a `liblock run` inside another: the figures it was given
+    info = os.path.join(env.bindir, "liblock-info")
+    try:
+        out = subprocess.run([info, "--calibration"], env={k: v for k, v in child_env.items()
+                                                            if k not in ("LD_PRELOAD", "LIBLOCK_CALIBRATION")},
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    figures = out.stdout.strip()
+    return figures if out.returncode == 0 and re.fullmatch(r"[0-9.]+,[0-9]+", figures) else None
 
 
 def fail(msg):
@@ -128,6 +152,9 @@ def run(args, env):
     else:
         child_env.pop("LIBLOCK_SEM", None)
     child_env["LIBLOCK_STRICT"] = "1"
+    figures = calibration(env, child_env)
+    if figures:
+        child_env["LIBLOCK_CALIBRATION"] = figures
     sys.stdout.flush()
     sys.stderr.flush()
     try:
