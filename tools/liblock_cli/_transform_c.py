@@ -10,9 +10,17 @@ enclosing function the body uses is passed by pointer in a context struct
 address-taken locals are all right without data-flow analysis; the report
 still classifies them.  `UNLOCK(E); ...; return/break/continue/goto` inside
 the body is an early exit: the function returns its exit code and the call
-site runs the statements after the unlock and the jump.  Anything else the
-tool cannot prove right is refused with a reason (REFUSALS in transform.py's
-docs)."""
+site runs the statements after the unlock and the jump.  A local declared by
+a statement of the section and used after it is hoisted before the section
+(_transform_hoist.py).  Anything else the tool cannot prove right is refused
+with a reason (docs/transform.md, "Refusals"); a section whose text holds
+half of a preprocessor conditional is one of them.
+
+The file is handled as bytes: apply() splices the original bytes at
+libclang's byte offsets, so everything outside the edits is copied as it was,
+and the text that moves is decoded with surrogateescape, which encodes back
+to the same bytes.  transform.py compiles what apply() returns before
+writing it."""
 import os
 import textwrap
 

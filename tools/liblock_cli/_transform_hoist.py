@@ -98,8 +98,9 @@ def admit(ft, sec, stmts, h, hoist):
 
 
 def shadow_use(ft, sec, stmt, name):
-    """Line of a use of `name` between the lock and the declaration (by its
-    spelling, or through a macro), None when there is none."""
+    """Line of a use of `name` between the lock and the declaration (an
+    identifier token, or a reference through a macro), None when there is
+    none."""
     a, b = sec.bstart, stmt.extent.start.offset
     for s in sec.compound.get_children():
         if s.extent.end.offset <= a or s.extent.start.offset >= b:
@@ -107,13 +108,17 @@ def shadow_use(ft, sec, stmt, name):
         for x in s.walk_preorder():
             if x.kind == K.DECL_REF_EXPR and x.spelling == name and a <= x.location.offset < b:
                 return x.location.line
-    word = name.encode()
-    k = ft.src.find(word, a, b)
-    ident = lambda c: c.isalnum() or c == b"_"  # noqa: E731
-    while k >= 0:
-        if not ident(ft.src[k - 1:k]) and not ident(ft.src[k + len(word):k + len(word) + 1]):
-            return ft.src.count(b"\n", 0, k) + 1
-        k = ft.src.find(word, k + 1, b)
+    # written out (also in code the flags leave out), not in comments or strings
+    f = sec.lock_stmt.extent.start.file
+    ext = ci.SourceRange.from_locations(ci.SourceLocation.from_offset(ft.tu, f, a),
+                                        ci.SourceLocation.from_offset(ft.tu, f, b))
+    prev = None
+    for t in ft.tu.get_tokens(extent=ext):
+        sp = ft.spell(t)
+        if t.kind == ci.TokenKind.IDENTIFIER and a <= t.extent.start.offset < b and sp == name \
+                and prev not in (".", "->"):  # a member of that name is another name
+            return t.location.line
+        prev = sp
     return None
 
 
