@@ -93,8 +93,9 @@ exit status:
   0  every section to transform was transformed (and every output compiled)
   1  some sections were refused (each named on standard error as FILE:LINE: refused: REASON);
      the others were transformed and written
-  2  error: an input file missing, binary or not compiling with the flags given, a bad option,
-     or a file that could not be written; no source file was written
+  2  error: a bad option, or an input file missing, binary or not compiling with the flags
+     given: no source file was written; or a file that could not be written (those written
+     before it stay written, each whole)
 Every output is compiled (libclang, the flags after --, plus liblock's include directory)
 before anything is written; a section whose output does not compile is refused with the
 compiler's first error.  Files are written only once every file's output compiles, each one
