@@ -83,12 +83,16 @@ for src in tests/transform/*.c; do
     [ "$b" = execute_mutex ] && continue
     wrap=(); [ "$b" = wrapper ] && wrap=(--wrapper q_lock:q_unlock)
     [ "$b" = wrapper_computed ] && wrap=(--wrapper b_lock:b_unlock g_lock:g_unlock)
-    if ! "$liblock" transform "${wrap[@]}" --out "$tmp/out" --report "$tmp/$b.json" "$src" -- -Itests/transform \
-            2>"$tmp/$b.err"; then
-        fail "$b: liblock transform failed: $(cat "$tmp/$b.err")"; continue
-    fi
+    "$liblock" transform "${wrap[@]}" --out "$tmp/out" --report "$tmp/$b.json" "$src" -- -Itests/transform \
+            2>"$tmp/$b.err"
+    rc=$?
     # expected counts from the first line: "expect: transformed=N refused=M [nested=K]"
     expect=$(head -1 "$src" | sed -n 's/.*expect: \([a-z0-9= ]*\) --.*/\1/p')
+    # exit status: 0 when every section was transformed, 1 when some were refused
+    want=0; case $expect in *refused=0*) ;; *) want=1 ;; esac
+    if [ $rc -ne $want ]; then
+        fail "$b: liblock transform exited $rc, expected $want: $(cat "$tmp/$b.err")"; continue
+    fi
     got=$(python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]))["sections"]
@@ -139,7 +143,8 @@ grep -q liblock_execute_mutex "$tmp/nolocals.c" || fail "--in-place did not rewr
 "$liblock" transform --wrapper nocolon tests/transform/nolocals.c >/dev/null 2>&1 && fail "--wrapper without ':' accepted"
 printf 'int f(void) { return undeclared; }\n' >"$tmp/bad.c"
 cp "$tmp/bad.c" "$tmp/bad.orig"
-"$liblock" transform --in-place "$tmp/bad.c" >/dev/null 2>&1 && fail "a file that does not compile: exit 0"
+"$liblock" transform --in-place "$tmp/bad.c" >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "a file that does not compile: exit $rc, expected 2"
 cmp -s "$tmp/bad.c" "$tmp/bad.orig" || fail "a file that does not compile was changed"
 
 [ $fails -eq 0 ] && echo "test_transform: all passed"

@@ -10,14 +10,23 @@ enclosing function the body uses is passed by pointer in a context struct
 address-taken locals are all right without data-flow analysis; the report
 still classifies them.  `UNLOCK(E); ...; return/break/continue/goto` inside
 the body is an early exit: the function returns its exit code and the call
-site runs the statements after the unlock and the jump.  Anything else the
-tool cannot prove right is refused with a reason (REFUSALS in transform.py's
-docs)."""
+site runs the statements after the unlock and the jump.  A local declared by
+a statement of the section and used after it is hoisted before the section
+(_transform_hoist.py).  Anything else the tool cannot prove right is refused
+with a reason (docs/transform.md, "Refusals"); a section whose text holds
+half of a preprocessor conditional is one of them.
+
+The file is handled as bytes: apply() splices the original bytes at
+libclang's byte offsets, so everything outside the edits is copied as it was,
+and the text that moves is decoded with surrogateescape, which encodes back
+to the same bytes.  transform.py compiles what apply() returns before
+writing it."""
 import os
 import textwrap
 
 from clang import cindex as ci
 
+from . import _transform_hoist as H
 from . import _transform_wrap as W
 
 K = ci.CursorKind
@@ -85,8 +94,10 @@ class Section:
         self.func, self.compound, self.i, self.j = func, compound, i, j
         self.lock_stmt, self.unlock_stmt, self.key, self.etext = lock_stmt, unlock_stmt, key, etext
         self.line = lock_stmt.extent.start.line
-        self.reason = None
+        self.reason = None   # why the analysis refused it
+        self.why = None      # the report's reason (also nested, or refused because the output did not compile)
         self.status = None
+        self.hoist = {}      # decl key -> VAR_DECL declared inside, hoisted before the section
         self.captured = {}   # decl key -> decl cursor, in first-use order
         self.reads, self.writes, self.addr = set(), set(), set()
         self.after = set()   # captured decls referenced after the section
@@ -98,18 +109,28 @@ class Section:
 
 
 class FileTransform:
-    def __init__(self, path, flags, wrappers, index=None):
+    def __init__(self, path, flags, wrappers, index=None, src=None):
         self.path = os.path.abspath(path)
         self.given = path
-        with open(path, "rb") as f:
-            self.src = f.read()
+        if src is None:
+            with open(path, "rb") as f:
+                src = f.read()
+        # The file is bytes from here to the output: libclang's offsets are
+        # byte offsets, the text outside the rewritten sections is copied as
+        # bytes, and what is moved is decoded with surrogateescape, which
+        # gives back the same bytes (a Latin-1 "\xe9" stays one byte 0xe9).
+        self.src = src
+        # the line ending of the generated text: CRLF when every line of the
+        # file ends so, otherwise LF (text moved keeps its own endings)
+        self.nl = "\r\n" if b"\r\n" in src and src.count(b"\r\n") == src.count(b"\n") else "\n"
         self.lock_names = set(LOCK) | {w[0] for w in wrappers}
         self.unlock_names = set(UNLOCK) | {w[1] for w in wrappers}
         self.wrappers = list(wrappers)
         self.wrap_pair = {n: i for i, w in enumerate(wrappers) for n in w}
         self.wrapper_defs = {}   # computed lock wrapper defined here -> _transform_wrap.WrapperDef
         index = index or ci.Index.create()
-        self.tu = index.parse(path, args=list(flags),
+        # parsed from the bytes read (not re-read from the disk)
+        self.tu = index.parse(path, args=list(flags), unsaved_files=[(path, src)],
                               options=ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
         self.errors = [d for d in self.tu.diagnostics if d.severity >= ci.Diagnostic.Error]
         self.sections = []
@@ -120,7 +141,42 @@ class FileTransform:
         return f is not None and os.path.abspath(f.name) == self.path
 
     def text(self, a, b):
-        return self.src[a:b].decode("utf-8", "replace")
+        return self.src[a:b].decode("utf-8", "surrogateescape")
+
+    def spell(self, t):
+        """A token's spelling, from the file's bytes when it is in this file
+        (libclang's own spelling is decoded as strict UTF-8 by its Python
+        bindings, which fails on a Latin-1 string literal)."""
+        f = t.extent.start.file
+        if f is not None and os.path.abspath(f.name) == self.path:
+            return self.text(t.extent.start.offset, t.extent.end.offset)
+        try:
+            return t.spelling
+        except UnicodeDecodeError:
+            return ""
+
+    def line_of(self, off):
+        return self.src.count(b"\n", 0, off) + 1
+
+    def conditionals(self, a, b):
+        """None when the preprocessor conditionals between offsets a and b
+        are balanced (every #if opened there is closed there, and none of
+        an enclosing one is continued or closed there), else the line of
+        the first directive that is not."""
+        opened, pos = [], self.line_start(a)
+        for raw in self.src[pos:b].split(b"\n"):
+            line = raw.lstrip(b" \t")
+            if line.startswith(b"#") and pos + (len(raw) - len(line)) >= a:
+                word = line[1:].lstrip(b" \t").split(None, 1)
+                word = word[0] if word else b""
+                if word in (b"if", b"ifdef", b"ifndef"):
+                    opened.append(pos)
+                elif word in (b"elif", b"else", b"elifdef", b"elifndef", b"endif") and not opened:
+                    return self.line_of(pos)
+                elif word == b"endif":
+                    opened.pop()
+            pos += len(raw) + 1
+        return self.line_of(opened[0]) if opened else None
 
     def stmt_end(self, c):
         """End offset of a statement including its ';' when it has one."""
@@ -172,7 +228,7 @@ class FileTransform:
             if xt.kind == ci.TypeKind.POINTER and xt.get_pointee().spelling == rt.spelling:
                 return ("*", xk), f"(*{xtext})"
         if k == K.INTEGER_LITERAL:
-            toks = [t.spelling for t in c.get_tokens()]
+            toks = [self.spell(t) for t in c.get_tokens()]
             if len(toks) == 1:
                 return ("i", toks[0]), toks[0]
         raise Refused(f"mutex expression not understood ({k.name.lower()})")
@@ -263,12 +319,24 @@ class FileTransform:
         for j in range(i + 1, len(stmts)):
             u = self.mutex_of(stmts[j], self.unlock_names)
             if u and u[0] == key and etext is not None:
-                sec = Section(func, compound, i, j, stmts[i], stmts[j], key, etext)
+                hoist = {}
+                while True:
+                    # analysed again with each declaration that must be hoisted
+                    # (_transform_hoist.py): a hoisted local is one of the caller's
+                    sec = Section(func, compound, i, j, stmts[i], stmts[j], key, etext)
+                    sec.hoist = hoist
+                    try:
+                        self.analyse(sec, stmts)
+                    except H.NeedHoist as h:
+                        try:
+                            H.admit(self, sec, stmts, h, hoist)
+                            continue
+                        except Refused as e:
+                            sec.reason = str(e)
+                    except Refused as e:
+                        sec.reason = str(e)
+                    break
                 self.sections.append(sec)
-                try:
-                    self.analyse(sec, stmts)
-                except Refused as e:
-                    sec.reason = str(e)
                 return
             if u and other is None:
                 other = stmts[j]
@@ -295,6 +363,12 @@ class FileTransform:
                 s.kind != K.NULL_STMT and not (sec.bstart <= s.extent.start.offset and s.extent.end.offset <= sec.bend)
                 for s in body):
             raise Refused("the section is written inside a macro")
+        line = self.conditionals(sec.start, sec.end)
+        if line:
+            # `#ifdef USE_LOCK` around the lock and around the unlock: the body
+            # would move into the function with half of each conditional
+            raise Refused(f"the lock and the unlock are not inside the same preprocessor conditionals "
+                          f"(line {line})")
         st = sec.lock_stmt
         if st.kind == K.DO_STMT:
             st = children(children(st)[0])[0]
@@ -309,10 +383,21 @@ class FileTransform:
                 raise Refused(f"the lock's argument is not a pthread_mutex_t * ({arg.type.spelling})")
         self.held = [sec.key]
         self.pure_writes = set()
-        sec.inner_names = {x.spelling for s in body for x in s.walk_preorder() if x.kind == K.VAR_DECL}
+        sec.inner_names = {x.spelling for s in body for x in s.walk_preorder()
+                           if x.kind == K.VAR_DECL and decl_key(x) not in sec.hoist}
+        for v in sorted(sec.hoist.values(), key=lambda v: v.extent.start.offset):
+            # a hoisted local is the caller's; its initialiser writes it inside
+            sec.captured[decl_key(v)] = v
+            if H.init_of(self, v):
+                sec.writes.add(decl_key(v))
         self.held_line = {}
         for s in body:
             self.walk(sec, s, 0, 0)
+        for e in sec.exits:
+            line = self.conditionals(e["start"], e["end"])
+            if line:
+                raise Refused(f"the code after the unlock at line {e['line']} is not inside the same "
+                              f"preprocessor conditionals (line {line})")
         left = [k for k in self.held if k != sec.key]
         if left:
             # a delegated section runs on a server thread: a lock it leaves held
@@ -341,6 +426,11 @@ class FileTransform:
                 raise Refused(f"{d.spelling} has a type declared inside the function")
             if "(unnamed" in t.spelling or "(anonymous" in t.spelling:
                 raise Refused(f"{d.spelling} has an unnamed type")
+
+    @staticmethod
+    def inside(sec, d):
+        """d is declared inside the section (and not hoisted out of it)."""
+        return sec.bstart <= d.extent.start.offset < sec.bend and decl_key(d) not in sec.hoist
 
     def refname(self, c):
         """(decl, offset) of a DeclRef whose name is spelled in this file at
@@ -373,17 +463,18 @@ class FileTransform:
         have = {r[0] for r in sec.refs}
         for t in self.tu.get_tokens(extent=ext):
             o = t.extent.start.offset
+            sp = self.spell(t)
             if t.kind == ci.TokenKind.IDENTIFIER and sec.bstart <= o < sec.bend and prev not in (".", "->") \
-                    and t.spelling not in sec.inner_names and o not in have:
-                if t.spelling in names:
+                    and sp not in sec.inner_names and o not in have:
+                if sp in names:
                     if any(e["start"] <= o < e["end"] for e in sec.exits):
                         pass  # code after an inner unlock stays at the call site
                     else:
-                        sec.refs.append((o, o + len(t.spelling.encode()), names[t.spelling]))
-                elif t.spelling in others and not self.seen_as_other(sec, t.spelling):
-                    raise Refused(f"{t.spelling}, a local of {sec.func.spelling}(), appears inside in code "
+                        sec.refs.append((o, o + len(sp.encode()), names[sp]))
+                elif sp in others and not self.seen_as_other(sec, sp):
+                    raise Refused(f"{sp}, a local of {sec.func.spelling}(), appears inside in code "
                                   f"not compiled with these flags (line {t.location.line})")
-            prev = t.spelling
+            prev = sp
 
     def seen_as_other(self, sec, name):
         """True when `name` is used inside as something the compiler saw
@@ -459,7 +550,7 @@ class FileTransform:
     def op_token(self, c, after):
         for t in c.get_tokens():
             if t.extent.start.offset >= after:
-                return t.spelling
+                return self.spell(t)
         return None
 
     def walk(self, sec, c, loops, switches):
@@ -470,7 +561,7 @@ class FileTransform:
                 raise Refused(f"uses the thread-local variable {r.spelling} (a delegated section runs on the "
                               f"server's thread)")
             d, off = self.refname(c)
-            if is_local(d, sec.func) and not (sec.bstart <= d.extent.start.offset < sec.bend):
+            if is_local(d, sec.func) and not self.inside(sec, d):
                 offs = [off] if off is not None else []
                 if off is None and d.spelling not in sec.inner_names:
                     # the name reached the expansion through a macro's arguments
@@ -503,7 +594,7 @@ class FileTransform:
                         self.pure_writes.add(strip(ch[0]).extent.start.offset)
         if k == K.UNARY_OPERATOR:
             ch = children(c)
-            toks = [t.spelling for t in c.get_tokens()]
+            toks = [self.spell(t) for t in c.get_tokens()]
             if ch and toks and (toks[0] in ("++", "--", "&") or toks[-1] in ("++", "--")):
                 r = self.root_var(ch[0])
                 if r is not None and toks[0] != "&":
@@ -585,7 +676,7 @@ class FileTransform:
                     raise Refused(f"{kind} at line {jump.extent.start.line} after an unlock does not leave "
                                   f"the section")
                 for p in stmts[n + 1:v + 1]:
-                    self.check_post(sec, p, kind == "goto" and p is jump)
+                    self.check_post(sec, p, s.extent.start.line)
                 if not self.in_file(s) or not self.in_file(jump):
                     raise Refused("early exit written inside a macro")
                 start, end = s.extent.start.offset, self.stmt_end(jump)
@@ -597,15 +688,15 @@ class FileTransform:
             self.walk(sec, s, loops, switches)
             n += 1
 
-    def check_post(self, sec, c, is_goto):
+    def check_post(self, sec, c, unlock_line):
         """Code after an inner unlock runs at the call site: it must not use
         the section's own locals, nor jump into it."""
         for x in c.walk_preorder():
             if x.kind == K.DECL_REF_EXPR:
                 d = x.referenced
-                if is_local(d, sec.func) and sec.bstart <= d.extent.start.offset < sec.bend:
-                    raise Refused(f"code after the unlock at line {c.extent.start.line} uses {d.spelling}, "
-                                  f"declared inside the section")
+                if is_local(d, sec.func) and self.inside(sec, d):
+                    raise H.NeedHoist(d, x.extent.start.line, f"in the code after the unlock at line "
+                                                                f"{unlock_line}")
                 if is_local(d, sec.func):
                     sec.after.add(decl_key(d))
             if x.kind == K.LABEL_REF and sec.bstart <= x.referenced.extent.start.offset < sec.bend:
@@ -622,9 +713,8 @@ class FileTransform:
             if x.kind == K.DECL_REF_EXPR and off >= sec.end and self.in_file(x):
                 d = x.referenced
                 if is_local(d, func):
-                    if sec.bstart <= d.extent.start.offset < sec.bend:
-                        raise Refused(f"{d.spelling}, declared inside the section, is used after it "
-                                      f"(line {x.extent.start.line})")
+                    if self.inside(sec, d):
+                        raise H.NeedHoist(d, x.extent.start.line, "after the section")
                     sec.after.add(decl_key(d))
             if x.kind == K.LABEL_STMT and inside:
                 pass
@@ -648,9 +738,12 @@ class FileTransform:
 
     def generate(self, sec):
         fn, st = self.names(sec)
+        hedits, removed = H.body_edits(self, sec)
         body_edits = [(a, b, f"(*__liblock_ctx->{sec.captured[k].spelling})") for a, b, k in sec.refs
-                      if not any(e["start"] <= a < e["end"] for e in sec.exits)]
+                      if not any(e["start"] <= a < e["end"] for e in sec.exits)
+                      and not any(x <= a < y for x, y in removed)]
         body_edits += [(e["start"], e["end"], f"return (void *)(uintptr_t){e['code']};") for e in sec.exits]
+        body_edits += hedits
         body_edits.sort()
         out, pos = [], sec.bstart
         for a, b, r in body_edits:
@@ -659,6 +752,8 @@ class FileTransform:
             pos = b
         out.append(self.text(pos, sec.bend))
         body = "".join(out).rstrip()
+        if self.nl == "\r\n":  # dedented as LF lines; apply() gives every inserted line the file's ending
+            body = body.replace("\r\n", "\n")
         caps = list(sec.captured.values())
         lines = [f"/* {self.site(sec.line)}: critical section of {sec.func.spelling}() on {sec.etext}, "
                  f"generated by liblock transform */"]
@@ -681,7 +776,9 @@ class FileTransform:
         # call site
         i0 = self.indent_at(sec.start)
         call = "liblock_execute_mutex_cond" if sec.waits else "liblock_execute_mutex"
-        site = ["{"]
+        # hoisted declarations (_transform_hoist.py) go right before the section
+        site = [f"{d}\n{i0}" for d in H.declarations(sec)]
+        site = ["".join(site) + "{"]
         ctxarg = "NULL"
         if caps:
             site.append(f"{i0}    struct {st} __liblock_ctx = {{{', '.join('&' + d.spelling for d in caps)}}};")
@@ -708,48 +805,65 @@ class FileTransform:
                          and k in sec.after],
              "by_address": [name(k) for k in caps if k in sec.addr or k in arrays],
              "exits": [{"line": x["line"], "kind": x["kind"], "code": x["code"]} for x in sec.exits],
-             "waits": sec.waits}
+             "waits": sec.waits,
+             "hoisted": [v.spelling for v in sorted(sec.hoist.values(), key=lambda v: v.extent.start.offset)]
+             if getattr(sec, "hoist", None) and sec.status == "transformed" else []}
         if sec.status == "transformed":
             e["generated"] = self.names(sec)[0]
-        if sec.reason:
-            e["reason"] = sec.reason
+        if sec.why:
+            e["reason"] = sec.why
         return e
 
-    def apply(self, selected):
-        """Decide per section and return the new text (None when unchanged)."""
+    def apply(self, selected, forced=None):
+        """Decide per section and return (the new bytes, None when unchanged;
+        the regions of the output each transformed section wrote, as
+        (start, end, section), None for the include block and the wrappers'
+        functions).  `forced`: {section: reason} refused after the analysis
+        (their output did not compile)."""
+        forced = forced or {}
         edits, done = [], []
         for sec in self.sections:
-            if sec.reason:
-                sec.status = "refused"
+            sec.why = sec.reason
+            if sec.reason or sec in forced:
+                sec.status, sec.why = "refused", sec.reason or forced[sec]
                 continue
             outer = [d for d in done if d.start <= sec.start < d.end]
             if outer:
                 sec.status = "nested"
-                sec.reason = f"inside the section at line {outer[0].line}, transformed with it"
+                sec.why = f"inside the section at line {outer[0].line}, transformed with it"
                 continue
             if not selected(sec):
                 sec.status = "skipped"
                 continue
             gen, site = self.generate(sec)
             fstart = self.line_start(sec.func.extent.start.offset)
-            edits.append((fstart, fstart, gen))
-            edits.append((sec.start, sec.end, site))
+            edits.append((fstart, fstart, gen, sec))
+            edits.append((sec.start, sec.end, site, sec))
             sec.status = "transformed"
             done.append(sec)
         wedits, anchors = W.edits(self, done)
-        edits = wedits + edits  # the mutex functions of computed wrappers, before their uses
+        edits = [(a, b, r, None) for a, b, r in wedits] + edits  # the mutex functions of computed wrappers first
         if not edits:
-            return None
+            return None, []
         # the includes go before the first function changed (a function's start, never inside one)
         first = min([self.line_start(sec.func.extent.start.offset) for sec in done] + anchors)
         # (offset, order): the include block first, then insertions in the order made
-        keyed = [((first, -1), (first, first, "#include <liblock.h>\n#include <stdint.h>\n#include <stdlib.h>\n\n"))]
-        keyed += [((a, n), (a, b, r)) for n, (a, b, r) in enumerate(edits)]
+        keyed = [((first, -1), (first, first, "#include <liblock.h>\n#include <stdint.h>\n#include <stdlib.h>\n\n",
+                                None))]
+        keyed += [((e[0], n), e) for n, e in enumerate(edits)]
         keyed.sort(key=lambda p: p[0])
-        out, pos = [], 0
-        for _, (a, b, r) in keyed:
-            out.append(self.text(pos, a))
+        # bytes outside the edits are copied as they are; the inserted text
+        # takes the file's line ending
+        out, pos, size, regions = [], 0, 0, []
+        for _, (a, b, r, sec) in keyed:
+            out.append(self.src[pos:a])
+            size += a - pos
+            if self.nl != "\n":
+                r = r.replace("\r\n", "\n").replace("\n", self.nl)
+            r = r.encode("utf-8", "surrogateescape")
             out.append(r)
+            regions.append((size, size + len(r), sec))
+            size += len(r)
             pos = b
-        out.append(self.text(pos, len(self.src)))
-        return "".join(out)
+        out.append(self.src[pos:])
+        return b"".join(out), regions
