@@ -1,7 +1,7 @@
 /* The one-waiter form of the same rule: a thread signals the only waiter,
  * which returns and destroys the condvar (and frees its memory) while the
  * signaller may still be inside pthread_cond_signal's aftermath: destroy 0,
- * repeated 200 times with heap condvars. */
+ * repeated 100 times with heap condvars. */
 #include "common.h"
 struct obj { pthread_mutex_t m; pthread_cond_t c; int flag; };
 static void *signaller(void *a)
@@ -16,7 +16,7 @@ static void *signaller(void *a)
 int main(void)
 {
     int errors = 0, destroy_fail = 0;
-    for (int i = 0; i < 200; i++) {
+    for (int i = 0; i < 100; i++) {
         struct obj *o = calloc(1, sizeof *o);
         pthread_mutex_init(&o->m, NULL);
         pthread_cond_init(&o->c, NULL);
@@ -30,6 +30,6 @@ int main(void)
         pthread_mutex_destroy(&o->m);
         free(o);
     }
-    printf("rounds: 200, wait errors: %d, destroy failures: %d\n", errors, destroy_fail);
+    printf("rounds: 100, wait errors: %d, destroy failures: %d\n", errors, destroy_fail);
     return 0;
 }

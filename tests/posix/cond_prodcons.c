@@ -1,8 +1,8 @@
 /* A bounded buffer (4 slots) with two condvars, 3 producers and 3
- * consumers, 3 x 5000 items: every item is consumed exactly once. */
+ * consumers, 3 x 2000 items: every item is consumed exactly once. */
 #include "common.h"
 #define P 3
-#define N 5000
+#define N 2000
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t notfull = PTHREAD_COND_INITIALIZER, notempty = PTHREAD_COND_INITIALIZER;
 static int buf[4], head, count, errors;

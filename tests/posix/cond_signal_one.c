@@ -42,14 +42,14 @@ int main(void)
     SHOW("signal", pthread_cond_signal(&c));
     pthread_mutex_unlock(&m);
     until(&through, 1);
-    ms_sleep(30);
+    ms_sleep(10);
     printf("through after one signal: %d\n", get(&through));
     pthread_mutex_lock(&m);
     tokens = 1;
     SHOW("signal", pthread_cond_signal(&c));
     pthread_mutex_unlock(&m);
     until(&through, 2);
-    ms_sleep(30);
+    ms_sleep(10);
     printf("through after two signals: %d\n", get(&through));
     pthread_mutex_lock(&m);
     tokens = 1;
