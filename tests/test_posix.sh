@@ -17,7 +17,8 @@
 #  (default 4; most of them sleep) at a time.
 #  tests/posix/EXPECTED_FAILURES lists known divergences ("PROGRAM
 #  CONFIG-GLOB reason"; globs as in the shell): a matching mismatch is an
-#  expected failure (reported, never counted as a pass); a matching run
+#  expected failure (reported, never counted as a pass; a run that crashed
+#  or hung never is); a matching run
 #  that passes is reported as XPASS, and an entry all of whose runs pass
 #  fails the test (it is obsolete: remove it), so that the list is emptied
 #  as the divergences are fixed.  (Per entry, not per run: some divergences
@@ -152,6 +153,9 @@ for line in open(os.path.join(tmp, 'runs.jobs')):
     p, c = line.split()
     out = read(p, c)
     e = expected(p, c)
+    last = out.rstrip('\n').rsplit('\n', 1)[-1]
+    if e and (last.startswith('=== killed') or (last.startswith('=== exit status ') and int(last.split()[-1]) >= 128)):
+        e = None  # a crash or a hang is never an expected failure
     st = ('XPASS' if e else 'PASS') if out == ref.get(p) else ('XFAIL' if e else 'FAIL')
     if e:
         used.setdefault(e[3], []).append(st)
