@@ -55,6 +55,11 @@ INTERPOSE_SRCS := $(sort $(wildcard src/interpose/*.c))
 PROFILE_SRCS := $(sort $(wildcard src/profile/*.c))
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+# The POSIX conformance programs (tests/posix/, run by tests/test_posix.sh):
+# plain pthread/C11 programs, built without liblock, run natively and under
+# the interposer.
+POSIX_SRCS := $(sort $(wildcard tests/posix/*.c))
+POSIX_BINS := $(patsubst tests/posix/%.c,$(BUILD)/tests/posix/%,$(POSIX_SRCS))
 TEST_CXX_SRCS := $(sort $(wildcard tests/test_*.cc))
 TEST_CXX_BINS := $(patsubst tests/%.cc,$(BUILD)/tests/%,$(TEST_CXX_SRCS))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
@@ -76,7 +81,7 @@ PROFILE_SO := $(if $(PROFILE_SRCS),$(BUILD)/lib/liblock-profile.so)
 LOCKCOUNT_SO := $(BUILD)/lib/liblock-lockcount.so
 
 .PHONY: all deps test demo memcached-rcl install clean sanitizer-test sanitizer-build ubsan-preload FORCE
-all: $(LIB_SO) $(LIB_A) $(INTERPOSE_SO) $(PROFILE_SO) $(LOCKCOUNT_SO) $(TEST_BINS) $(TEST_CXX_BINS) $(BENCH_BINS) $(APP_BINS) $(TOOL_BINS)
+all: $(LIB_SO) $(LIB_A) $(INTERPOSE_SO) $(PROFILE_SO) $(LOCKCOUNT_SO) $(TEST_BINS) $(TEST_CXX_BINS) $(POSIX_BINS) $(BENCH_BINS) $(APP_BINS) $(TOOL_BINS)
 
 # The registry is generated from the file names in src/locks/: NAME.c must
 # define `const struct ll_ops ll_ops_NAME` (dashes become underscores).
@@ -133,6 +138,10 @@ endif
 $(BUILD)/tests/%: tests/%.c $(wildcard tests/*.h) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -fvisibility=default -Itests $< -o $@ $(LIB_A) $(LIBS)
+
+$(BUILD)/tests/posix/%: tests/posix/%.c tests/posix/common.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -g -O1 -Wall -Wextra -Wno-unused-function -pthread $< -o $@
 
 $(BUILD)/tests/%: tests/%.cc $(LIB_A)
 	@mkdir -p $(dir $@)

@@ -11,7 +11,9 @@
 #  - a combining lock beside a classic one (the mixed case of
 #    ll_may_run_foreign), and rcl with server=CPU: exact counter;
 #  - under the profiler: lock "config" and exact acquisitions;
-#  - every malformed line: exactly one line `liblock: FILE:LINE: problem`,
+#  - every malformed line (including a FILE:LINE key whose line is past
+#    INT_MAX, and a NUL byte, which would silently cut the line short):
+#    exactly one line `liblock: FILE:LINE: problem`,
 #    exit status 2, the program not started; build/bin/liblock-config-check
 #    prints the same line and exits 2 (0 for a valid file).
 set -u
@@ -98,6 +100,10 @@ done <<'EOF'
 3|default mcs\ndefault ticket|second default line (first on line 2)
 2|site a.c:3 glibc wait=spin|wait= does not apply to glibc
 3|default mcs\ndefault ticket|second default line (first on line 2)
+2|site a.c:2147483648 mcs|bad site key 'a.c:2147483648' (line number past 2147483647)
+2|site a.c:99999999999999999999 mcs|bad site key 'a.c:99999999999999999999' (line number past
+3|site a.c:2147483647 mcs\nsite b.c:3 mcs\0 color=red|NUL byte in the line
+2|default mcs\0|NUL byte in the line
 EOF
 out=$(run LIBLOCK_CONFIG="$tmp/missing" "$tmp/prog" sites 2>&1); rc=$?
 [ $rc -eq 2 ] && [ "$out" = "liblock: $tmp/missing: cannot open (No such file or directory)" ] || fail "missing file: $rc '$out'"

@@ -1,7 +1,7 @@
 /*
  * dump.c - the profiler's raw report (format "liblock-profile-raw/1",
  * /work/shared-contracts/profile-contract.md and docs/profile-runtime.md),
- * written to LIBLOCK_PROFILE_OUT (through PATH.tmp and rename) when the
+ * written to LIBLOCK_PROFILE_OUT (through a fresh temporary and rename) when the
  * program ends: exit() from any thread or return from main (on_exit), _exit
  * or _Exit (wrapped), a fatal signal (SIGSEGV, SIGABRT, SIGBUS, SIGFPE,
  * SIGILL, SIGTERM, SIGINT: handler writes, then the signal is raised again
@@ -407,6 +407,37 @@ static void build(struct buf *b, const char *how, int status, int sig)
     puts_(b, "]}\n");
 }
 
+/* A new temporary file beside path, for the report to be renamed over path.
+ * The output directory may be shared (/tmp): a fixed name such as PATH.tmp
+ * opened with O_TRUNC would follow a symbolic link planted there by another
+ * user and overwrite its target.  So the name is fresh (pid, clock, counter)
+ * and the file is created with O_EXCL (never an existing file, never through
+ * a symbolic link) and O_NOFOLLOW; on EEXIST another name is tried.  The
+ * final rename replaces whatever is at path - a symbolic link included -
+ * without following it.  Only async-signal-safe calls (signal handlers
+ * write reports).  Returns the descriptor (name in tmp) or -1 with errno. */
+static int open_private_tmp(const char *path, char *tmp, size_t n)
+{
+    /* distinct names across threads and handlers; relaxed: an atomic
+     * increment is unique whatever the order, and nothing else is published */
+    static _Atomic unsigned seq;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        unsigned r = (unsigned)ts.tv_nsec * 2654435761u ^ (unsigned)ts.tv_sec ^
+                     atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed) * 40503u;
+        int k = snprintf(tmp, n, "%s.%d.%08x.tmp", path, (int)getpid(), r);
+        if (k < 0 || (size_t)k >= n) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;
+}
+
 static void write_report(const char *path, const char *how, int status, int sig)
 {
     struct buf b = {0};
@@ -416,9 +447,8 @@ static void write_report(const char *path, const char *how, int status, int sig)
         free(b.p);
         return;
     }
-    char tmp[sizeof out_path + 16];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    char tmp[sizeof out_path + 48];
+    int fd = open_private_tmp(path, tmp, sizeof tmp);
     int ok = fd >= 0;
     for (size_t off = 0; ok && off < b.n;) {
         ssize_t w = write(fd, b.p + off, b.n - off);
@@ -435,7 +465,8 @@ static void write_report(const char *path, const char *how, int status, int sig)
         ok = 0;
     if (!ok) {
         fprintf(stderr, "liblock-profile: cannot write %s (%s)\n", path, strerror(errno));
-        unlink(tmp);
+        if (fd >= 0)
+            unlink(tmp); /* ours: created by open_private_tmp */
     }
     free(b.p);
 }

@@ -16,6 +16,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,9 +114,12 @@ static int parse_key(struct shim_rule *r, const char *key)
     const char *colon = strrchr(key, ':');
     if (colon && colon != key && colon[1]) {
         char *end;
+        errno = 0;
         long l = strtol(colon + 1, &end, 10);
-        if (*end || l <= 0)
+        if (*end || l <= 0 || !isdigit((unsigned char)colon[1]))
             return -1;
+        if (errno == ERANGE || l > INT_MAX)
+            return -3; /* would wrap to a negative or unrelated line */
         r->kind = SHIM_KEY_LINE;
         r->file = strndup(key, (size_t)(colon - key));
         r->line = (int)l;
@@ -151,12 +155,21 @@ int shim_config_parse(const char *path, struct shim_config *out, char *err, size
     }
     struct shim_config c = {.path = path, .def_wait = LIBLOCK_WAIT_DEFAULT};
     int cap = 0, lineno = 0, default_line = 0, rc = 0;
-    char buf[4096];
-    while (fgets(buf, sizeof buf, f)) {
+    char *buf = NULL;
+    size_t bufcap = 0;
+    ssize_t len;
+    while ((len = getline(&buf, &bufcap, f)) >= 0) {
         lineno++;
-        size_t len = strlen(buf);
-        if (len == sizeof buf - 1 && buf[len - 1] != '\n') {
+        /* as long as a line may be (4095 bytes with its newline) */
+        if (len > 4095 || (len == 4095 && buf[len - 1] != '\n')) {
             err_at(err, errlen, path, lineno, "line too long");
+            rc = -1;
+            break;
+        }
+        /* a NUL would end the line early for the string functions below,
+         * silently dropping what follows it */
+        if (memchr(buf, 0, (size_t)len)) {
+            err_at(err, errlen, path, lineno, "NUL byte in the line");
             rc = -1;
             break;
         }
@@ -223,8 +236,9 @@ int shim_config_parse(const char *path, struct shim_config *out, char *err, size
             int k = parse_key(r, tok[1]);
             if (k) {
                 err_at(err, errlen, path, lineno,
-                       k == -2 ? "out of memory"
-                               : "bad site key '%s' (expected a 16-hex-digit id, FILE:LINE or a symbol)",
+                       k == -2   ? "out of memory"
+                       : k == -3 ? "bad site key '%s' (line number past 2147483647)"
+                                 : "bad site key '%s' (expected a 16-hex-digit id, FILE:LINE or a symbol)",
                        tok[1]);
                 free(r->file);
                 free(r->sym);
@@ -251,6 +265,7 @@ int shim_config_parse(const char *path, struct shim_config *out, char *err, size
         err_at(err, errlen, path, 0, "read error (%s)", strerror(errno));
         rc = -1;
     }
+    free(buf);
     fclose(f);
     if (rc) {
         shim_config_free(&c);

@@ -54,6 +54,8 @@ def parse(path, algorithms):
     out = {"default": None, "sites": []}
     default_line = None
     for n, raw in enumerate(lines, 1):
+        if "\0" in raw:
+            raise ConfigError(f"{path}:{n}: NUL byte in the line")
         text = raw.split("#", 1)[0].strip()
         if not text:
             continue
@@ -73,6 +75,8 @@ def parse(path, algorithms):
             key, alg, opts = words[1], words[2], words[3:]
             if key_kind(key) is None:
                 raise ConfigError(f"{where}: bad site key '{key}' (a 16-hex-digit id, file.c:LINE or a symbol)")
+            if key_kind(key) == "file:line" and int(key.rsplit(":", 1)[1]) > 2147483647:
+                raise ConfigError(f"{where}: bad site key '{key}' (line number past 2147483647)")
         else:
             raise ConfigError(f"{where}: unknown directive '{verb}' (expected 'default' or 'site')")
         if alg != "glibc" and alg not in algorithms:
