@@ -41,6 +41,26 @@ static void fork_child(void)
             }
             continue;
         }
+        if (w->inplace) {
+            /* posix in place (wrapper.c): the state is the pthread_mutex_t
+             * itself.  Held by this thread: left held (glibc's unlock of
+             * a NORMAL mutex does not check the owner's thread id).  Held
+             * by a thread that does not exist here: made free again, its
+             * pointer word kept.  Free: not touched (it may even be memory
+             * the program freed without pthread_mutex_destroy; a held
+             * mutex cannot be). */
+            uintptr_t o = atomic_load_explicit(&w->owner, memory_order_relaxed);
+            if (o != 0 && o != me) {
+                pthread_mutex_t *m = w->lock._state;
+                uintptr_t word = atomic_load_explicit(mptr(m), memory_order_relaxed);
+                R.mutex_init(m, NULL);
+                m->__data.__kind = w->type;
+                atomic_store_explicit(mptr(m), word, memory_order_relaxed);
+                atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+                w->count = 0;
+            }
+            continue;
+        }
         liblock_t fresh;
         if (liblock_init(&fresh, LL_OPS(&w->lock)->name, &w->algo->attr) != 0)
             continue; /* out of memory: left as it was */

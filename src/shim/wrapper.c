@@ -14,6 +14,7 @@
  * does not use the pointer word (__list.__prev) of a non-robust mutex.
  */
 #include "shim.h"
+#include "../core/fairness.h" /* ll_fairness_env */
 #include "../rcl/rcl.h" /* rcl_unlock_handed */
 
 void mutex_set_fns(struct ip_mutex *w)
@@ -21,6 +22,7 @@ void mutex_set_fns(struct ip_mutex *w)
     w->track = 0;
     if (SHIM_GLIBC(w)) {
         w->api = w->holds = 0;
+        w->fast = IP_FAST_NONE;
         w->lockfn = w->unlockfn = w->trylockfn = NULL;
         atomic_store_explicit(&w->bind, 0, memory_order_relaxed);
         return;
@@ -37,9 +39,52 @@ void mutex_set_fns(struct ip_mutex *w)
     /* Mixed configuration: holds of this classic lock are counted for
      * ll_may_run_foreign (shim.h w_track), so it takes the generic path. */
     w->track = cfg.mixed && !w->api;
-    int direct = !w->holds && !w->api && !w->track && w->type == PTHREAD_MUTEX_NORMAL;
-    w->lockfn = direct ? o->lock : NULL;
-    w->unlockfn = direct ? o->unlock : NULL;
+    int normal = !w->api && !w->track && w->type == PTHREAD_MUTEX_NORMAL;
+    w->fast = !normal ? IP_FAST_NONE : w->holds ? IP_FAST_NODE : w->inplace ? IP_FAST_GLIBC : IP_FAST_FN;
+    int fn = w->fast == IP_FAST_FN || w->fast == IP_FAST_NODE;
+    w->lockfn = fn ? o->lock : NULL;
+    w->unlockfn = fn ? o->unlock : NULL;
+}
+
+/* ---- posix in place ----------------------------------------------------------------
+ * A NORMAL mutex on the posix algorithm with its default policy (park:
+ * glibc's NORMAL mutex) is glibc's own mutex, locked where it is: the
+ * pthread_mutex_t itself, not a glibc mutex inside a state of the posix
+ * algorithm.  Its lock and unlock are then glibc's, in front of which the
+ * interposer adds a few instructions (mutex.c), and everything else about
+ * it is glibc's exactly: destroy (EBUSY while locked), timed locks, fork
+ * (a mutex held at fork stays held in the child, as glibc leaves it).  The
+ * wrapper stays, for condition variables: its liblock_t is an ops table of
+ * its own whose state is the pthread_mutex_t (never allocated, never freed
+ * by liblock_destroy), so that liblock_cond_wait releases and retakes the
+ * very same glibc mutex.  glibc does not use the pointer word
+ * (__list.__prev) of a non-robust mutex.  Not in the profiler (its glibc
+ * mode is the measured equivalent). */
+static int inplace_lock(liblock_t *l, void *node) { (void)node; return R.mutex_lock(l->_state); }
+static int inplace_trylock(liblock_t *l, void *node) { (void)node; return R.mutex_trylock(l->_state); }
+static int inplace_unlock(liblock_t *l, void *node) { (void)node; return R.mutex_unlock(l->_state); }
+static const struct ll_ops ip_ops_inplace = {
+    .name = "posix",
+    .description = "glibc's mutex in place (interposer)",
+    .props = LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_PARK),
+    .default_policy = LIBLOCK_WAIT_PARK,
+    .lock = inplace_lock,
+    .trylock = inplace_trylock,
+    .unlock = inplace_unlock,
+};
+
+static int inplace_for(int type, const struct shim_algo *a)
+{
+#ifdef LL_SHIM_PROFILE
+    (void)type, (void)a;
+    return 0;
+#else
+    int policy = a->attr._wait != LIBLOCK_WAIT_DEFAULT ? a->attr._wait : a->ops->default_policy;
+    /* (fairness recording, docs/fairness.md, needs the algorithm's lock path) */
+    return type == PTHREAD_MUTEX_NORMAL && strcmp(a->ops->name, "posix") == 0 && policy == LIBLOCK_WAIT_PARK &&
+           !a->attr._fairness && !ll_fairness_env();
+#endif
 }
 
 /* A wrapper of `type` on algorithm a (NULL: glibc mode, profiler only). */
@@ -51,7 +96,11 @@ struct ip_mutex *mutex_new(int type, struct shim_algo *a)
     if (!w)
         return NULL;
     memset(w, 0, sizeof *w);
-    if (a && liblock_init(&w->lock, a->ops->name, &a->attr) != 0) {
+    if (a && inplace_for(type, a)) {
+        /* _state: the pthread_mutex_t, set by mutex_install */
+        w->lock = (liblock_t){._ops = &ip_ops_inplace, ._magic = LL_LOCK_MAGIC, ._wait = LIBLOCK_WAIT_PARK};
+        w->inplace = 1;
+    } else if (a && liblock_init(&w->lock, a->ops->name, &a->attr) != 0) {
         free(w);
         return NULL;
     }
@@ -64,7 +113,7 @@ struct ip_mutex *mutex_new(int type, struct shim_algo *a)
 
 void mutex_free(struct ip_mutex *w)
 {
-    if (!SHIM_GLIBC(w))
+    if (!SHIM_GLIBC(w) && !w->inplace)
         liblock_destroy(&w->lock);
     free(w);
     atomic_fetch_sub_explicit(&shim_live_wrappers, 1, memory_order_relaxed);
@@ -95,7 +144,7 @@ struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
     _Atomic uintptr_t *pw = mptr(m);
     uintptr_t p = atomic_load_explicit(pw, memory_order_acquire);
     if (p > IP_GLIBC)
-        return (struct ip_mutex *)p;
+        return ip_untag(p);
     if (p == IP_GLIBC)
         return NULL;
     if (ip_in_setup) {
@@ -104,7 +153,7 @@ struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
         if (atomic_compare_exchange_strong_explicit(pw, &z, IP_GLIBC, memory_order_acq_rel, memory_order_acquire) ||
             z == IP_GLIBC)
             return NULL;
-        return (struct ip_mutex *)z;
+        return ip_untag(z);
     }
     if (!cfg.wrap)
         return NULL;
@@ -127,7 +176,7 @@ struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
         if (atomic_compare_exchange_strong_explicit(pw, &z, IP_GLIBC, memory_order_acq_rel, memory_order_acquire) ||
             z == IP_GLIBC)
             return NULL;
-        return (struct ip_mutex *)z;
+        return ip_untag(z);
     }
 #endif
     /* No wrapper allocated here: install reuses an idle one left at this
@@ -146,13 +195,43 @@ struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
  * and its unlock, so the mutex itself protects that field.  (CLH-style
  * algorithms also use the record's spare node through ll_self_tls, which is
  * therefore set up before every call.)
+ * The common case (a thread that holds one queue lock at a time) does not
+ * touch the record: one spare node is cached in the thread's shim_tls block
+ * (shim.h), taken by lock and put back by unlock (shim_node_lock and
+ * shim_node_unlock in mutex.c); these functions are the general case (no
+ * spare cached, or one already cached at unlock: nested holds).  The cache
+ * is filled only while shim_tls.rec is this thread's record with the exit
+ * hook below registered, so a cached node implies ll_self_tls is set (CLH)
+ * and is given back to the record's free list at thread exit.  All of it
+ * is the thread's own memory: no atomics.
  * A condition wait hands the node to the API layer's hold stack for the
  * duration of liblock_cond_wait (adopt_hold / reclaim_hold below). */
+static void shim_tls_exit(ll_thread_t *s, void *arg)
+{
+    (void)arg;
+    struct shim_tls *t = &shim_tls;
+    if (t->node) {
+        t->node->next_free = s->free_holds;
+        s->free_holds = t->node;
+        t->node = NULL;
+    }
+    t->rec = NULL;
+}
+
 int w_node_acquire(struct ip_mutex *w, int try)
 {
     ll_thread_t *s = ip_get_self();
     if (LL_UNLIKELY(!s))
         return ENOMEM;
+    struct shim_tls *t = &shim_tls;
+    if (LL_UNLIKELY(t->rec == NULL)) {
+        /* (rec is NULL or this record: the hook clears it before the
+         * record is freed) */
+        t->rec = s;
+        t->hook.fn = shim_tls_exit;
+        t->hook.arg = NULL;
+        ll_thread_on_exit(s, &t->hook);
+    }
     ll_hold_t *h = s->free_holds;
     if (LL_LIKELY(h != NULL)) {
         s->free_holds = h->next_free;
@@ -188,8 +267,12 @@ int w_node_release(struct ip_mutex *w)
     }
     if (LL_LIKELY(s != NULL)) {
         h->lock = NULL;
-        h->next_free = s->free_holds;
-        s->free_holds = h;
+        if (shim_tls.rec == s && !shim_tls.node) {
+            shim_tls.node = h;
+        } else {
+            h->next_free = s->free_holds;
+            s->free_holds = h;
+        }
     }
     return 0;
 }
@@ -296,17 +379,19 @@ struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int i
     R.mutex_lock(&reg_mutex);
     uintptr_t p = atomic_load_explicit(pw, memory_order_acquire);
     if (!init && p != 0) {
-        use = p == IP_GLIBC ? NULL : (struct ip_mutex *)p;
+        use = p == IP_GLIBC ? NULL : ip_untag(p);
     } else {
         long i = tab_index(m);
         struct ip_mutex *old = i >= 0 ? tab_at(i) : NULL;
         int idle = 0;
-        if (old && (old != (struct ip_mutex *)p || init) && atomic_load_explicit(&old->owner, memory_order_relaxed) == 0 &&
-            !old->hold && w_raw_trylock(old) == 0) {
+        if (old && old->inplace && (old != ip_untag(p) || init)) {
+            idle = 1; /* no state of its own: m, being set up again, is all there is */
+        } else if (old && (old != ip_untag(p) || init) && atomic_load_explicit(&old->owner, memory_order_relaxed) == 0 &&
+                   !old->hold && w_raw_trylock(old) == 0) {
             w_raw_unlock(old); /* left behind, or re-initialised without destroy */
             idle = 1;
         }
-        if (idle && old->algo != a) {
+        if (idle && (old->algo != a || (a && old->inplace != inplace_for(type, a)))) {
             /* idle, but made for another site's algorithm: replaced */
             tab_del_at((size_t)i);
             list_del_locked(old);
@@ -337,6 +422,8 @@ struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int i
             if (old)
                 tab_del_at((size_t)i); /* busy: left behind (leaked), fresh takes its place */
             fresh->addr = m;
+            if (fresh->inplace)
+                fresh->lock._state = m;
             list_add_locked(fresh);
             tab_put(fresh);
         }
@@ -346,7 +433,7 @@ struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int i
         }
         lp_mutex_new(use, site);
         lp_set_fast(m, use);
-        atomic_store_explicit(pw, (uintptr_t)use, memory_order_release);
+        atomic_store_explicit(pw, ip_word(use), memory_order_release);
     }
     R.mutex_unlock(&reg_mutex);
     ip_in_setup--;
