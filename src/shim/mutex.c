@@ -172,6 +172,30 @@ static inline __attribute__((always_inline)) int glibc_unlock(struct ip_mutex *w
     return R.mutex_unlock(m);
 }
 
+/* IP_FAST_API: a NORMAL mutex on a delegating algorithm, through the API
+ * layer (w_raw_lock/w_raw_unlock, shim.h "Algorithms under
+ * interposition"), with w_lock/w_unlock's owner bookkeeping for NORMAL. */
+static inline __attribute__((always_inline)) int api_lock(struct ip_mutex *w)
+{
+    if (LL_UNLIKELY(atomic_load_explicit(&w->bind, memory_order_relaxed)))
+        w_bind(w); /* rcl: bound to its server at first use */
+    int r = ll_api_lock(&w->lock);
+    if (LL_LIKELY(r == 0))
+        atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
+    return r;
+}
+
+static inline __attribute__((always_inline)) int api_unlock(struct ip_mutex *w)
+{
+    uintptr_t me = self_tag(), owner = atomic_load_explicit(&w->owner, memory_order_relaxed);
+    if (owner == me)
+        atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+    int r = w_raw_unlock(w);
+    if (LL_UNLIKELY(r) && owner == me)
+        atomic_store_explicit(&w->owner, me, memory_order_relaxed);
+    return r;
+}
+
 static inline __attribute__((always_inline)) int lock_at(pthread_mutex_t *m, void *ra)
 {
     struct lp_tok t;
@@ -208,6 +232,9 @@ static inline __attribute__((always_inline)) int lock_at(pthread_mutex_t *m, voi
             break;
         case IP_FAST_NODE:
             r = node_lock(w);
+            break;
+        case IP_FAST_API:
+            r = api_lock(w);
             break;
         default:
             r = w_lock(w);
@@ -249,6 +276,8 @@ static inline __attribute__((always_inline)) int unlock_at(pthread_mutex_t *m)
             return glibc_unlock(w, m);
         case IP_FAST_NODE:
             return node_unlock(w);
+        case IP_FAST_API:
+            return api_unlock(w);
         default:
             return w_unlock(w);
         }
@@ -270,6 +299,8 @@ static __attribute__((noinline)) int fn_lock_f(struct ip_mutex *w) { return fn_l
 static __attribute__((noinline)) int glibc_lock_f(struct ip_mutex *w, pthread_mutex_t *m) { return glibc_lock(w, m); }
 static __attribute__((noinline)) int node_lock_f(struct ip_mutex *w) { return node_lock(w); }
 static __attribute__((noinline)) int node_unlock_f(struct ip_mutex *w) { return node_unlock(w); }
+static __attribute__((noinline)) int api_lock_f(struct ip_mutex *w) { return api_lock(w); }
+static __attribute__((noinline)) int api_unlock_f(struct ip_mutex *w) { return api_unlock(w); }
 
 /* The entry points: the fast path is chosen from the tag of the pointer
  * word (shim.h), loaded with __kind from the mutex's own line; posix in
@@ -291,6 +322,8 @@ LL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
         return fn_lock_f(ip_untag(p));
     case IP_FAST_NODE:
         return node_lock_f(ip_untag(p));
+    case IP_FAST_API:
+        return api_lock_f(ip_untag(p));
     default:
         return lock_rest(m);
     }
@@ -306,6 +339,8 @@ LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
         return fn_unlock(ip_untag(p));
     case IP_FAST_NODE:
         return node_unlock_f(ip_untag(p));
+    case IP_FAST_API:
+        return api_unlock_f(ip_untag(p));
     default:
         return unlock_rest(m);
     }

@@ -410,11 +410,13 @@ _Static_assert(offsetof(struct ip_mutex, track) + sizeof(int) <= 2 * LL_CACHELIN
  *  IP_FAST_NODE   queue lock: lockfn/unlockfn with the thread's cached node;
  *  IP_FAST_GLIBC  posix in place (interposer only): the pthread_mutex_t is
  *                 glibc's own mutex and lock/unlock are glibc's, called on it;
+ *  IP_FAST_API    delegating algorithm (NORMAL): the API layer's lock and
+ *                 unlock (w_raw_lock/w_raw_unlock without the type checks);
  *  IP_FAST_NONE   anything else: w_lock/w_unlock.
  * The value is also kept in the low bits of the mutex's pointer word (the
  * wrapper is cache-line aligned, so they are free), so that the entry
  * points choose the path from the one word they load anyway. */
-enum { IP_FAST_NONE = 0, IP_FAST_FN, IP_FAST_GLIBC, IP_FAST_NODE };
+enum { IP_FAST_NONE = 0, IP_FAST_FN, IP_FAST_GLIBC, IP_FAST_NODE, IP_FAST_API };
 #define IP_TAG_MASK ((uintptr_t)(LL_CACHELINE - 1))
 
 #ifdef LL_SHIM_PROFILE
@@ -471,6 +473,7 @@ int w_node_acquire(struct ip_mutex *w, int try);
 int w_node_release(struct ip_mutex *w);
 int adopt_hold(ll_thread_t *s, struct ip_mutex *w);
 void reclaim_hold(ll_thread_t *s, struct ip_mutex *w);
+void w_bind(struct ip_mutex *w);
 int w_raw_lock(struct ip_mutex *w);
 int w_raw_trylock(struct ip_mutex *w);
 int w_raw_unlock(struct ip_mutex *w);

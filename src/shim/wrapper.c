@@ -40,7 +40,11 @@ void mutex_set_fns(struct ip_mutex *w)
      * ll_may_run_foreign (shim.h w_track), so it takes the generic path. */
     w->track = cfg.mixed && !w->api;
     int normal = !w->api && !w->track && w->type == PTHREAD_MUTEX_NORMAL;
-    w->fast = !normal ? IP_FAST_NONE : w->holds ? IP_FAST_NODE : w->inplace ? IP_FAST_GLIBC : IP_FAST_FN;
+    w->fast = w->api && w->type == PTHREAD_MUTEX_NORMAL ? IP_FAST_API
+              : !normal                                  ? IP_FAST_NONE
+              : w->holds                                 ? IP_FAST_NODE
+              : w->inplace                               ? IP_FAST_GLIBC
+                                                         : IP_FAST_FN;
     int fn = w->fast == IP_FAST_FN || w->fast == IP_FAST_NODE;
     w->lockfn = fn ? o->lock : NULL;
     w->unlockfn = fn ? o->unlock : NULL;
@@ -309,7 +313,7 @@ void reclaim_hold(ll_thread_t *s, struct ip_mutex *w)
  * no server: docs/rcl.md).  Bind it here, inside set-up, so that a mutex
  * the server's start meets (an allocator's) stays glibc's as during any
  * set-up (see "Bootstrap"). */
-static void w_bind(struct ip_mutex *w)
+void w_bind(struct ip_mutex *w)
 {
     ip_in_setup++;
     liblock_server_of(&w->lock);
