@@ -132,9 +132,9 @@ static int driver(int argc, char **argv)
             printf("  %-16s %-15s %s: C %s, C++ %s\n", generic[i], policy ? policy : "default", variant_env[v],
                    rc == 0 ? "ok" : "FAILED", rcx == 0 ? "ok" : "FAILED");
         }
-    /* posix under its default policy (park): the pthread_mutex_t is glibc's
-     * own mutex, locked in place (src/shim/wrapper.c, "posix in place"), a
-     * path the policy picked above (spin-then-park) does not take. */
+    /* posix under its default policy (park: a NORMAL glibc mutex in its
+     * state, where spin-then-park above makes it an adaptive one), through
+     * the interposer's posix fast path (src/shim/mutex.c, IP_FAST_GLIBC). */
     if (th_selected(argc, argv, "posix")) {
         int rc = run_child(argv[0], real, "posix", "park", 0);
         CHECK(rc == 0, "C test under posix (park): exit %d", rc);

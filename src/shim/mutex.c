@@ -72,8 +72,7 @@ LL_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
     struct ip_mutex *w = ip_untag(p);
     if (atomic_load_explicit(&w->owner, memory_order_relaxed) != 0)
         return EBUSY;
-    /* posix in place: glibc's destroy of m, its answer exactly */
-    int r = SHIM_GLIBC(w) || w->inplace ? R.mutex_destroy(m) : liblock_destroy(&w->lock);
+    int r = SHIM_GLIBC(w) ? R.mutex_destroy(m) : liblock_destroy(&w->lock);
     if (r)
         return r; /* EBUSY: held or waited on; left intact */
     reg_del_mutex(w);
@@ -155,21 +154,22 @@ static inline __attribute__((always_inline)) int node_unlock(struct ip_mutex *w)
     return 0;
 }
 
-/* IP_FAST_GLIBC: posix in place (wrapper.c): glibc's own functions on the
- * mutex itself; the owner word is kept as for every mutex (I2: fork
- * needs to know which mutexes other threads hold). */
-static inline __attribute__((always_inline)) int glibc_lock(struct ip_mutex *w, pthread_mutex_t *m)
+/* IP_FAST_GLIBC: glibc's own functions on the posix state's glibc mutex.
+ * Its lock word (0: free) says whether to count ourselves as a waiter
+ * (posix.c, for destroy).  Both calls are tail calls (IP_OWNERLESS). */
+static inline __attribute__((always_inline)) int glibc_lock(struct ip_mutex *w)
 {
-    int r = R.mutex_lock(m);
-    if (LL_LIKELY(r == 0))
-        atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
-    return r;
+    pthread_mutex_t *gm = IP_POSIX_MUTEX(w);
+    if (LL_LIKELY(__atomic_load_n(&gm->__data.__lock, __ATOMIC_RELAXED) == 0))
+        return R.mutex_lock(gm);
+    return LL_OPS(&w->lock)->lock(&w->lock, NULL);
 }
 
-static inline __attribute__((always_inline)) int glibc_unlock(struct ip_mutex *w, pthread_mutex_t *m)
+static inline __attribute__((always_inline)) int glibc_unlock(struct ip_mutex *w)
 {
-    atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
-    return R.mutex_unlock(m);
+    if (!IP_OWNERLESS(w))
+        atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+    return R.mutex_unlock(IP_POSIX_MUTEX(w));
 }
 
 /* IP_FAST_API: a NORMAL mutex on a delegating algorithm, through the API
@@ -228,7 +228,9 @@ static inline __attribute__((always_inline)) int lock_at(pthread_mutex_t *m, voi
             r = fn_lock(w);
             break;
         case IP_FAST_GLIBC:
-            r = glibc_lock(w, m);
+            r = glibc_lock(w);
+            if (LL_LIKELY(r == 0) && !IP_OWNERLESS(w))
+                atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
             break;
         case IP_FAST_NODE:
             r = node_lock(w);
@@ -273,7 +275,7 @@ static inline __attribute__((always_inline)) int unlock_at(pthread_mutex_t *m)
         case IP_FAST_FN:
             return fn_unlock(w);
         case IP_FAST_GLIBC:
-            return glibc_unlock(w, m);
+            return glibc_unlock(w);
         case IP_FAST_NODE:
             return node_unlock(w);
         case IP_FAST_API:
@@ -295,8 +297,6 @@ int shim_mutex_lock_at(pthread_mutex_t *m, void *ra) { return lock_at(m, ra); }
 #ifndef LL_SHIM_PROFILE
 static __attribute__((noinline)) int lock_rest(pthread_mutex_t *m) { return lock_at(m, NULL); }
 static __attribute__((noinline)) int unlock_rest(pthread_mutex_t *m) { return unlock_at(m); }
-static __attribute__((noinline)) int fn_lock_f(struct ip_mutex *w) { return fn_lock(w); }
-static __attribute__((noinline)) int glibc_lock_f(struct ip_mutex *w, pthread_mutex_t *m) { return glibc_lock(w, m); }
 static __attribute__((noinline)) int node_lock_f(struct ip_mutex *w) { return node_lock(w); }
 static __attribute__((noinline)) int node_unlock_f(struct ip_mutex *w) { return node_unlock(w); }
 static __attribute__((noinline)) int api_lock_f(struct ip_mutex *w) { return api_lock(w); }
@@ -314,36 +314,32 @@ static inline uintptr_t fast_word(pthread_mutex_t *m)
 
 LL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
-    uintptr_t p = fast_word(m);
-    switch (p & IP_TAG_MASK) {
-    case IP_FAST_GLIBC:
-        return glibc_lock_f(ip_untag(p), m);
-    case IP_FAST_FN:
-        return fn_lock_f(ip_untag(p));
-    case IP_FAST_NODE:
-        return node_lock_f(ip_untag(p));
-    case IP_FAST_API:
-        return api_lock_f(ip_untag(p));
-    default:
-        return lock_rest(m);
-    }
+    uintptr_t p = fast_word(m), tag = p & IP_TAG_MASK;
+    struct ip_mutex *w = ip_untag(p);
+    if (LL_LIKELY(tag == IP_FAST_FN))
+        return fn_lock(w);
+    if (tag == IP_FAST_GLIBC)
+        return glibc_lock(w);
+    if (tag == IP_FAST_NODE)
+        return node_lock_f(w);
+    if (tag == IP_FAST_API)
+        return api_lock_f(w);
+    return lock_rest(m);
 }
 
 LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
-    uintptr_t p = fast_word(m);
-    switch (p & IP_TAG_MASK) {
-    case IP_FAST_GLIBC:
-        return glibc_unlock(ip_untag(p), m);
-    case IP_FAST_FN:
-        return fn_unlock(ip_untag(p));
-    case IP_FAST_NODE:
-        return node_unlock_f(ip_untag(p));
-    case IP_FAST_API:
-        return api_unlock_f(ip_untag(p));
-    default:
-        return unlock_rest(m);
-    }
+    uintptr_t p = fast_word(m), tag = p & IP_TAG_MASK;
+    struct ip_mutex *w = ip_untag(p);
+    if (LL_LIKELY(tag == IP_FAST_FN))
+        return fn_unlock(w);
+    if (tag == IP_FAST_GLIBC)
+        return glibc_unlock(w);
+    if (tag == IP_FAST_NODE)
+        return node_unlock_f(w);
+    if (tag == IP_FAST_API)
+        return api_unlock_f(w);
+    return unlock_rest(m);
 }
 #else
 LL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m) { return lock_at(m, __builtin_return_address(0)); }
@@ -386,7 +382,7 @@ int shim_mutex_timedlock_at(pthread_mutex_t *m, const struct timespec *abstime, 
 {
     ip_resolve();
     struct ip_mutex *w = mutex_resolve(m);
-    if (!w || w->fast == IP_FAST_GLIBC) /* glibc's, or posix in place */
+    if (!w)
         return R.mutex_timedlock(m, abstime);
     struct lp_tok t;
     lp_lock_begin(&t, w, m);
@@ -406,7 +402,7 @@ LL_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk, const s
     LL_KEEP_ERRNO;
     ip_resolve();
     struct ip_mutex *w = mutex_resolve(m);
-    if (!w || w->fast == IP_FAST_GLIBC) /* glibc's, or posix in place */
+    if (!w)
         return R.mutex_clocklock ? R.mutex_clocklock(m, clk, abstime) : EINVAL;
     if (clk != CLOCK_REALTIME && clk != CLOCK_MONOTONIC)
         return EINVAL;

@@ -42,11 +42,11 @@
  * is: load __kind and that word (one line), pick the path from its tag,
  * call the algorithm's lock through a pointer cached in the wrapper (a
  * queue lock: with the node cached in the thread's shim_tls block), store
- * the owner; for posix with its default policy the pthread_mutex_t is
- * glibc's own mutex, locked in place by glibc's lock (wrapper.c, "posix
- * in place").  No hash table, no global lookup and one thread-local
- * variable at most on that path (an address table is used only when a
- * lock is set up or destroyed; see "the registry" below).
+ * the owner; for posix, glibc's lock on the glibc mutex inside the
+ * algorithm's state, as a tail call (no owner word: IP_OWNERLESS).  No
+ * hash table, no global lookup and one thread-local variable at most on
+ * that path (an address table is used only when a lock is set up or
+ * destroyed; see "the registry" below).
  *
  *   pointer word  __kind pass bits   meaning
  *   any           set                glibc's mutex (robust/PI/PP/pshared)
@@ -317,6 +317,8 @@ struct shim_algo *shim_algo_for(const struct shim_site *s);
 int shim_algo_ready(struct shim_algo *a);
 void shim_debug_site(const struct shim_site *s, const struct shim_algo *a);
 
+extern const struct ll_ops ll_ops_posix; /* src/locks/posix.c (IP_FAST_GLIBC) */
+
 /* ---- site.c: where a lock comes from ------------------------------------------- */
 #define SHIM_SITE_FRAMES 8
 struct shim_site {
@@ -351,7 +353,6 @@ struct ip_mutex {
     _Atomic uintptr_t owner;              /* self_tag() of the holder, 0 when free */
     /* second line */
     int fast;                             /* IP_FAST_*: the fast path (also in the pointer word's tag) */
-    int inplace;                          /* posix in place: lock is ip_ops_inplace on the mutex itself */
     ll_hold_t *hold;                      /* node algorithms: the holder's node */
     int (*trylockfn)(liblock_t *, void *);
     unsigned count;                       /* recursion depth while held */
@@ -393,7 +394,6 @@ struct ip_mutex {
     int track;                            /* count holds in the thread record (mixed config) */
     /* line 2 */
     int fast;                             /* IP_FAST_*: the fast path (also in the pointer word's tag) */
-    int inplace;                          /* always 0 in the profiler */
     ll_hold_t *hold;                      /* node algorithms: the holder's node */
     int holds;                            /* algorithm needs per-hold nodes (node path) */
     int api;                              /* delegating algorithm: through the API layer */
@@ -408,8 +408,8 @@ _Static_assert(offsetof(struct ip_mutex, track) + sizeof(int) <= 2 * LL_CACHELIN
  * that is neither tracked nor on a delegating algorithm:
  *  IP_FAST_FN     node-less algorithm: lockfn/unlockfn;
  *  IP_FAST_NODE   queue lock: lockfn/unlockfn with the thread's cached node;
- *  IP_FAST_GLIBC  posix in place (interposer only): the pthread_mutex_t is
- *                 glibc's own mutex and lock/unlock are glibc's, called on it;
+ *  IP_FAST_GLIBC  the posix algorithm: glibc's lock/unlock called directly
+ *                 on the glibc mutex its state begins with (src/locks/posix.c);
  *  IP_FAST_API    delegating algorithm (NORMAL): the API layer's lock and
  *                 unlock (w_raw_lock/w_raw_unlock without the type checks);
  *  IP_FAST_NONE   anything else: w_lock/w_unlock.
@@ -418,6 +418,20 @@ _Static_assert(offsetof(struct ip_mutex, track) + sizeof(int) <= 2 * LL_CACHELIN
  * points choose the path from the one word they load anyway. */
 enum { IP_FAST_NONE = 0, IP_FAST_FN, IP_FAST_GLIBC, IP_FAST_NODE, IP_FAST_API };
 #define IP_TAG_MASK ((uintptr_t)(LL_CACHELINE - 1))
+/* A mutex whose owner word the interposer does not keep (I2 does not
+ * apply): IP_FAST_GLIBC, whose glibc mutex records its holder itself
+ * (__owner, a thread id, written by glibc's lock, cleared by its unlock).
+ * Its lock and unlock are then tail calls into glibc; fork.c reads __owner
+ * in its prepare handler instead of the word.  The profiler keeps the word
+ * (its hooks read it). */
+#ifndef LL_SHIM_PROFILE
+#define IP_OWNERLESS(w) ((w)->fast == IP_FAST_GLIBC)
+#else
+#define IP_OWNERLESS(w) 0
+#endif
+/* The glibc mutex of a lock of the posix algorithm: the first member of its
+ * state (src/locks/posix.c asserts it). */
+#define IP_POSIX_MUTEX(w) ((pthread_mutex_t *)(w)->lock._state)
 
 #ifdef LL_SHIM_PROFILE
 #define SHIM_GLIBC(w) ((w)->algo == NULL)

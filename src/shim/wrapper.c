@@ -14,7 +14,6 @@
  * does not use the pointer word (__list.__prev) of a non-robust mutex.
  */
 #include "shim.h"
-#include "../core/fairness.h" /* ll_fairness_env */
 #include "../rcl/rcl.h" /* rcl_unlock_handed */
 
 void mutex_set_fns(struct ip_mutex *w)
@@ -43,52 +42,11 @@ void mutex_set_fns(struct ip_mutex *w)
     w->fast = w->api && w->type == PTHREAD_MUTEX_NORMAL ? IP_FAST_API
               : !normal                                  ? IP_FAST_NONE
               : w->holds                                 ? IP_FAST_NODE
-              : w->inplace                               ? IP_FAST_GLIBC
+              : o == &ll_ops_posix                        ? IP_FAST_GLIBC
                                                          : IP_FAST_FN;
     int fn = w->fast == IP_FAST_FN || w->fast == IP_FAST_NODE;
     w->lockfn = fn ? o->lock : NULL;
     w->unlockfn = fn ? o->unlock : NULL;
-}
-
-/* ---- posix in place ----------------------------------------------------------------
- * A NORMAL mutex on the posix algorithm with its default policy (park:
- * glibc's NORMAL mutex) is glibc's own mutex, locked where it is: the
- * pthread_mutex_t itself, not a glibc mutex inside a state of the posix
- * algorithm.  Its lock and unlock are then glibc's, in front of which the
- * interposer adds a few instructions (mutex.c), and everything else about
- * it is glibc's exactly: destroy (EBUSY while locked), timed locks, fork
- * (a mutex held at fork stays held in the child, as glibc leaves it).  The
- * wrapper stays, for condition variables: its liblock_t is an ops table of
- * its own whose state is the pthread_mutex_t (never allocated, never freed
- * by liblock_destroy), so that liblock_cond_wait releases and retakes the
- * very same glibc mutex.  glibc does not use the pointer word
- * (__list.__prev) of a non-robust mutex.  Not in the profiler (its glibc
- * mode is the measured equivalent). */
-static int inplace_lock(liblock_t *l, void *node) { (void)node; return R.mutex_lock(l->_state); }
-static int inplace_trylock(liblock_t *l, void *node) { (void)node; return R.mutex_trylock(l->_state); }
-static int inplace_unlock(liblock_t *l, void *node) { (void)node; return R.mutex_unlock(l->_state); }
-static const struct ll_ops ip_ops_inplace = {
-    .name = "posix",
-    .description = "glibc's mutex in place (interposer)",
-    .props = LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
-    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_PARK),
-    .default_policy = LIBLOCK_WAIT_PARK,
-    .lock = inplace_lock,
-    .trylock = inplace_trylock,
-    .unlock = inplace_unlock,
-};
-
-static int inplace_for(int type, const struct shim_algo *a)
-{
-#ifdef LL_SHIM_PROFILE
-    (void)type, (void)a;
-    return 0;
-#else
-    int policy = a->attr._wait != LIBLOCK_WAIT_DEFAULT ? a->attr._wait : a->ops->default_policy;
-    /* (fairness recording, docs/fairness.md, needs the algorithm's lock path) */
-    return type == PTHREAD_MUTEX_NORMAL && strcmp(a->ops->name, "posix") == 0 && policy == LIBLOCK_WAIT_PARK &&
-           !a->attr._fairness && !ll_fairness_env();
-#endif
 }
 
 /* A wrapper of `type` on algorithm a (NULL: glibc mode, profiler only). */
@@ -100,11 +58,7 @@ struct ip_mutex *mutex_new(int type, struct shim_algo *a)
     if (!w)
         return NULL;
     memset(w, 0, sizeof *w);
-    if (a && inplace_for(type, a)) {
-        /* _state: the pthread_mutex_t, set by mutex_install */
-        w->lock = (liblock_t){._ops = &ip_ops_inplace, ._magic = LL_LOCK_MAGIC, ._wait = LIBLOCK_WAIT_PARK};
-        w->inplace = 1;
-    } else if (a && liblock_init(&w->lock, a->ops->name, &a->attr) != 0) {
+    if (a && liblock_init(&w->lock, a->ops->name, &a->attr) != 0) {
         free(w);
         return NULL;
     }
@@ -117,7 +71,7 @@ struct ip_mutex *mutex_new(int type, struct shim_algo *a)
 
 void mutex_free(struct ip_mutex *w)
 {
-    if (!SHIM_GLIBC(w) && !w->inplace)
+    if (!SHIM_GLIBC(w))
         liblock_destroy(&w->lock);
     free(w);
     atomic_fetch_sub_explicit(&shim_live_wrappers, 1, memory_order_relaxed);
@@ -388,14 +342,12 @@ struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int i
         long i = tab_index(m);
         struct ip_mutex *old = i >= 0 ? tab_at(i) : NULL;
         int idle = 0;
-        if (old && old->inplace && (old != ip_untag(p) || init)) {
-            idle = 1; /* no state of its own: m, being set up again, is all there is */
-        } else if (old && (old != ip_untag(p) || init) && atomic_load_explicit(&old->owner, memory_order_relaxed) == 0 &&
-                   !old->hold && w_raw_trylock(old) == 0) {
+        if (old && (old != ip_untag(p) || init) && atomic_load_explicit(&old->owner, memory_order_relaxed) == 0 &&
+            !old->hold && w_raw_trylock(old) == 0) {
             w_raw_unlock(old); /* left behind, or re-initialised without destroy */
             idle = 1;
         }
-        if (idle && (old->algo != a || (a && old->inplace != inplace_for(type, a)))) {
+        if (idle && old->algo != a) {
             /* idle, but made for another site's algorithm: replaced */
             tab_del_at((size_t)i);
             list_del_locked(old);
@@ -426,8 +378,6 @@ struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int i
             if (old)
                 tab_del_at((size_t)i); /* busy: left behind (leaked), fresh takes its place */
             fresh->addr = m;
-            if (fresh->inplace)
-                fresh->lock._state = m;
             list_add_locked(fresh);
             tab_put(fresh);
         }
@@ -529,7 +479,8 @@ int w_lock(struct ip_mutex *w)
         return r;
     r = w_raw_lock(w);
     if (r == 0) {
-        atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
+        if (!IP_OWNERLESS(w))
+            atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
         w->count = 1;
         w_track(w, 1);
     }
@@ -547,7 +498,8 @@ int w_trylock(struct ip_mutex *w)
         return r;
     r = w_raw_trylock(w);
     if (r == 0) {
-        atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
+        if (!IP_OWNERLESS(w))
+            atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
         w->count = 1;
         w_track(w, 1);
     }
