@@ -167,8 +167,9 @@ static inline __attribute__((always_inline)) int glibc_lock(struct ip_mutex *w)
 
 static inline __attribute__((always_inline)) int glibc_unlock(struct ip_mutex *w)
 {
-    if (!IP_OWNERLESS(w))
-        atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+#ifdef LL_SHIM_PROFILE
+    atomic_store_explicit(&w->owner, 0, memory_order_relaxed); /* (IP_OWNERLESS: interposer only) */
+#endif
     return R.mutex_unlock(IP_POSIX_MUTEX(w));
 }
 
@@ -229,8 +230,10 @@ static inline __attribute__((always_inline)) int lock_at(pthread_mutex_t *m, voi
             break;
         case IP_FAST_GLIBC:
             r = glibc_lock(w);
-            if (LL_LIKELY(r == 0) && !IP_OWNERLESS(w))
+#ifdef LL_SHIM_PROFILE
+            if (LL_LIKELY(r == 0)) /* (IP_OWNERLESS: interposer only) */
                 atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
+#endif
             break;
         case IP_FAST_NODE:
             r = node_lock(w);
