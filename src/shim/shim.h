@@ -64,11 +64,12 @@
  *     acq_rel), W -> 0 (pthread_mutex_destroy, when POSIX allows no other
  *     use) or by pthread_mutex_init (release store).  Readers load it with
  *     acquire, so whoever sees W sees W fully built (algorithm state included).
- *  I2 w->owner equals thread T's tag (address of a TLS byte) only while T
+ *  I2 w->owner equals thread T's tag (its thread pointer) only while T
  *     holds w, for RECURSIVE/ERRORCHECK: it is stored after the acquire and
  *     cleared before the release, and a thread compares it only with its own
  *     tag, which no other thread stores; so relaxed accesses suffice.  For
- *     NORMAL it is bookkeeping for fork only.
+ *     NORMAL it is bookkeeping for fork only, and not kept at all for
+ *     posix's fast path (IP_OWNERLESS, below).
  *  I3 w->count and w->hold are read and written only by the holder, between
  *     its acquire and its release: the algorithm's own acquire/release
  *     ordering (every algorithm's contract) orders them like any data the
@@ -184,8 +185,9 @@
  * holds for every algorithm; delegation's speed-up does not apply.
  * Classic algorithms are called through their ops table, not through the
  * API's per-thread hold stack (too slow for the uncontended target):
- * algorithms with per-hold nodes (node_size > 0) get a node from the
- * thread's free list (see "per-thread nodes" below), the others a NULL node;
+ * algorithms with per-hold nodes (node_size > 0) get a node cached in the
+ * thread's shim_tls block, else from the thread's free list (wrapper.c,
+ * "per-thread nodes"), the others a NULL node;
  * such an algorithm must not depend on the hold stack (none does).
  * Delegating algorithms (LIBLOCK_PROP_DELEGATES) go through the API layer
  * (ll_api_lock/ll_api_unlock/liblock_trylock), whatever per-thread state
