@@ -2,7 +2,12 @@
  * interpose_overhead - what one uncontended pthread_mutex_lock/unlock pair
  * costs through liblock-interpose.so, against glibc's own, per algorithm.
  *
- * usage: interpose_overhead [-r ROUNDS] [-n PAIRS] [ALGORITHM...]
+ * usage: interpose_overhead [-r ROUNDS] [-n PAIRS] [-L LIB]... [ALGORITHM...]
+ *
+ * -L LIB (repeatable): measure these interposer libraries instead of
+ * <build>/lib/liblock-interpose.so, one child per library for each
+ * algorithm, alternating (to compare two builds in one run; each line is
+ * prefixed with the library's index).
  *
  * Without LIBLOCK_LOCK in the environment it is a driver: it re-runs itself
  * under LD_PRELOAD=<build>/lib/liblock-interpose.so for each algorithm
@@ -100,13 +105,17 @@ int main(int argc, char **argv)
     int rounds = 7;
     long pairs = 2000000;
     int opt;
-    while ((opt = getopt(argc, argv, "r:n:")) != -1) {
+    const char *libs[8];
+    int nlibs = 0;
+    while ((opt = getopt(argc, argv, "r:n:L:")) != -1) {
         if (opt == 'r')
             rounds = atoi(optarg);
         else if (opt == 'n')
             pairs = atol(optarg);
+        else if (opt == 'L' && nlibs < 8)
+            libs[nlibs++] = optarg;
         else {
-            fprintf(stderr, "usage: %s [-r ROUNDS] [-n PAIRS] [ALGORITHM...]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-r ROUNDS] [-n PAIRS] [-L LIB]... [ALGORITHM...]\n", argv[0]);
             return 2;
         }
     }
@@ -128,10 +137,16 @@ int main(int argc, char **argv)
     *slash = 0;
     snprintf(lib, sizeof lib, "%s/../lib/liblock-interpose.so", self);
     *slash = '/';
-    if (access(lib, R_OK) != 0) {
-        fprintf(stderr, "interpose_overhead: %s missing (run make)\n", lib);
-        return 1;
-    }
+    if (!nlibs)
+        libs[nlibs++] = lib;
+    for (int i = 0; i < nlibs; i++)
+        if (access(libs[i], R_OK) != 0) {
+            fprintf(stderr, "interpose_overhead: %s missing (run make)\n", libs[i]);
+            return 1;
+        }
+    if (nlibs > 1)
+        for (int i = 0; i < nlibs; i++)
+            printf("[%d] %s\n", i, libs[i]);
     int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
     double probe0 = ncpu > 1 ? probe_default() : -1;
     printf("uncontended lock/unlock pair, %ld pairs x %d rounds, interleaved glibc/interposed, CPU 0\n", pairs, rounds);
@@ -142,22 +157,26 @@ int main(int argc, char **argv)
             chosen |= strcmp(argv[i], *a) == 0;
         if (!chosen)
             continue;
-        fflush(stdout);
-        pid_t pid = fork();
-        if (pid == 0) {
-            setenv("LD_PRELOAD", lib, 1);
-            setenv("LIBLOCK_LOCK", *a, 1);
-            setenv("LIBLOCK_STRICT", "1", 1);
-            char r[16], p[32];
-            snprintf(r, sizeof r, "-r%d", rounds);
-            snprintf(p, sizeof p, "-n%ld", pairs);
-            execl(self, self, r, p, (char *)NULL);
-            _exit(127);
+        for (int li = 0; li < nlibs; li++) {
+            if (nlibs > 1)
+                printf("[%d] ", li);
+            fflush(stdout);
+            pid_t pid = fork();
+            if (pid == 0) {
+                setenv("LD_PRELOAD", libs[li], 1);
+                setenv("LIBLOCK_LOCK", *a, 1);
+                setenv("LIBLOCK_STRICT", "1", 1);
+                char r[16], p[32];
+                snprintf(r, sizeof r, "-r%d", rounds);
+                snprintf(p, sizeof p, "-n%ld", pairs);
+                execl(self, self, r, p, (char *)NULL);
+                _exit(127);
+            }
+            int st;
+            waitpid(pid, &st, 0);
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                rc = 1;
         }
-        int st;
-        waitpid(pid, &st, 0);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-            rc = 1;
     }
     double probe1 = ncpu > 1 ? probe_default() : -1;
     printf("probe (CPU0<->CPU1 round trip): before %.0f ns, after %.0f ns\n", probe0, probe1);

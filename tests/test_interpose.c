@@ -5,8 +5,8 @@
  * algorithm in the registry it re-runs itself, and then test_interpose_cxx,
  * with LD_PRELOAD=<build>/lib/liblock-interpose.so LIBLOCK_LOCK=<name> and a
  * waiting policy that makes progress with more threads than cores
- * (spin-then-park, else park, else yield, else the default), each child
- * bounded by a watchdog.  Names on the command line restrict the algorithms.
+ * (spin-then-park, else park, else yield, else the default; posix also
+ * under park, its default), each child bounded by a watchdog.  Names on the command line restrict the algorithms.
  *
  * In a child (LIBLOCK_INTERPOSE_TEST_CHILD=1) it checks, with exact results:
  *  - that the interposer is really in use (liblock_interpose_lock() names the
@@ -132,6 +132,16 @@ static int driver(int argc, char **argv)
             printf("  %-16s %-15s %s: C %s, C++ %s\n", generic[i], policy ? policy : "default", variant_env[v],
                    rc == 0 ? "ok" : "FAILED", rcx == 0 ? "ok" : "FAILED");
         }
+    /* posix under its default policy (park: a NORMAL glibc mutex in its
+     * state, where spin-then-park above makes it an adaptive one), through
+     * the interposer's posix fast path (src/shim/mutex.c, IP_FAST_GLIBC). */
+    if (th_selected(argc, argv, "posix")) {
+        int rc = run_child(argv[0], real, "posix", "park", 0);
+        CHECK(rc == 0, "C test under posix (park): exit %d", rc);
+        int rcx = have_cxx ? run_child(cxx, real, "posix", "park", 0) : 0;
+        CHECK(rcx == 0, "C++ test under posix (park): exit %d", rcx);
+        printf("  %-16s %-15s C %s, C++ %s\n", "posix", "park", rc == 0 ? "ok" : "FAILED", rcx == 0 ? "ok" : "FAILED");
+    }
     free(real);
     return th_report("test_interpose");
 }

@@ -152,8 +152,9 @@ static int mcs_init(liblock_t *l, const liblock_attr_t *attr)
 #define R_SECOND 3u
 
 /* Raise succ's rank to `to` (R_FIRST or R_SECOND) unless it is already
- * there or beyond; wake it if it had parked. */
-static void promote(struct mcs_node *succ, uint32_t to)
+ * there or beyond; wake it if it had parked.  (Out of line: the
+ * uncontended lock only tests for a successor.) */
+static __attribute__((noinline)) void promote(struct mcs_node *succ, uint32_t to)
 {
     uint32_t cur = atomic_load_explicit(&succ->locked, memory_order_relaxed);
     for (;;) {
@@ -223,25 +224,14 @@ static void wait_granted(struct mcs_node *n, uint32_t v, int policy)
     promote_next(n, R_FIRST);
 }
 
-static int mcs_lock(liblock_t *l, void *vnode)
+/* lock() behind a predecessor (the queued path; out of line, so that the
+ * uncontended lock below saves no registers). */
+static __attribute__((noinline)) int mcs_lock_behind(liblock_t *l, struct mcs_node *n, struct mcs_node *pred)
 {
-    struct mcs_lock *s = LL_STATE(l, struct mcs_lock);
-    struct mcs_node *n = vnode;
     const int policy = l->_wait;
-    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
-    atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
-    atomic_store_explicit(&n->succ_parked, 0, memory_order_relaxed);
-    struct mcs_node *pred = atomic_exchange_explicit(&s->tail, n, memory_order_acq_rel);
     if (!parks(policy)) {
-        if (pred) {
-            atomic_store_explicit(&pred->next, n, memory_order_release);
-            ll_wait_while(&n->locked, 1, policy);
-        }
-        return 0;
-    }
-    if (!pred) {
-        atomic_store_explicit(&n->locked, R_GRANTED, memory_order_relaxed);
-        promote_next(n, R_FIRST); /* an arrival may have linked already (and parked) */
+        atomic_store_explicit(&pred->next, n, memory_order_release);
+        ll_wait_while(&n->locked, 1, policy);
         return 0;
     }
     uint32_t v = rank_behind(pred);
@@ -252,6 +242,23 @@ static int mcs_lock(liblock_t *l, void *vnode)
     unsigned long parks = ll_parks_tls;
     wait_granted(n, v, policy);
     slept_last = ll_parks_tls != parks;
+    return 0;
+}
+
+static int mcs_lock(liblock_t *l, void *vnode)
+{
+    struct mcs_lock *s = LL_STATE(l, struct mcs_lock);
+    struct mcs_node *n = vnode;
+    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+    atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
+    atomic_store_explicit(&n->succ_parked, 0, memory_order_relaxed);
+    struct mcs_node *pred = atomic_exchange_explicit(&s->tail, n, memory_order_acq_rel);
+    if (LL_UNLIKELY(pred != NULL))
+        return mcs_lock_behind(l, n, pred);
+    if (parks(l->_wait)) {
+        atomic_store_explicit(&n->locked, R_GRANTED, memory_order_relaxed);
+        promote_next(n, R_FIRST); /* an arrival may have linked already (and parked) */
+    }
     return 0;
 }
 
@@ -311,16 +318,11 @@ static int mcs_trylock(liblock_t *l, void *vnode)
                : EBUSY;
 }
 
-static int mcs_unlock(liblock_t *l, void *vnode)
+/* unlock() with a successor, linked (succ) or about to link (NULL); out of
+ * line, as mcs_lock_behind. */
+static __attribute__((noinline)) int mcs_unlock_handoff(liblock_t *l, struct mcs_node *n, struct mcs_node *succ)
 {
-    struct mcs_lock *s = LL_STATE(l, struct mcs_lock);
-    struct mcs_node *n = vnode;
-    struct mcs_node *succ = atomic_load_explicit(&n->next, memory_order_acquire);
     if (!succ) {
-        struct mcs_node *expect = n;
-        if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
-                                                    memory_order_relaxed))
-            return 0;
         unsigned k = 0;
         while (!(succ = atomic_load_explicit(&n->next, memory_order_acquire))) {
             if (l->_wait == LIBLOCK_WAIT_YIELD || (parks(l->_wait) && ++k > 256))
@@ -334,6 +336,20 @@ static int mcs_unlock(liblock_t *l, void *vnode)
     else
         ll_wake(&succ->locked, R_GRANTED, l->_wait);
     return 0;
+}
+
+static int mcs_unlock(liblock_t *l, void *vnode)
+{
+    struct mcs_lock *s = LL_STATE(l, struct mcs_lock);
+    struct mcs_node *n = vnode;
+    struct mcs_node *succ = atomic_load_explicit(&n->next, memory_order_acquire);
+    if (LL_LIKELY(!succ)) {
+        struct mcs_node *expect = n;
+        if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
+                                                    memory_order_relaxed))
+            return 0;
+    }
+    return mcs_unlock_handoff(l, n, succ);
 }
 
 static int mcs_destroy(liblock_t *l)

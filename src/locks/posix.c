@@ -24,6 +24,13 @@ struct posix_lock {
     pthread_mutex_t m;
     _Atomic uint32_t waiters; /* threads in a contended lock(): for destroy */
 };
+/* The interposer's fast path (src/shim/mutex.c) calls glibc's lock and
+ * unlock on m directly, found at the start of the state; it calls this
+ * file's lock() when m's lock word is not 0, so a thread that finds it
+ * held is counted in `waiters` as here (one that loses the race between
+ * that read and glibc's CAS is not, like one between the failed try and
+ * the increment below). */
+_Static_assert(offsetof(struct posix_lock, m) == 0, "the interposer finds m at the start of the state");
 
 static int posix_init(liblock_t *l, const liblock_attr_t *attr)
 {

@@ -210,7 +210,7 @@ static inline int lp_outermost(const struct ip_mutex *w) { return w->type == PTH
 /* The wrapper of m, when a path that did not need it does (rare events). */
 static inline struct ip_mutex *lp_w(struct ip_mutex *w, pthread_mutex_t *m)
 {
-    return w ? w : (struct ip_mutex *)atomic_load_explicit(mptr(m), memory_order_relaxed);
+    return w ? w : ip_untag(atomic_load_explicit(mptr(m), memory_order_relaxed));
 }
 
 static inline __attribute__((always_inline)) void lp_hist_add(struct lp_table *t, struct lp_crec *r, int hidx,

@@ -280,7 +280,8 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
         r = w_raw_unlock(w);
         if (r) {
             R.mutex_unlock(&n->im);
-            atomic_store_explicit(&w->owner, me, memory_order_relaxed);
+            if (!IP_OWNERLESS(w))
+                atomic_store_explicit(&w->owner, me, memory_order_relaxed);
             return r;
         }
         if (!abstime)
@@ -298,7 +299,8 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
         else if (r != ETIMEDOUT)
             r = 0;
     }
-    atomic_store_explicit(&w->owner, me, memory_order_relaxed);
+    if (!IP_OWNERLESS(w))
+        atomic_store_explicit(&w->owner, me, memory_order_relaxed);
     w->count = count;
     lp_cond_end(&t, w, m);
     return r;

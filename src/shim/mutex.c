@@ -69,7 +69,7 @@ LL_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
     uintptr_t p = atomic_load_explicit(mptr(m), memory_order_acquire);
     if (p == 0 || p == IP_GLIBC)
         return R.mutex_destroy(m);
-    struct ip_mutex *w = (struct ip_mutex *)p;
+    struct ip_mutex *w = ip_untag(p);
     if (atomic_load_explicit(&w->owner, memory_order_relaxed) != 0)
         return EBUSY;
     int r = SHIM_GLIBC(w) ? R.mutex_destroy(m) : liblock_destroy(&w->lock);
@@ -83,10 +83,120 @@ LL_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
     return 0;
 }
 
-/* The uncontended paths: a NORMAL mutex goes straight to the algorithm
- * (node-less: cached function pointer; queue lock: node path), other types
- * through w_lock/w_unlock.  (Measured: routing NORMAL queue locks through
- * the generic w_lock/w_unlock cost ~10 ns more per pair.) */
+/* The uncontended paths.  A NORMAL mutex (not delegating, not tracked)
+ * goes straight to its algorithm, by w->fast (mutex_set_fns):
+ *  - IP_FAST_FN: node-less algorithm, through the function cached in the
+ *    wrapper's first line;
+ *  - IP_FAST_GLIBC: the posix algorithm: glibc's lock on the glibc
+ *    mutex inside it when its lock word reads free, else posix's own
+ *    lock() (which counts waiters for destroy); glibc's unlock;
+ *  - IP_FAST_NODE: queue lock, with the node cached in the thread's
+ *    shim_tls block (wrapper.c, "per-thread nodes"); the record's free
+ *    list only when none is cached.
+ * Other types go through w_lock/w_unlock.  The owner word is written by
+ * the holder only (I2): after the acquire, before the release.  One
+ * thread-local variable per call at most (shim_tls, for the node; the
+ * owner tag is the thread pointer, shim.h self_tag).
+ * In the interposer each kind is its own small function, entered from
+ * pthread_mutex_lock/unlock by a tail call chosen from the tag of the
+ * pointer word (shim.h); lock_at/unlock_at are the general path, and the
+ * profiler's only path (with its hooks). */
+static inline __attribute__((always_inline)) int fn_lock(struct ip_mutex *w)
+{
+    int r = w->lockfn(&w->lock, NULL);
+    if (LL_LIKELY(r == 0))
+        atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
+    return r;
+}
+
+static inline __attribute__((always_inline)) int fn_unlock(struct ip_mutex *w)
+{
+    atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+    return w->unlockfn(&w->lock, NULL);
+}
+
+static inline __attribute__((always_inline)) int node_lock(struct ip_mutex *w)
+{
+    struct shim_tls *t = &shim_tls;
+    ll_hold_t *h = t->node;
+    int r;
+    if (LL_UNLIKELY(!h)) {
+        r = w_node_acquire(w, 0);
+    } else {
+        t->node = NULL;
+        r = w->lockfn(&w->lock, h->node);
+        if (LL_UNLIKELY(r))
+            t->node = h;
+        else
+            w->hold = h; /* the holder's node: read by whichever thread unlocks */
+    }
+    if (LL_LIKELY(r == 0))
+        atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
+    return r;
+}
+
+static inline __attribute__((always_inline)) int node_unlock(struct ip_mutex *w)
+{
+    struct shim_tls *t = &shim_tls;
+    ll_hold_t *h = w->hold;
+    atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+    /* the general case: not locked, a node already cached (nested holds),
+     * or a thread without a record yet (CLH needs ll_self_tls set) */
+    if (LL_UNLIKELY(!h || t->node || !t->rec))
+        return w_node_release(w);
+    w->hold = NULL;
+    int r = w->unlockfn(&w->lock, h->node);
+    if (LL_UNLIKELY(r)) {
+        w->hold = h;
+        return r;
+    }
+    t->node = h;
+    return 0;
+}
+
+/* IP_FAST_GLIBC: glibc's own functions on the posix state's glibc mutex.
+ * Its lock word (0: free) says whether to count ourselves as a waiter
+ * (posix.c, for destroy).  Both calls are tail calls (IP_OWNERLESS). */
+static inline __attribute__((always_inline)) int glibc_lock(struct ip_mutex *w)
+{
+    pthread_mutex_t *gm = IP_POSIX_MUTEX(w);
+    if (LL_LIKELY(__atomic_load_n(&gm->__data.__lock, __ATOMIC_RELAXED) == 0))
+        return R.mutex_lock(gm);
+    return LL_OPS(&w->lock)->lock(&w->lock, NULL);
+}
+
+static inline __attribute__((always_inline)) int glibc_unlock(struct ip_mutex *w)
+{
+#ifdef LL_SHIM_PROFILE
+    atomic_store_explicit(&w->owner, 0, memory_order_relaxed); /* (IP_OWNERLESS: interposer only) */
+#endif
+    return R.mutex_unlock(IP_POSIX_MUTEX(w));
+}
+
+/* IP_FAST_API: a NORMAL mutex on a delegating algorithm, through the API
+ * layer (w_raw_lock/w_raw_unlock, shim.h "Algorithms under
+ * interposition"), with w_lock/w_unlock's owner bookkeeping for NORMAL. */
+static inline __attribute__((always_inline)) int api_lock(struct ip_mutex *w)
+{
+    if (LL_UNLIKELY(atomic_load_explicit(&w->bind, memory_order_relaxed)))
+        w_bind(w); /* rcl: bound to its server at first use */
+    int r = ll_api_lock(&w->lock);
+    if (LL_LIKELY(r == 0))
+        atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
+    return r;
+}
+
+static inline __attribute__((always_inline)) int api_unlock(struct ip_mutex *w)
+{
+    uintptr_t me = self_tag(), owner = atomic_load_explicit(&w->owner, memory_order_relaxed);
+    if (owner == me)
+        atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+    int r = w_raw_unlock(w);
+    if (LL_UNLIKELY(r) && owner == me)
+        atomic_store_explicit(&w->owner, me, memory_order_relaxed);
+    return r;
+}
+
 static inline __attribute__((always_inline)) int lock_at(pthread_mutex_t *m, void *ra)
 {
     struct lp_tok t;
@@ -114,17 +224,27 @@ static inline __attribute__((always_inline)) int lock_at(pthread_mutex_t *m, voi
         }
 #endif
         lp_lock_begin(&t, w, m);
-        if (LL_LIKELY(w->lockfn)) {
-            r = w->lockfn(&w->lock, NULL);
-        } else if (w->holds && w->type == PTHREAD_MUTEX_NORMAL && !w->track) {
-            r = w_node_acquire(w, 0);
-        } else {
+        switch (w->fast) {
+        case IP_FAST_FN:
+            r = fn_lock(w);
+            break;
+        case IP_FAST_GLIBC:
+            r = glibc_lock(w);
+#ifdef LL_SHIM_PROFILE
+            if (LL_LIKELY(r == 0)) /* (IP_OWNERLESS: interposer only) */
+                atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
+#endif
+            break;
+        case IP_FAST_NODE:
+            r = node_lock(w);
+            break;
+        case IP_FAST_API:
+            r = api_lock(w);
+            break;
+        default:
             r = w_lock(w);
-            lp_lock_end(&t, w, m, r, ra);
-            return r;
+            break;
         }
-        if (LL_LIKELY(r == 0))
-            atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
         lp_lock_end(&t, w, m, r, ra);
         return r;
     }
@@ -138,10 +258,7 @@ static inline __attribute__((always_inline)) int lock_at(pthread_mutex_t *m, voi
     return r;
 }
 
-LL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m) { return lock_at(m, __builtin_return_address(0)); }
-int shim_mutex_lock_at(pthread_mutex_t *m, void *ra) { return lock_at(m, ra); }
-
-LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+static inline __attribute__((always_inline)) int unlock_at(pthread_mutex_t *m)
 {
 #ifdef LL_SHIM_PROFILE
     uintptr_t d = lp_fast_desc(m);
@@ -157,15 +274,18 @@ LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
         if (SHIM_GLIBC(w) && w->type == PTHREAD_MUTEX_NORMAL)
             return R.mutex_unlock(m);
 #endif
-        if (LL_LIKELY(w->unlockfn)) {
-            atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
-            return w->unlockfn(&w->lock, NULL);
+        switch (w->fast) {
+        case IP_FAST_FN:
+            return fn_unlock(w);
+        case IP_FAST_GLIBC:
+            return glibc_unlock(w);
+        case IP_FAST_NODE:
+            return node_unlock(w);
+        case IP_FAST_API:
+            return api_unlock(w);
+        default:
+            return w_unlock(w);
         }
-        if (w->holds && w->type == PTHREAD_MUTEX_NORMAL && !w->track) {
-            atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
-            return w_node_release(w);
-        }
-        return w_unlock(w);
     }
     if (LL_UNLIKELY(!atomic_load_explicit(&shim_resolved, memory_order_acquire)) && ip_resolving)
         return 0;
@@ -174,6 +294,60 @@ LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
     lp_unlock_begin(w, m);
     return w_unlock(w);
 }
+
+int shim_mutex_lock_at(pthread_mutex_t *m, void *ra) { return lock_at(m, ra); }
+
+#ifndef LL_SHIM_PROFILE
+static __attribute__((noinline)) int lock_rest(pthread_mutex_t *m) { return lock_at(m, NULL); }
+static __attribute__((noinline)) int unlock_rest(pthread_mutex_t *m) { return unlock_at(m); }
+static __attribute__((noinline)) int node_lock_f(struct ip_mutex *w) { return node_lock(w); }
+static __attribute__((noinline)) int node_unlock_f(struct ip_mutex *w) { return node_unlock(w); }
+static __attribute__((noinline)) int api_lock_f(struct ip_mutex *w) { return api_lock(w); }
+static __attribute__((noinline)) int api_unlock_f(struct ip_mutex *w) { return api_unlock(w); }
+
+/* The entry points: the fast path is chosen from the tag of the pointer
+ * word (shim.h), loaded with __kind from the mutex's own line; posix in
+ * place is then a tail call into glibc, the others a tail call into a
+ * small function of their kind. */
+static inline uintptr_t fast_word(pthread_mutex_t *m)
+{
+    uintptr_t p = atomic_load_explicit(mptr(m), memory_order_acquire);
+    return LL_LIKELY(p > IP_GLIBC && !(mkind(m) & IP_KIND_PASS)) ? p : 0;
+}
+
+LL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+{
+    uintptr_t p = fast_word(m), tag = p & IP_TAG_MASK;
+    struct ip_mutex *w = ip_untag(p);
+    if (LL_LIKELY(tag == IP_FAST_FN))
+        return fn_lock(w);
+    if (tag == IP_FAST_GLIBC)
+        return glibc_lock(w);
+    if (tag == IP_FAST_NODE)
+        return node_lock_f(w);
+    if (tag == IP_FAST_API)
+        return api_lock_f(w);
+    return lock_rest(m);
+}
+
+LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+    uintptr_t p = fast_word(m), tag = p & IP_TAG_MASK;
+    struct ip_mutex *w = ip_untag(p);
+    if (LL_LIKELY(tag == IP_FAST_FN))
+        return fn_unlock(w);
+    if (tag == IP_FAST_GLIBC)
+        return glibc_unlock(w);
+    if (tag == IP_FAST_NODE)
+        return node_unlock_f(w);
+    if (tag == IP_FAST_API)
+        return api_unlock_f(w);
+    return unlock_rest(m);
+}
+#else
+LL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m) { return lock_at(m, __builtin_return_address(0)); }
+LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) { return unlock_at(m); }
+#endif
 
 int shim_mutex_trylock_at(pthread_mutex_t *m, void *ra)
 {

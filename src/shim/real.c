@@ -10,7 +10,7 @@ struct shim_real shim_real;
 _Atomic int shim_resolved;
 __thread int ip_resolving __attribute__((tls_model("initial-exec")));
 __thread int ip_in_setup __attribute__((tls_model("initial-exec")));
-__thread char ip_tag __attribute__((tls_model("initial-exec")));
+__thread struct shim_tls shim_tls __attribute__((tls_model("initial-exec")));
 __thread int shim_c11_init __attribute__((tls_model("initial-exec")));
 
 static void *must(const char *name)

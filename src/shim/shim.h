@@ -37,16 +37,22 @@
  * recursive/errorcheck/adaptive initializers).  We keep a pointer to a heap
  * `struct ip_mutex` (the liblock_t plus owner bookkeeping) in the mutex's
  * __data.__list.__prev word, which glibc uses only for robust mutexes.  The
- * uncontended path is: load __kind and that pointer (one line), call the
- * algorithm's lock through a pointer cached in the wrapper, store the owner.
- * No hash table, no global lookup on that path (an address table is used
- * only when a lock is set up or destroyed; see "the registry" below).
+ * wrapper is cache-line aligned, and the low bits of the word carry its
+ * fast path (IP_FAST_*, below).  The uncontended path of a NORMAL mutex
+ * is: load __kind and that word (one line), pick the path from its tag,
+ * call the algorithm's lock through a pointer cached in the wrapper (a
+ * queue lock: with the node cached in the thread's shim_tls block), store
+ * the owner; for posix, glibc's lock on the glibc mutex inside the
+ * algorithm's state, as a tail call (no owner word: IP_OWNERLESS).  No
+ * hash table, no global lookup and one thread-local variable at most on
+ * that path (an address table is used only when a lock is set up or
+ * destroyed; see "the registry" below).
  *
  *   pointer word  __kind pass bits   meaning
  *   any           set                glibc's mutex (robust/PI/PP/pshared)
  *   0             clear              not set up yet: set up lazily
  *   1 (IP_GLIBC)  clear              glibc's mutex (see bootstrap below)
- *   other         clear              ours: pointer to struct ip_mutex
+ *   other         clear              ours: struct ip_mutex | IP_FAST_* tag
  *
  * Lazy set-up is race-free: every thread that finds 0 builds a wrapper and
  * CASes it in; the losers free theirs and use the winner's.  The CAS is
@@ -58,11 +64,12 @@
  *     acq_rel), W -> 0 (pthread_mutex_destroy, when POSIX allows no other
  *     use) or by pthread_mutex_init (release store).  Readers load it with
  *     acquire, so whoever sees W sees W fully built (algorithm state included).
- *  I2 w->owner equals thread T's tag (address of a TLS byte) only while T
+ *  I2 w->owner equals thread T's tag (its thread pointer) only while T
  *     holds w, for RECURSIVE/ERRORCHECK: it is stored after the acquire and
  *     cleared before the release, and a thread compares it only with its own
  *     tag, which no other thread stores; so relaxed accesses suffice.  For
- *     NORMAL it is bookkeeping for fork only.
+ *     NORMAL it is bookkeeping for fork only, and not kept at all for
+ *     posix's fast path (IP_OWNERLESS, below).
  *  I3 w->count and w->hold are read and written only by the holder, between
  *     its acquire and its release: the algorithm's own acquire/release
  *     ordering (every algorithm's contract) orders them like any data the
@@ -178,8 +185,9 @@
  * holds for every algorithm; delegation's speed-up does not apply.
  * Classic algorithms are called through their ops table, not through the
  * API's per-thread hold stack (too slow for the uncontended target):
- * algorithms with per-hold nodes (node_size > 0) get a node from the
- * thread's free list (see "per-thread nodes" below), the others a NULL node;
+ * algorithms with per-hold nodes (node_size > 0) get a node cached in the
+ * thread's shim_tls block, else from the thread's free list (wrapper.c,
+ * "per-thread nodes"), the others a NULL node;
  * such an algorithm must not depend on the hold stack (none does).
  * Delegating algorithms (LIBLOCK_PROP_DELEGATES) go through the API layer
  * (ll_api_lock/ll_api_unlock/liblock_trylock), whatever per-thread state
@@ -257,9 +265,21 @@ extern struct shim_real shim_real;
 extern _Atomic int shim_resolved;
 extern __thread int ip_resolving __attribute__((tls_model("initial-exec")));
 extern __thread int ip_in_setup __attribute__((tls_model("initial-exec")));
-extern __thread char ip_tag __attribute__((tls_model("initial-exec")));
 extern __thread int shim_c11_init __attribute__((tls_model("initial-exec"))); /* inside mtx_init */
-static inline uintptr_t self_tag(void) { return (uintptr_t)&ip_tag; }
+/* The one thread-local block the lock/unlock fast paths read (initial-exec:
+ * its address is %fs plus a constant, one load from the GOT, no
+ * __tls_get_addr).  `node` is a spare per-hold node for queue locks (wrapper.c, "per-thread nodes"),
+ * valid only while `rec` is set: the thread record whose exit hook gives
+ * the node back to that record's free list. */
+struct shim_tls {
+    ll_hold_t *node;
+    ll_thread_t *rec;
+    struct ll_exit_hook hook;
+};
+extern __thread struct shim_tls shim_tls __attribute__((tls_model("initial-exec")));
+/* The thread's owner tag (I2): the thread pointer (%fs base on x86-64),
+ * unique per live thread and one instruction to read. */
+static inline uintptr_t self_tag(void) { return (uintptr_t)__builtin_thread_pointer(); }
 void ip_resolve(void);
 
 /* ---- config.c: the configuration ---------------------------------------------- */
@@ -299,6 +319,8 @@ struct shim_algo *shim_algo_for(const struct shim_site *s);
 int shim_algo_ready(struct shim_algo *a);
 void shim_debug_site(const struct shim_site *s, const struct shim_algo *a);
 
+extern const struct ll_ops ll_ops_posix; /* src/locks/posix.c (IP_FAST_GLIBC) */
+
 /* ---- site.c: where a lock comes from ------------------------------------------- */
 #define SHIM_SITE_FRAMES 8
 struct shim_site {
@@ -328,10 +350,11 @@ struct lp_cs;
 struct ip_mutex {
     /* first cache line: everything the uncontended NORMAL path touches */
     liblock_t lock;
-    int (*lockfn)(liblock_t *, void *);   /* non-NULL: direct path (NORMAL type, no nodes) */
+    int (*lockfn)(liblock_t *, void *);   /* IP_FAST_FN and IP_FAST_NODE: the algorithm's lock */
     int (*unlockfn)(liblock_t *, void *);
     _Atomic uintptr_t owner;              /* self_tag() of the holder, 0 when free */
     /* second line */
+    int fast;                             /* IP_FAST_*: the fast path (also in the pointer word's tag) */
     ll_hold_t *hold;                      /* node algorithms: the holder's node */
     int (*trylockfn)(liblock_t *, void *);
     unsigned count;                       /* recursion depth while held */
@@ -372,6 +395,7 @@ struct ip_mutex {
     uint32_t lp_iid;                      /* its instance's id (the threads' records) */
     int track;                            /* count holds in the thread record (mixed config) */
     /* line 2 */
+    int fast;                             /* IP_FAST_*: the fast path (also in the pointer word's tag) */
     ll_hold_t *hold;                      /* node algorithms: the holder's node */
     int holds;                            /* algorithm needs per-hold nodes (node path) */
     int api;                              /* delegating algorithm: through the API layer */
@@ -381,6 +405,35 @@ struct ip_mutex {
 };
 _Static_assert(offsetof(struct ip_mutex, track) + sizeof(int) <= 2 * LL_CACHELINE, "lock path in line 1");
 #endif
+
+/* The fast path of a mutex, chosen by mutex_set_fns for a NORMAL mutex
+ * that is neither tracked nor on a delegating algorithm:
+ *  IP_FAST_FN     node-less algorithm: lockfn/unlockfn;
+ *  IP_FAST_NODE   queue lock: lockfn/unlockfn with the thread's cached node;
+ *  IP_FAST_GLIBC  the posix algorithm: glibc's lock/unlock called directly
+ *                 on the glibc mutex its state begins with (src/locks/posix.c);
+ *  IP_FAST_API    delegating algorithm (NORMAL): the API layer's lock and
+ *                 unlock (w_raw_lock/w_raw_unlock without the type checks);
+ *  IP_FAST_NONE   anything else: w_lock/w_unlock.
+ * The value is also kept in the low bits of the mutex's pointer word (the
+ * wrapper is cache-line aligned, so they are free), so that the entry
+ * points choose the path from the one word they load anyway. */
+enum { IP_FAST_NONE = 0, IP_FAST_FN, IP_FAST_GLIBC, IP_FAST_NODE, IP_FAST_API };
+#define IP_TAG_MASK ((uintptr_t)(LL_CACHELINE - 1))
+/* A mutex whose owner word the interposer does not keep (I2 does not
+ * apply): IP_FAST_GLIBC, whose glibc mutex records its holder itself
+ * (__owner, a thread id, written by glibc's lock, cleared by its unlock).
+ * Its lock and unlock are then tail calls into glibc; fork.c reads __owner
+ * in its prepare handler instead of the word.  The profiler keeps the word
+ * (its hooks read it). */
+#ifndef LL_SHIM_PROFILE
+#define IP_OWNERLESS(w) ((w)->fast == IP_FAST_GLIBC)
+#else
+#define IP_OWNERLESS(w) 0
+#endif
+/* The glibc mutex of a lock of the posix algorithm: the first member of its
+ * state (src/locks/posix.c asserts it). */
+#define IP_POSIX_MUTEX(w) ((pthread_mutex_t *)(w)->lock._state)
 
 #ifdef LL_SHIM_PROFILE
 #define SHIM_GLIBC(w) ((w)->algo == NULL)
@@ -416,11 +469,13 @@ void reg_del_cond(struct ip_cond *c);
 /* ---- wrapper.c ------------------------------------------------------------------- */
 static inline _Atomic uintptr_t *mptr(pthread_mutex_t *m) { return (_Atomic uintptr_t *)(void *)&m->__data.__list.__prev; }
 static inline int mkind(const pthread_mutex_t *m) { return *(const volatile int *)&m->__data.__kind; }
+static inline struct ip_mutex *ip_untag(uintptr_t p) { return (struct ip_mutex *)(p & ~IP_TAG_MASK); }
+static inline uintptr_t ip_word(const struct ip_mutex *w) { return (uintptr_t)w | (uintptr_t)w->fast; }
 static inline struct ip_mutex *mutex_fast(pthread_mutex_t *m)
 {
     uintptr_t p = atomic_load_explicit(mptr(m), memory_order_acquire);
     if (LL_LIKELY(p > IP_GLIBC && !(mkind(m) & IP_KIND_PASS)))
-        return (struct ip_mutex *)p;
+        return ip_untag(p);
     return NULL;
 }
 int kind_to_type(int kind);
@@ -434,6 +489,7 @@ int w_node_acquire(struct ip_mutex *w, int try);
 int w_node_release(struct ip_mutex *w);
 int adopt_hold(ll_thread_t *s, struct ip_mutex *w);
 void reclaim_hold(ll_thread_t *s, struct ip_mutex *w);
+void w_bind(struct ip_mutex *w);
 int w_raw_lock(struct ip_mutex *w);
 int w_raw_trylock(struct ip_mutex *w);
 int w_raw_unlock(struct ip_mutex *w);

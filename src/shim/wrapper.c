@@ -21,6 +21,7 @@ void mutex_set_fns(struct ip_mutex *w)
     w->track = 0;
     if (SHIM_GLIBC(w)) {
         w->api = w->holds = 0;
+        w->fast = IP_FAST_NONE;
         w->lockfn = w->unlockfn = w->trylockfn = NULL;
         atomic_store_explicit(&w->bind, 0, memory_order_relaxed);
         return;
@@ -37,9 +38,15 @@ void mutex_set_fns(struct ip_mutex *w)
     /* Mixed configuration: holds of this classic lock are counted for
      * ll_may_run_foreign (shim.h w_track), so it takes the generic path. */
     w->track = cfg.mixed && !w->api;
-    int direct = !w->holds && !w->api && !w->track && w->type == PTHREAD_MUTEX_NORMAL;
-    w->lockfn = direct ? o->lock : NULL;
-    w->unlockfn = direct ? o->unlock : NULL;
+    int normal = !w->api && !w->track && w->type == PTHREAD_MUTEX_NORMAL;
+    w->fast = w->api && w->type == PTHREAD_MUTEX_NORMAL ? IP_FAST_API
+              : !normal                                  ? IP_FAST_NONE
+              : w->holds                                 ? IP_FAST_NODE
+              : o == &ll_ops_posix                        ? IP_FAST_GLIBC
+                                                         : IP_FAST_FN;
+    int fn = w->fast == IP_FAST_FN || w->fast == IP_FAST_NODE;
+    w->lockfn = fn ? o->lock : NULL;
+    w->unlockfn = fn ? o->unlock : NULL;
 }
 
 /* A wrapper of `type` on algorithm a (NULL: glibc mode, profiler only). */
@@ -95,7 +102,7 @@ struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
     _Atomic uintptr_t *pw = mptr(m);
     uintptr_t p = atomic_load_explicit(pw, memory_order_acquire);
     if (p > IP_GLIBC)
-        return (struct ip_mutex *)p;
+        return ip_untag(p);
     if (p == IP_GLIBC)
         return NULL;
     if (ip_in_setup) {
@@ -104,7 +111,7 @@ struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
         if (atomic_compare_exchange_strong_explicit(pw, &z, IP_GLIBC, memory_order_acq_rel, memory_order_acquire) ||
             z == IP_GLIBC)
             return NULL;
-        return (struct ip_mutex *)z;
+        return ip_untag(z);
     }
     if (!cfg.wrap)
         return NULL;
@@ -127,7 +134,7 @@ struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
         if (atomic_compare_exchange_strong_explicit(pw, &z, IP_GLIBC, memory_order_acq_rel, memory_order_acquire) ||
             z == IP_GLIBC)
             return NULL;
-        return (struct ip_mutex *)z;
+        return ip_untag(z);
     }
 #endif
     /* No wrapper allocated here: install reuses an idle one left at this
@@ -146,13 +153,43 @@ struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
  * and its unlock, so the mutex itself protects that field.  (CLH-style
  * algorithms also use the record's spare node through ll_self_tls, which is
  * therefore set up before every call.)
+ * The common case (a thread that holds one queue lock at a time) does not
+ * touch the record: one spare node is cached in the thread's shim_tls block
+ * (shim.h), taken by lock and put back by unlock (shim_node_lock and
+ * shim_node_unlock in mutex.c); these functions are the general case (no
+ * spare cached, or one already cached at unlock: nested holds).  The cache
+ * is filled only while shim_tls.rec is this thread's record with the exit
+ * hook below registered, so a cached node implies ll_self_tls is set (CLH)
+ * and is given back to the record's free list at thread exit.  All of it
+ * is the thread's own memory: no atomics.
  * A condition wait hands the node to the API layer's hold stack for the
  * duration of liblock_cond_wait (adopt_hold / reclaim_hold below). */
+static void shim_tls_exit(ll_thread_t *s, void *arg)
+{
+    (void)arg;
+    struct shim_tls *t = &shim_tls;
+    if (t->node) {
+        t->node->next_free = s->free_holds;
+        s->free_holds = t->node;
+        t->node = NULL;
+    }
+    t->rec = NULL;
+}
+
 int w_node_acquire(struct ip_mutex *w, int try)
 {
     ll_thread_t *s = ip_get_self();
     if (LL_UNLIKELY(!s))
         return ENOMEM;
+    struct shim_tls *t = &shim_tls;
+    if (LL_UNLIKELY(t->rec == NULL)) {
+        /* (rec is NULL or this record: the hook clears it before the
+         * record is freed) */
+        t->rec = s;
+        t->hook.fn = shim_tls_exit;
+        t->hook.arg = NULL;
+        ll_thread_on_exit(s, &t->hook);
+    }
     ll_hold_t *h = s->free_holds;
     if (LL_LIKELY(h != NULL)) {
         s->free_holds = h->next_free;
@@ -188,8 +225,12 @@ int w_node_release(struct ip_mutex *w)
     }
     if (LL_LIKELY(s != NULL)) {
         h->lock = NULL;
-        h->next_free = s->free_holds;
-        s->free_holds = h;
+        if (shim_tls.rec == s && !shim_tls.node) {
+            shim_tls.node = h;
+        } else {
+            h->next_free = s->free_holds;
+            s->free_holds = h;
+        }
     }
     return 0;
 }
@@ -226,7 +267,7 @@ void reclaim_hold(ll_thread_t *s, struct ip_mutex *w)
  * no server: docs/rcl.md).  Bind it here, inside set-up, so that a mutex
  * the server's start meets (an allocator's) stays glibc's as during any
  * set-up (see "Bootstrap"). */
-static void w_bind(struct ip_mutex *w)
+void w_bind(struct ip_mutex *w)
 {
     ip_in_setup++;
     liblock_server_of(&w->lock);
@@ -296,12 +337,12 @@ struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int i
     R.mutex_lock(&reg_mutex);
     uintptr_t p = atomic_load_explicit(pw, memory_order_acquire);
     if (!init && p != 0) {
-        use = p == IP_GLIBC ? NULL : (struct ip_mutex *)p;
+        use = p == IP_GLIBC ? NULL : ip_untag(p);
     } else {
         long i = tab_index(m);
         struct ip_mutex *old = i >= 0 ? tab_at(i) : NULL;
         int idle = 0;
-        if (old && (old != (struct ip_mutex *)p || init) && atomic_load_explicit(&old->owner, memory_order_relaxed) == 0 &&
+        if (old && (old != ip_untag(p) || init) && atomic_load_explicit(&old->owner, memory_order_relaxed) == 0 &&
             !old->hold && w_raw_trylock(old) == 0) {
             w_raw_unlock(old); /* left behind, or re-initialised without destroy */
             idle = 1;
@@ -346,7 +387,7 @@ struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int i
         }
         lp_mutex_new(use, site);
         lp_set_fast(m, use);
-        atomic_store_explicit(pw, (uintptr_t)use, memory_order_release);
+        atomic_store_explicit(pw, ip_word(use), memory_order_release);
     }
     R.mutex_unlock(&reg_mutex);
     ip_in_setup--;
@@ -438,7 +479,8 @@ int w_lock(struct ip_mutex *w)
         return r;
     r = w_raw_lock(w);
     if (r == 0) {
-        atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
+        if (!IP_OWNERLESS(w))
+            atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
         w->count = 1;
         w_track(w, 1);
     }
@@ -456,7 +498,8 @@ int w_trylock(struct ip_mutex *w)
         return r;
     r = w_raw_trylock(w);
     if (r == 0) {
-        atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
+        if (!IP_OWNERLESS(w))
+            atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
         w->count = 1;
         w_track(w, 1);
     }
