@@ -45,6 +45,23 @@ static inline void ll_errno_restore_(const int *saved) { errno = *saved; }
 #define LL_KEEP_ERRNO_CAT(a, b) LL_KEEP_ERRNO_CAT2(a, b)
 #define LL_KEEP_ERRNO                                                                                                   \
     int LL_KEEP_ERRNO_CAT(ll_saved_errno_, __LINE__) __attribute__((cleanup(ll_errno_restore_), unused)) = errno
+/* LL_NO_CANCEL; at the top of a scope holds off thread cancellation until
+ * the scope is left, restoring the caller's state (a pending request stays
+ * pending: restoring is not a cancellation point).  For the cold work a
+ * lock, unlock or post may do on first need (reading or writing the
+ * calibration cache, loading the topology, measuring the spin budget,
+ * printing a warning): their open/read/write/join are cancellation points,
+ * and a lock call is not one under glibc, so a cancel must not act there. */
+static inline void ll_cancel_restore_(const int *saved) { pthread_setcancelstate(*saved, NULL); }
+static inline int ll_cancel_hold_(void)
+{
+    int old = PTHREAD_CANCEL_ENABLE;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    return old;
+}
+#define LL_NO_CANCEL                                                                                                    \
+    int LL_KEEP_ERRNO_CAT(ll_cancel_state_, __LINE__) __attribute__((cleanup(ll_cancel_restore_), unused)) =          \
+        ll_cancel_hold_()
 #define LL_EXPORT __attribute__((visibility("default")))
 
 #define LL_LOCK_MAGIC 0x4c4c4f4bu   /* "LLOK" */

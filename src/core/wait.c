@@ -222,24 +222,20 @@ uint64_t ll_spin_budget_cycles(void)
         b = atomic_load_explicit(&spin_budget, memory_order_acquire);
         return b ? b : ll_ns_to_cycles(BUDGET_DEFAULT_NS); /* being measured */
     }
+    /* This runs inside whichever wait first needs the budget (a lock, a
+     * condition wait, a sem_wait with its node already queued); reading the
+     * cache and measuring (which joins its helpers) hit cancellation points,
+     * and a cancel acting there would unwind that wait with its node still
+     * queued (the next post or unlock then writes to a dead stack frame) and
+     * leave budget_state at 1. */
+    LL_NO_CANCEL;
     long ns = spin_ns_env();
     const char *src = "LIBLOCK_SPIN_NS";
     struct ll_calibration known;
     if (ns < 0 && ll_calibration_lookup(&known, &src) == 0 && known.spin_ns) {
         ns = (long)known.spin_ns; /* src: "LIBLOCK_CALIBRATION" or "cache" */
     } else if (ns < 0) {
-        /* This runs inside whichever wait first needs the budget (a lock, a
-         * condition wait, a sem_wait with its node already queued), and
-         * measure_wake_ns joins its helpers: pthread_join is a cancellation
-         * point, so a pending cancel would unwind that wait with its node
-         * still queued (the next post or unlock then writes to a dead stack
-         * frame) and leave budget_state at 1.  Cancellation is held off for
-         * the measurement; a pending request stays pending (restoring the
-         * state is not a cancellation point). */
-        int cs;
-        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
         uint64_t rt = measure_wake_ns();
-        pthread_setcancelstate(cs, NULL);
         if (rt == 0 || rt == UINT64_MAX) {
             ns = BUDGET_DEFAULT_NS;
             src = "default (measurement failed)";

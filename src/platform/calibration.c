@@ -163,6 +163,7 @@ static void mkdir_parent_and(const char *dir)
 int ll_calibration_store(const struct ll_calibration *c)
 {
     LL_KEEP_ERRNO;
+    LL_NO_CANCEL;
     char dir[512], path[600], tmp[600], key[512], text[CACHE_MAX];
     struct ll_calibration old, merged = *c;
     if (cache_read(&old) == 0) { /* keep what another process knew and we do not */
@@ -232,6 +233,7 @@ int ll_calibration_lookup(struct ll_calibration *out, const char **source)
     int st = atomic_load_explicit(&looked, memory_order_acquire);
     if (!st) {
         LL_KEEP_ERRNO;
+        LL_NO_CANCEL;
         const char *src = NULL;
         struct ll_calibration c;
         st = lookup_now(&c, &src) == 0 ? 1 : -1;

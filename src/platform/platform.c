@@ -244,6 +244,7 @@ static int topo_from_hwloc(void)
 static void topo_load(void)
 {
     LL_KEEP_ERRNO; /* reached from a lock call on first use (mcscrn: the node of a CPU) */
+    LL_NO_CANCEL;
 #if defined(HAVE_HWLOC) && defined(LL_HWLOC_SONAME)
     if (topo_from_hwloc() != 0)
         topo_from_sysfs();
@@ -516,6 +517,8 @@ static pthread_mutex_t warn_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 void ll_warn_once(const char *key, const char *fmt, ...)
 {
+    LL_KEEP_ERRNO;
+    LL_NO_CANCEL; /* reached from lock calls; fprintf may be a cancellation point */
     pthread_mutex_lock(&warn_mutex);
     int i;
     for (i = 0; i < LL_WARN_KEYS && warned_keys[i]; i++)
