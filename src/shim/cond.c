@@ -243,15 +243,22 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
         ll_thread_t *self = ip_get_self();
         if (!self)
             return ENOMEM;
-        if (w->api) {
-            /* the API layer's own hold is already on the stack */
-        } else if (w->holds) {
-            if (!w->hold)
-                return EPERM; /* the mutex is not locked */
+        int lent = 1; /* 1: the holder's node lent, 2: a fresh hold pushed, 0: neither */
+        if (w->holds && w->hold) {
             if (adopt_hold(self, w))
                 return ENOMEM;
+        } else if (w->holds && w->api) {
+            /* a delegating algorithm's mutex not taken by lock(): held by a
+             * delegated critical section (liblock_execute_mutex), or not
+             * at all; the algorithm's cond_release tells (rcl: a servicing
+             * thread running a section of it may wait; else EPERM) */
+            lent = 0;
+        } else if (w->holds) {
+            return EPERM; /* the mutex is not locked */
         } else if (!ll_hold_push(self, &w->lock)) {
             return ENOMEM;
+        } else {
+            lent = 2;
         }
         atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
         if (abstime) {
@@ -260,11 +267,9 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
         } else {
             r = liblock_cond_wait(&n->lc, &w->lock);
         }
-        if (w->api) {
-            /* retaken through the API: its hold is on the stack again */
-        } else if (w->holds) {
+        if (lent == 1) {
             reclaim_hold(self, w);
-        } else {
+        } else if (lent == 2) {
             ll_hold_t *h = ll_hold_find(self, &w->lock);
             if (h)
                 ll_hold_pop(self, h);

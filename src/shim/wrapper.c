@@ -14,7 +14,6 @@
  * does not use the pointer word (__list.__prev) of a non-robust mutex.
  */
 #include "shim.h"
-#include "../rcl/rcl.h" /* rcl_unlock_handed */
 
 void mutex_set_fns(struct ip_mutex *w)
 {
@@ -26,17 +25,24 @@ void mutex_set_fns(struct ip_mutex *w)
         return;
     }
     const struct ll_ops *o = LL_OPS(&w->lock);
-    /* Delegating algorithms (RCL, combining) may keep per-thread state the
-     * API layer sets up; they go through liblock's own lock/unlock (speed
-     * is not what they offer under interposition).  LIBLOCK_INTERPOSE_API=1
-     * forces this path for every algorithm (for testing). */
+    /* Delegating algorithms (RCL, combining) are called through their ops
+     * with a node kept in the wrapper (the node path below), like the queue
+     * locks, and not through the API layer's per-thread hold stack: a hold
+     * there belongs to the thread, so a NORMAL mutex could neither be
+     * relocked by its owner (EDEADLK instead of a deadlock) nor unlocked by
+     * another thread (EPERM), both of which glibc does ("Mutex types" in
+     * shim.h).  Their holds are counted for ll_may_run_foreign instead
+     * (track).  LIBLOCK_INTERPOSE_API=1 takes every algorithm this way (for
+     * testing). */
     w->api = (o->props & LIBLOCK_PROP_DELEGATES) || cfg.force_api;
     atomic_store_explicit(&w->bind, strcmp(o->name, "rcl") == 0, memory_order_relaxed);
-    w->holds = !w->api && o->node_size > 0;
+    w->holds = w->api || o->node_size > 0;
     w->trylockfn = o->trylock;
-    /* Mixed configuration: holds of this classic lock are counted for
-     * ll_may_run_foreign (shim.h w_track), so it takes the generic path. */
-    w->track = cfg.mixed && !w->api;
+    /* Holds a combining lock may ask about (ll_may_run_foreign) are counted
+     * in the thread record (shim.h w_track_acquired), so such a mutex takes
+     * the generic path: a delegating algorithm's, or any under a mixed
+     * configuration. */
+    w->track = cfg.mixed || w->api;
     int direct = !w->holds && !w->api && !w->track && w->type == PTHREAD_MUTEX_NORMAL;
     w->lockfn = direct ? o->lock : NULL;
     w->unlockfn = direct ? o->unlock : NULL;
@@ -240,11 +246,8 @@ int w_raw_lock(struct ip_mutex *w)
 {
     if (SHIM_GLIBC(w))
         return R.mutex_lock(GM(w));
-    if (w->api) {
-        if (LL_UNLIKELY(atomic_load_explicit(&w->bind, memory_order_relaxed)))
-            w_bind(w);
-        return ll_api_lock(&w->lock);
-    }
+    if (LL_UNLIKELY(atomic_load_explicit(&w->bind, memory_order_relaxed)))
+        w_bind(w);
     return w->holds ? w_node_acquire(w, 0) : LL_OPS(&w->lock)->lock(&w->lock, NULL);
 }
 
@@ -252,27 +255,17 @@ int w_raw_trylock(struct ip_mutex *w)
 {
     if (SHIM_GLIBC(w))
         return R.mutex_trylock(GM(w));
-    if (w->api) {
-        if (LL_UNLIKELY(atomic_load_explicit(&w->bind, memory_order_relaxed)))
-            w_bind(w);
-        return liblock_trylock(&w->lock);
-    }
+    if (LL_UNLIKELY(atomic_load_explicit(&w->bind, memory_order_relaxed)))
+        w_bind(w);
     return w->holds ? w_node_acquire(w, 1) : w->trylockfn(&w->lock, NULL);
 }
 
+/* Releases whoever holds w: for a NORMAL mutex that may be another thread
+ * than the caller (the node is the holder's, found in w->hold). */
 int w_raw_unlock(struct ip_mutex *w)
 {
     if (SHIM_GLIBC(w))
         return R.mutex_unlock(GM(w));
-    if (w->api) {
-        int r = ll_api_unlock(&w->lock);
-        /* A normal mutex this thread does not hold: on rcl, it may be one a
-         * delegated critical section locked and left to its caller
-         * (docs/rcl.md, "What a delegated critical section may do") */
-        if (LL_UNLIKELY(r == EPERM) && w->type == PTHREAD_MUTEX_NORMAL && LL_OPS(&w->lock)->lock == rcl_lock_lock)
-            r = rcl_unlock_handed(&w->lock);
-        return r;
-    }
     return w->holds ? w_node_release(w) : LL_OPS(&w->lock)->unlock(&w->lock, NULL);
 }
 
@@ -440,7 +433,7 @@ int w_lock(struct ip_mutex *w)
     if (r == 0) {
         atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
         w->count = 1;
-        w_track(w, 1);
+        w_track_acquired(w);
     }
     return r;
 }
@@ -458,7 +451,7 @@ int w_trylock(struct ip_mutex *w)
     if (r == 0) {
         atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
         w->count = 1;
-        w_track(w, 1);
+        w_track_acquired(w);
     }
     return r;
 }
@@ -477,16 +470,19 @@ int w_unlock(struct ip_mutex *w)
         if (--w->count > 0)
             return 0;
     }
-    if (owner == me)
-        atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+    /* NORMAL: whoever unlocks releases the holder's hold, as glibc does
+     * (shim.h "Mutex types"); the owner field is cleared whoever held it */
+    atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+    uint64_t trk = w_track_releasing(w);
     int r = w_raw_unlock(w);
-    if (r && owner == me) {
-        atomic_store_explicit(&w->owner, me, memory_order_relaxed);
-        w->count = 1;
+    if (r) {
+        atomic_store_explicit(&w->owner, owner, memory_order_relaxed);
+        if (owner == me)
+            w->count = 1;
+        return r;
     }
-    if (!r)
-        w_track(w, -1);
-    return r;
+    w_track_released(trk);
+    return 0;
 }
 
 
