@@ -72,8 +72,12 @@ LL_EXPORT int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *a)
     clockid_t clock = CLOCK_REALTIME;
     if (a && (pthread_condattr_getpshared(a, &pshared) || pthread_condattr_getclock(a, &clock)))
         return EINVAL;
-    if (!cfg.active || pshared != PTHREAD_PROCESS_PRIVATE)
-        return R.cond_init(c, a);
+    if (!cfg.active || pshared != PTHREAD_PROCESS_PRIVATE) {
+        int r = R.cond_init(c, a);
+        if (r == 0 && cfg.wrap && pshared != PTHREAD_PROCESS_PRIVATE)
+            shim_to_glibc(SG_COND, SG_PSHARED);
+        return r;
+    }
     ip_in_setup++;
     struct ip_cond *n = cond_new(clock);
     ip_in_setup--;

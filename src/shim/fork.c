@@ -63,6 +63,7 @@ static void fork_child(void)
         R.mutex_init(&n->im, NULL);
     }
     sem_fork_child();
+    shim_to_glibc_fork_child();
     lp_fork_child();
 }
 

@@ -16,8 +16,15 @@ LL_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *
             pthread_mutexattr_getprotocol(a, &proto) || pthread_mutexattr_getrobust(a, &robust))
             return EINVAL;
     }
-    if (pshared != PTHREAD_PROCESS_PRIVATE || proto != PTHREAD_PRIO_NONE || robust != PTHREAD_MUTEX_STALLED)
-        return R.mutex_init(m, a); /* the kind bits route every later call to glibc */
+    if (pshared != PTHREAD_PROCESS_PRIVATE || proto != PTHREAD_PRIO_NONE || robust != PTHREAD_MUTEX_STALLED) {
+        int r = R.mutex_init(m, a); /* the kind bits route every later call to glibc */
+        if (r == 0 && cfg.wrap)
+            shim_to_glibc(SG_MUTEX, pshared != PTHREAD_PROCESS_PRIVATE ? SG_PSHARED
+                                    : robust != PTHREAD_MUTEX_STALLED  ? SG_ROBUST
+                                    : proto == PTHREAD_PRIO_INHERIT    ? SG_PI
+                                                                       : SG_PP);
+        return r;
+    }
     if (ip_in_setup || !cfg.wrap) {
         /* Inactive, or initialised while we set up another lock (an
          * allocator's mutex): glibc's for life, marked so it is never
@@ -25,6 +32,8 @@ LL_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *
         int r = R.mutex_init(m, a);
         if (r == 0)
             atomic_store_explicit(mptr(m), IP_GLIBC, memory_order_release);
+        if (r == 0 && cfg.wrap && atomic_load_explicit(&shim_cfg_ready, memory_order_relaxed))
+            shim_to_glibc(SG_MUTEX, SG_SETUP); /* (not the libraries the configuration itself loads) */
         return r;
     }
     if (type == PTHREAD_MUTEX_ADAPTIVE_NP)
@@ -54,6 +63,13 @@ LL_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *
         int r = alg ? 0 : R.mutex_init(m, a);
         if (r == 0)
             atomic_store_explicit(mptr(m), IP_GLIBC, memory_order_release);
+#ifdef LL_SHIM_PROFILE
+        if (r == 0)
+            shim_to_glibc(SG_MUTEX, SG_NOMEM); /* not measured */
+#else
+        if (r == 0)
+            shim_to_glibc(SG_MUTEX, SG_CONFIG);
+#endif
         return r;
     }
     mutex_install(m, w, 1, type, alg, sp);

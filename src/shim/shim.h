@@ -104,6 +104,8 @@
  *    untouched (glibc's fields are never written by us; the kind bits
  *    route every call to glibc).  pshared state cannot contain a pointer
  *    into one process's heap, and robust/PI semantics are kernel-assisted.
+ *    Every object left to glibc is counted by reason (to_glibc.c) and
+ *    reported at exit (interposer) or in the profile (profiler).
  *
  * ---- timedlock / clocklock -----------------------------------------------------
  * The liblock API has no timed acquire.  We try, then loop: yield a few
@@ -504,6 +506,17 @@ int shim_cond_timedwait(pthread_cond_t *, pthread_mutex_t *, const struct timesp
 /* ---- small helpers shared by mutex.c, cond.c and sem.c ----------------------------- */
 static inline int ts_valid(const struct timespec *t) { return t && t->tv_nsec >= 0 && t->tv_nsec < 1000000000L; }
 struct timespec to_realtime(clockid_t clk, const struct timespec *t);
+
+/* ---- to_glibc.c: objects left to glibc, counted ----------------------------------- */
+enum shim_gkind { SG_MUTEX, SG_COND, SG_SEM, SG_NKINDS };
+/* In order of precedence: an object is counted once, for the first that applies. */
+enum shim_greason { SG_PSHARED, SG_ROBUST, SG_PI, SG_PP, SG_CONFIG, SG_SETUP, SG_NOMEM, SG_NREASONS };
+extern const char *const shim_greason_key[SG_NREASONS]; /* JSON keys: "robust", ... */
+extern const char *const shim_gkind_key[SG_NKINDS];      /* "mutexes", "conds", "sems" */
+void shim_to_glibc(int kind, int reason);
+void shim_to_glibc_counts(unsigned long out[SG_NKINDS][SG_NREASONS]);
+size_t shim_to_glibc_summary(char *buf, size_t n);
+void shim_to_glibc_fork_child(void);
 
 /* ---- fork.c ------------------------------------------------------------------------ */
 extern struct ip_sem *shim_reg_sems;

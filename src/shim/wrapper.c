@@ -107,8 +107,12 @@ struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
     if (ip_in_setup) {
         /* An allocator's mutex, met while we set up another one: glibc's for life. */
         uintptr_t z = 0;
-        if (atomic_compare_exchange_strong_explicit(pw, &z, IP_GLIBC, memory_order_acq_rel, memory_order_acquire) ||
-            z == IP_GLIBC)
+        if (atomic_compare_exchange_strong_explicit(pw, &z, IP_GLIBC, memory_order_acq_rel, memory_order_acquire)) {
+            if (cfg.wrap && atomic_load_explicit(&shim_cfg_ready, memory_order_relaxed))
+                shim_to_glibc(SG_MUTEX, SG_SETUP); /* (not the libraries the configuration itself loads) */
+            return NULL;
+        }
+        if (z == IP_GLIBC)
             return NULL;
         return (struct ip_mutex *)z;
     }
@@ -130,8 +134,11 @@ struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
 #ifndef LL_SHIM_PROFILE
     if (!a) {
         uintptr_t z = 0;
-        if (atomic_compare_exchange_strong_explicit(pw, &z, IP_GLIBC, memory_order_acq_rel, memory_order_acquire) ||
-            z == IP_GLIBC)
+        if (atomic_compare_exchange_strong_explicit(pw, &z, IP_GLIBC, memory_order_acq_rel, memory_order_acquire)) {
+            shim_to_glibc(SG_MUTEX, SG_CONFIG);
+            return NULL;
+        }
+        if (z == IP_GLIBC)
             return NULL;
         return (struct ip_mutex *)z;
     }
@@ -312,6 +319,7 @@ struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int i
             if (!fresh) {
                 /* Out of memory: leave this mutex to glibc rather than fail the call. */
                 atomic_store_explicit(pw, IP_GLIBC, memory_order_release);
+                shim_to_glibc(SG_MUTEX, SG_NOMEM);
                 R.mutex_unlock(&reg_mutex);
                 ip_in_setup--;
                 if (drop)
