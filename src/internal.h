@@ -269,8 +269,10 @@ typedef struct ll_thread {
     uint64_t rng;               /* xorshift state, seeded per thread */
     unsigned running_cs;        /* delegated critical sections (own or other threads')
                                    this thread is running now through a combining path */
-    unsigned shim_held;         /* interposer, mixed per-site configuration: classic-algorithm
-                                   mutexes this thread holds (they bypass `held`) */
+    unsigned shim_held;         /* interposer: mutexes this thread locked that bypass `held`
+                                   and are counted (shim.h, w_track_acquired) */
+    uint64_t serial;            /* unique for the process's life (never reused, unlike id, tid
+                                   or the record's address): names this thread in a wrapper */
 } ll_thread_t;
 
 struct ll_exit_hook {

@@ -391,6 +391,9 @@ ll_thread_t *ll_self_slow(void)
         return NULL;
     }
     t->tid = (pid_t)syscall(SYS_gettid);
+    /* relaxed: only uniqueness matters, which the RMW gives */
+    static _Atomic uint64_t next_serial = 1;
+    t->serial = atomic_fetch_add_explicit(&next_serial, 1, memory_order_relaxed);
     t->rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)t->tid << 17) ^ ll_cycles();
     if (!t->rng)
         t->rng = 1;

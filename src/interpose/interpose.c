@@ -16,3 +16,17 @@
 
 /* For tools: which preload library this process runs under. */
 LL_EXPORT const char *liblock_preload_kind(void) { return "interpose"; }
+
+/* At exit: one line on stderr saying how many mutexes, condition variables
+ * and semaphores were left to glibc and why (src/shim/to_glibc.c), when
+ * any were and warnings are on (LIBLOCK_WARN, as for the spin warning).
+ * A destructor, so it also runs after the program's atexit handlers; not
+ * after _exit or a fatal signal. */
+__attribute__((destructor)) static void ip_report_to_glibc(void)
+{
+    LL_KEEP_ERRNO;
+    char line[512];
+    if (shim_to_glibc_summary(line, sizeof line) == 0 || !ll_env_long("LIBLOCK_WARN", 1, 0, 1))
+        return;
+    fprintf(stderr, "liblock: %s\n", line);
+}

@@ -40,6 +40,14 @@
  *    -> writer 2's SWAP that returns (T, L) (acquire), through the lock
  *    word's modification order (a chain of read-modify-writes continues
  *    the release sequence).
+ *  - The release of an acquisition at (T, L) may run on another thread
+ *    than T (the interposer lets any thread unlock a NORMAL mutex, as glibc
+ *    does): it works only from the node (T's mailbox, L, next), reads the
+ *    successor lane of (T, L) -- whose one reader is whichever thread
+ *    releases that acquisition -- and gives L back to T through the
+ *    mailbox's levels_freed (level_release), so T's bitmap keeps one
+ *    writer and T reuses L only after that release (release/acquire, see
+ *    ll_mbox_levels_merge): the ordering argument above holds unchanged.
  *  - release returns only when no successor can write to (T, L) any more:
  *    either its CAS found the lock word still (T, L) (nobody swapped in
  *    behind us, and nobody can now: the word changed), or it received the
@@ -121,10 +129,15 @@ _Static_assert(sizeof(struct hyb_node) <= LL_NODE_BYTES, "hyblock node too large
 _Static_assert(sizeof(((ll_mbox_t *)0)->levels) * 8 == HYB_LEVEL_WORDS * 64, "level bitmap size");
 
 /* Levels in use: a bitmap in our own mailbox (owner only, clear whenever
- * the mailbox is pooled, since a thread holding a lock keeps it). */
+ * the mailbox is pooled, since a thread holding a lock keeps it).  A level
+ * released by another thread (level_release) comes back through the
+ * mailbox's levels_freed, merged here; the relaxed look at the summary is
+ * only a hint (a level missed now is found at a later call). */
 static inline int level_get(ll_mbox_t *mb, uint32_t *out)
 {
     uint64_t *hyb_levels = mb->levels;
+    if (LL_UNLIKELY(atomic_load_explicit(&mb->levels_freed_any, memory_order_relaxed)))
+        ll_mbox_levels_merge(mb);
     for (unsigned w = 0; w < HYB_LEVEL_WORDS; w++) {
         if (~hyb_levels[w]) {
             uint32_t lv = w * 64 + (uint32_t)__builtin_ctzll(~hyb_levels[w]);
@@ -142,6 +155,21 @@ static inline int level_get(ll_mbox_t *mb, uint32_t *out)
 }
 
 static inline void level_put(ll_mbox_t *mb, uint32_t lv) { mb->levels[lv / 64] &= ~(1ull << (lv % 64)); }
+
+/* Release level lv of mb after a release: the owner clears its own bit;
+ * any other thread (a lock unlocked by a thread that did not acquire it,
+ * which glibc allows for a NORMAL mutex) hands it back through the
+ * mailbox's levels_freed (release: its reads of the level's lanes come
+ * before the owner's reuse, which acquires in ll_mbox_levels_merge). */
+static inline void level_release(ll_mbox_t *mb, uint32_t lv)
+{
+    if (LL_LIKELY(ll_mbox_tls == mb)) {
+        level_put(mb, lv);
+        return;
+    }
+    atomic_fetch_or_explicit(&mb->levels_freed[lv / 64], 1ull << (lv % 64), memory_order_release);
+    atomic_fetch_or_explicit(&mb->levels_freed_any, 1ull << (lv / 64), memory_order_release);
+}
 
 static inline uint64_t enc(ll_mbox_t *mb, uint32_t lv) { return (uint64_t)(uintptr_t)mb | ((uint64_t)lv << HYB_LEVEL_SHIFT); }
 static inline ll_mbox_t *dec_mb(uint64_t v) { return (ll_mbox_t *)(uintptr_t)(v & ((1ull << HYB_LEVEL_SHIFT) - 1)); }
@@ -272,7 +300,7 @@ static int hyb_unlock(liblock_t *l, void *vnode)
             uint64_t expect = enc(n->mb, n->level);
             if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, 0, memory_order_release,
                                                         memory_order_relaxed)) {
-                level_put(n->mb, n->level);
+                level_release(n->mb, n->level);
                 return 0;
             }
         }
@@ -283,7 +311,7 @@ static int hyb_unlock(liblock_t *l, void *vnode)
         send_place(succ, HYB_ALLOW, R_GRANTED);
     else
         send_to(succ, 1, HYB_ALLOW, l->_wait);
-    level_put(n->mb, n->level);
+    level_release(n->mb, n->level);
     return 0;
 }
 

@@ -643,8 +643,21 @@ static int mps_unlock(liblock_t *l, void *node)
         ll_mps_word_unlock(s);
         return 0;
     }
+    /* An unlock of a lock another thread's slot holds (a NORMAL mutex
+     * unlocked by another thread, which glibc allows: the interposer passes
+     * it on) waits until the server has served it: held_for_real looks for
+     * an UNLOCK in flight only in the holder's slot, so a trylock after this
+     * unlock, in any thread, would otherwise fail.  locked_by names this
+     * thread's slot when it holds the lock (the server wrote it before the
+     * reply this thread acquired); any other value makes the wait happen,
+     * which is always correct. */
+    ll_thread_t *self = ll_self();
+    int foreign = !self || atomic_load_explicit(&s->locked_by, memory_order_relaxed) != (int)self->id;
     uint64_t v;
-    return request(l, MPS_UNLOCK, NULL, NULL, &v);
+    int e = request(l, MPS_UNLOCK, NULL, NULL, &v);
+    if (!e && foreign)
+        settle_own(l, s);
+    return e;
 }
 
 /* Any request pending?  UNLOCKs in flight are waited for (they are served

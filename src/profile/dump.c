@@ -391,6 +391,19 @@ static void build(struct buf *b, const char *how, int status, int sig)
         putf(b, ",\"signal\":%d}", sig);
     else
         puts_(b, ",\"signal\":null}");
+    /* objects left to glibc, unmeasured (src/shim/to_glibc.c): per kind,
+     * the non-zero reasons */
+    unsigned long tg[SG_NKINDS][SG_NREASONS];
+    shim_to_glibc_counts(tg);
+    puts_(b, ",\"to_glibc\":{");
+    for (int k = 0; k < SG_NKINDS; k++) {
+        putf(b, "%s\"%s\":{", k ? "," : "", shim_gkind_key[k]);
+        for (int r = 0, n = 0; r < SG_NREASONS; r++)
+            if (tg[k][r])
+                putf(b, "%s\"%s\":%lu", n++ ? "," : "", shim_greason_key[r], tg[k][r]);
+        puts_(b, "}");
+    }
+    puts_(b, "}");
     puts_(b, ",\"sites\":[");
     size_t nagg = 0;
     struct cs_agg *agg = collect(&nagg);

@@ -72,8 +72,12 @@ LL_EXPORT int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *a)
     clockid_t clock = CLOCK_REALTIME;
     if (a && (pthread_condattr_getpshared(a, &pshared) || pthread_condattr_getclock(a, &clock)))
         return EINVAL;
-    if (!cfg.active || pshared != PTHREAD_PROCESS_PRIVATE)
-        return R.cond_init(c, a);
+    if (!cfg.active || pshared != PTHREAD_PROCESS_PRIVATE) {
+        int r = R.cond_init(c, a);
+        if (r == 0 && cfg.wrap && pshared != PTHREAD_PROCESS_PRIVATE)
+            shim_to_glibc(SG_COND, SG_PSHARED);
+        return r;
+    }
     ip_in_setup++;
     struct ip_cond *n = cond_new(clock);
     ip_in_setup--;
@@ -243,15 +247,22 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
         ll_thread_t *self = ip_get_self();
         if (!self)
             return ENOMEM;
-        if (w->api) {
-            /* the API layer's own hold is already on the stack */
-        } else if (w->holds) {
-            if (!w->hold)
-                return EPERM; /* the mutex is not locked */
+        int lent = 1; /* 1: the holder's node lent, 2: a fresh hold pushed, 0: neither */
+        if (w->holds && w->hold) {
             if (adopt_hold(self, w))
                 return ENOMEM;
+        } else if (w->holds && w->api) {
+            /* a delegating algorithm's mutex not taken by lock(): held by a
+             * delegated critical section (liblock_execute_mutex), or not
+             * at all; the algorithm's cond_release tells (rcl: a servicing
+             * thread running a section of it may wait; else EPERM) */
+            lent = 0;
+        } else if (w->holds) {
+            return EPERM; /* the mutex is not locked */
         } else if (!ll_hold_push(self, &w->lock)) {
             return ENOMEM;
+        } else {
+            lent = 2;
         }
         atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
         if (abstime) {
@@ -260,11 +271,9 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
         } else {
             r = liblock_cond_wait(&n->lc, &w->lock);
         }
-        if (w->api) {
-            /* retaken through the API: its hold is on the stack again */
-        } else if (w->holds) {
+        if (lent == 1) {
             reclaim_hold(self, w);
-        } else {
+        } else if (lent == 2) {
             ll_hold_t *h = ll_hold_find(self, &w->lock);
             if (h)
                 ll_hold_pop(self, h);

@@ -54,7 +54,6 @@ static void fork_child(void)
     uintptr_t me = self_tag();
     for (struct ip_mutex *w = reg_mutexes; w; w = w->next) {
         int mine = atomic_load_explicit(&w->owner, memory_order_relaxed) == me;
-        ll_thread_t *self = ll_self_tls;
         if (SHIM_GLIBC(w)) {
             /* glibc mode (profiler): glibc's atfork handling of the mutex
              * itself; the bookkeeping follows it */
@@ -67,11 +66,6 @@ static void fork_child(void)
         liblock_t fresh;
         if (liblock_init(&fresh, LL_OPS(&w->lock)->name, &w->algo->attr) != 0)
             continue; /* out of memory: left as it was */
-        if (w->api && self) {
-            ll_hold_t *h = ll_hold_find(self, &w->lock); /* the hold of the old state */
-            if (h)
-                ll_hold_pop(self, h);
-        }
         w->lock = fresh; /* the old state (and node) is leaked on purpose */
         w->hold = NULL;
         mutex_set_fns(w); /* rcl: the fresh lock is bound on first use */
@@ -81,7 +75,7 @@ static void fork_child(void)
             continue; /* still held by this thread, same count */
         }
         if (mine)
-            w_track(w, -1);
+            w_track_released(w_track_releasing(w));
         atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
         w->count = 0;
     }
@@ -95,6 +89,7 @@ static void fork_child(void)
         R.mutex_init(&n->im, NULL);
     }
     sem_fork_child();
+    shim_to_glibc_fork_child();
     lp_fork_child();
 }
 

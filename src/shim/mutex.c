@@ -16,8 +16,15 @@ LL_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *
             pthread_mutexattr_getprotocol(a, &proto) || pthread_mutexattr_getrobust(a, &robust))
             return EINVAL;
     }
-    if (pshared != PTHREAD_PROCESS_PRIVATE || proto != PTHREAD_PRIO_NONE || robust != PTHREAD_MUTEX_STALLED)
-        return R.mutex_init(m, a); /* the kind bits route every later call to glibc */
+    if (pshared != PTHREAD_PROCESS_PRIVATE || proto != PTHREAD_PRIO_NONE || robust != PTHREAD_MUTEX_STALLED) {
+        int r = R.mutex_init(m, a); /* the kind bits route every later call to glibc */
+        if (r == 0 && cfg.wrap)
+            shim_to_glibc(SG_MUTEX, pshared != PTHREAD_PROCESS_PRIVATE ? SG_PSHARED
+                                    : robust != PTHREAD_MUTEX_STALLED  ? SG_ROBUST
+                                    : proto == PTHREAD_PRIO_INHERIT    ? SG_PI
+                                                                       : SG_PP);
+        return r;
+    }
     if (ip_in_setup || !cfg.wrap) {
         /* Inactive, or initialised while we set up another lock (an
          * allocator's mutex): glibc's for life, marked so it is never
@@ -25,6 +32,8 @@ LL_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *
         int r = R.mutex_init(m, a);
         if (r == 0)
             atomic_store_explicit(mptr(m), IP_GLIBC, memory_order_release);
+        if (r == 0 && cfg.wrap && atomic_load_explicit(&shim_cfg_ready, memory_order_relaxed))
+            shim_to_glibc(SG_MUTEX, SG_SETUP); /* (not the libraries the configuration itself loads) */
         return r;
     }
     if (type == PTHREAD_MUTEX_ADAPTIVE_NP)
@@ -54,6 +63,13 @@ LL_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *
         int r = alg ? 0 : R.mutex_init(m, a);
         if (r == 0)
             atomic_store_explicit(mptr(m), IP_GLIBC, memory_order_release);
+#ifdef LL_SHIM_PROFILE
+        if (r == 0)
+            shim_to_glibc(SG_MUTEX, SG_NOMEM); /* not measured */
+#else
+        if (r == 0)
+            shim_to_glibc(SG_MUTEX, SG_CONFIG);
+#endif
         return r;
     }
     mutex_install(m, w, 1, type, alg, sp);
@@ -173,30 +189,6 @@ static inline __attribute__((always_inline)) int glibc_unlock(struct ip_mutex *w
     return R.mutex_unlock(IP_POSIX_MUTEX(w));
 }
 
-/* IP_FAST_API: a NORMAL mutex on a delegating algorithm, through the API
- * layer (w_raw_lock/w_raw_unlock, shim.h "Algorithms under
- * interposition"), with w_lock/w_unlock's owner bookkeeping for NORMAL. */
-static inline __attribute__((always_inline)) int api_lock(struct ip_mutex *w)
-{
-    if (LL_UNLIKELY(atomic_load_explicit(&w->bind, memory_order_relaxed)))
-        w_bind(w); /* rcl: bound to its server at first use */
-    int r = ll_api_lock(&w->lock);
-    if (LL_LIKELY(r == 0))
-        atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
-    return r;
-}
-
-static inline __attribute__((always_inline)) int api_unlock(struct ip_mutex *w)
-{
-    uintptr_t me = self_tag(), owner = atomic_load_explicit(&w->owner, memory_order_relaxed);
-    if (owner == me)
-        atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
-    int r = w_raw_unlock(w);
-    if (LL_UNLIKELY(r) && owner == me)
-        atomic_store_explicit(&w->owner, me, memory_order_relaxed);
-    return r;
-}
-
 static inline __attribute__((always_inline)) int lock_at(pthread_mutex_t *m, void *ra)
 {
     struct lp_tok t;
@@ -238,9 +230,6 @@ static inline __attribute__((always_inline)) int lock_at(pthread_mutex_t *m, voi
         case IP_FAST_NODE:
             r = node_lock(w);
             break;
-        case IP_FAST_API:
-            r = api_lock(w);
-            break;
         default:
             r = w_lock(w);
             break;
@@ -281,8 +270,6 @@ static inline __attribute__((always_inline)) int unlock_at(pthread_mutex_t *m)
             return glibc_unlock(w);
         case IP_FAST_NODE:
             return node_unlock(w);
-        case IP_FAST_API:
-            return api_unlock(w);
         default:
             return w_unlock(w);
         }
@@ -302,8 +289,6 @@ static __attribute__((noinline)) int lock_rest(pthread_mutex_t *m) { return lock
 static __attribute__((noinline)) int unlock_rest(pthread_mutex_t *m) { return unlock_at(m); }
 static __attribute__((noinline)) int node_lock_f(struct ip_mutex *w) { return node_lock(w); }
 static __attribute__((noinline)) int node_unlock_f(struct ip_mutex *w) { return node_unlock(w); }
-static __attribute__((noinline)) int api_lock_f(struct ip_mutex *w) { return api_lock(w); }
-static __attribute__((noinline)) int api_unlock_f(struct ip_mutex *w) { return api_unlock(w); }
 
 /* The entry points: the fast path is chosen from the tag of the pointer
  * word (shim.h), loaded with __kind from the mutex's own line; posix in
@@ -325,8 +310,6 @@ LL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
         return glibc_lock(w);
     if (tag == IP_FAST_NODE)
         return node_lock_f(w);
-    if (tag == IP_FAST_API)
-        return api_lock_f(w);
     return lock_rest(m);
 }
 
@@ -340,8 +323,6 @@ LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
         return glibc_unlock(w);
     if (tag == IP_FAST_NODE)
         return node_unlock_f(w);
-    if (tag == IP_FAST_API)
-        return api_unlock_f(w);
     return unlock_rest(m);
 }
 #else

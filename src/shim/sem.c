@@ -73,9 +73,13 @@ LL_EXPORT int sem_init(sem_t *s, int pshared, unsigned value)
     ip_resolve();
     config_ensure();
     if (!cfg.sem || pshared) {
-        if (cfg.sem)
-            sem_clear_marker(s); /* a stale marker must not make glibc's semaphore look like ours */
-        return R.sem_init(s, pshared, value);
+        if (!cfg.sem)
+            return R.sem_init(s, pshared, value);
+        sem_clear_marker(s); /* a stale marker must not make glibc's semaphore look like ours */
+        int r = R.sem_init(s, pshared, value);
+        if (r == 0)
+            shim_to_glibc(SG_SEM, SG_PSHARED);
+        return r;
     }
     if (value > (unsigned)SEM_VALUE_MAX)
         return sem_fail(EINVAL);
@@ -92,7 +96,10 @@ LL_EXPORT int sem_init(sem_t *s, int pshared, unsigned value)
     if (!w) {
         /* out of memory: this semaphore stays glibc's (it still works) */
         sem_clear_marker(s);
-        return R.sem_init(s, pshared, value);
+        int r = R.sem_init(s, pshared, value);
+        if (r == 0)
+            shim_to_glibc(SG_SEM, SG_NOMEM);
+        return r;
     }
     liblock_sem_init(&w->s, value, cfg.sem_prob); /* cannot fail: value and P checked */
     w->home = s;

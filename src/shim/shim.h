@@ -68,12 +68,15 @@
  *     holds w, for RECURSIVE/ERRORCHECK: it is stored after the acquire and
  *     cleared before the release, and a thread compares it only with its own
  *     tag, which no other thread stores; so relaxed accesses suffice.  For
- *     NORMAL it is bookkeeping for fork only, and not kept at all for
- *     posix's fast path (IP_OWNERLESS, below).
- *  I3 w->count and w->hold are read and written only by the holder, between
- *     its acquire and its release: the algorithm's own acquire/release
- *     ordering (every algorithm's contract) orders them like any data the
- *     mutex protects.
+ *     NORMAL it is bookkeeping for fork and destroy only (cleared by
+ *     whichever thread unlocks), and not kept at all for posix's fast path
+ *     (IP_OWNERLESS, below).
+ *  I3 w->count, w->hold and w->trk are written by the holder between its
+ *     acquire and its release, and read by the thread that releases: the
+ *     holder itself, or (NORMAL) another thread whose unlock the program
+ *     orders after the lock by its own synchronisation, as it must for any
+ *     data the mutex protects; the algorithm's acquire/release ordering
+ *     orders them for the next holder.
  *  I4 A sem_t is ours iff its marker word holds IP_SEM_MAGIC and the
  *     struct ip_sem its pointer word names has home == that sem_t; the
  *     marker is written (release, after the pointer) only by sem_init and
@@ -90,9 +93,15 @@
  * mutexes and the generic protocol).
  *
  * ---- Mutex types -------------------------------------------------------------
- *  - NORMAL, DEFAULT, ADAPTIVE: the selected algorithm.  Relocking a
- *    NORMAL mutex deadlocks as POSIX says; unlocking one that another thread
- *    locked releases it, as glibc does (POSIX leaves that undefined).
+ *  - NORMAL, DEFAULT, ADAPTIVE: the selected algorithm, whichever it is.
+ *    Relocking a NORMAL mutex deadlocks as POSIX says (the thread waits in
+ *    the algorithm's lock, so another thread's unlock lets it in);
+ *    unlocking one that another thread locked releases it, as glibc does
+ *    (POSIX leaves that undefined; programs use it as a binary semaphore),
+ *    also after that thread exited.  So a NORMAL hold never lives in a
+ *    per-thread structure: node algorithms (and delegating ones) keep the
+ *    holder's node in the wrapper (w->hold), and every algorithm's unlock
+ *    works from the node, not from the calling thread.
  *  - RECURSIVE and ERRORCHECK: implemented HERE on top of the selected
  *    algorithm (owner tag + count in the wrapper), with POSIX semantics:
  *    recursive relock counts (EAGAIN at overflow), errorcheck relock EDEADLK,
@@ -102,6 +111,8 @@
  *    untouched (glibc's fields are never written by us; the kind bits
  *    route every call to glibc).  pshared state cannot contain a pointer
  *    into one process's heap, and robust/PI semantics are kernel-assisted.
+ *    Every object left to glibc is counted by reason (to_glibc.c) and
+ *    reported at exit (interposer) or in the profile (profiler).
  *
  * ---- timedlock / clocklock -----------------------------------------------------
  * The liblock API has no timed acquire.  We try, then loop: yield a few
@@ -189,10 +200,10 @@
  * thread's shim_tls block, else from the thread's free list (wrapper.c,
  * "per-thread nodes"), the others a NULL node;
  * such an algorithm must not depend on the hold stack (none does).
- * Delegating algorithms (LIBLOCK_PROP_DELEGATES) go through the API layer
- * (ll_api_lock/ll_api_unlock/liblock_trylock), whatever per-thread state
- * they keep there; a mutex of theirs must be unlocked by its locker (EPERM
- * otherwise, as the API answers).  An rcl lock starts no server when it is
+ * Delegating algorithms (LIBLOCK_PROP_DELEGATES) take the node path too
+ * (not the API layer's hold stack, which would tie a hold to its thread:
+ * see "Mutex types"), and their holds are counted in the thread record for
+ * ll_may_run_foreign (w_track_acquired).  An rcl lock starts no server when it is
  * made (the configuration probe included): it is bound to its server,
  * which is started then if needed, at its first lock or trylock, inside
  * set-up (w_bind), so a process that never locks has no server thread.
@@ -361,8 +372,9 @@ struct ip_mutex {
     int type;                             /* PTHREAD_MUTEX_NORMAL/RECURSIVE/ERRORCHECK */
     int holds;                            /* algorithm needs per-hold nodes (node path) */
     int api;                              /* delegating algorithm: through the API layer */
-    int track;                            /* count holds in the thread record (mixed config) */
+    int track;                            /* count holds in the thread record (w_track_acquired) */
     _Atomic int bind;                     /* rcl: not bound to a server yet (w_bind) */
+    uint64_t trk;                         /* track: serial of the thread whose count has this hold */
     const void *addr;                     /* the pthread_mutex_t it was made for (reuse table) */
     struct shim_algo *algo;               /* what it runs on (NULL: glibc's mutex, profiler only) */
     struct ip_mutex *prev, *next;         /* registry (fork) */
@@ -393,13 +405,14 @@ struct ip_mutex {
     struct lp_inst *prof;                 /* its record; NULL: not recorded */
     int lp_hidx;                          /* its lock site's index (the threads' records) */
     uint32_t lp_iid;                      /* its instance's id (the threads' records) */
-    int track;                            /* count holds in the thread record (mixed config) */
+    int track;                            /* count holds in the thread record (w_track_acquired) */
     /* line 2 */
     int fast;                             /* IP_FAST_*: the fast path (also in the pointer word's tag) */
     ll_hold_t *hold;                      /* node algorithms: the holder's node */
     int holds;                            /* algorithm needs per-hold nodes (node path) */
     int api;                              /* delegating algorithm: through the API layer */
     _Atomic int bind;                     /* rcl: not bound to a server yet (w_bind) */
+    uint64_t trk;                         /* track: serial of the thread whose count has this hold */
     const void *addr;                     /* the pthread_mutex_t it was made for (reuse table) */
     struct ip_mutex *prev, *next;         /* registry (fork) */
 };
@@ -407,18 +420,16 @@ _Static_assert(offsetof(struct ip_mutex, track) + sizeof(int) <= 2 * LL_CACHELIN
 #endif
 
 /* The fast path of a mutex, chosen by mutex_set_fns for a NORMAL mutex
- * that is neither tracked nor on a delegating algorithm:
+ * that is not tracked (a delegating algorithm's always is):
  *  IP_FAST_FN     node-less algorithm: lockfn/unlockfn;
  *  IP_FAST_NODE   queue lock: lockfn/unlockfn with the thread's cached node;
  *  IP_FAST_GLIBC  the posix algorithm: glibc's lock/unlock called directly
  *                 on the glibc mutex its state begins with (src/locks/posix.c);
- *  IP_FAST_API    delegating algorithm (NORMAL): the API layer's lock and
- *                 unlock (w_raw_lock/w_raw_unlock without the type checks);
  *  IP_FAST_NONE   anything else: w_lock/w_unlock.
  * The value is also kept in the low bits of the mutex's pointer word (the
  * wrapper is cache-line aligned, so they are free), so that the entry
  * points choose the path from the one word they load anyway. */
-enum { IP_FAST_NONE = 0, IP_FAST_FN, IP_FAST_GLIBC, IP_FAST_NODE, IP_FAST_API };
+enum { IP_FAST_NONE = 0, IP_FAST_FN, IP_FAST_GLIBC, IP_FAST_NODE };
 #define IP_TAG_MASK ((uintptr_t)(LL_CACHELINE - 1))
 /* A mutex whose owner word the interposer does not keep (I2 does not
  * apply): IP_FAST_GLIBC, whose glibc mutex records its holder itself
@@ -500,16 +511,35 @@ int w_unlock(struct ip_mutex *w);
 int w_timedlock(struct ip_mutex *w, clockid_t clk, const struct timespec *abstime);
 static inline ll_thread_t *ip_get_self(void) { return ll_self(); }
 
-/* Holds of classic locks are invisible to ll_may_run_foreign (they bypass the
- * API's hold stack); under a mixed configuration they are counted in the
- * thread record's `shim_held` so a combiner holding one runs no foreign
- * critical section (docs/interpose.md "Per-site configuration"). */
-static inline void w_track(struct ip_mutex *w, int d)
+/* Holds of mutexes are invisible to ll_may_run_foreign (they bypass the
+ * API's hold stack); where a combining lock may ask (a delegating
+ * algorithm, or a mixed configuration) they are counted in the thread
+ * record's `shim_held` so a combiner holding one runs no foreign critical
+ * section (docs/interpose.md "Per-site configuration").  The wrapper
+ * remembers whose count has the hold (w->trk, the thread's serial, written
+ * by the holder like w->hold: I3).  A NORMAL mutex may be unlocked by
+ * another thread (glibc allows it): that thread's count is not touched, and
+ * the locker's keeps the hold, which only makes the locker decline to
+ * combine for others from then on (never the opposite: no count is ever
+ * lower than the mutexes its thread holds).  The release side reads trk
+ * before the lock is released (after it, a new holder may write it). */
+static inline void w_track_acquired(struct ip_mutex *w)
 {
     if (LL_UNLIKELY(w->track)) {
         ll_thread_t *s = ip_get_self();
-        if (s)
-            s->shim_held += d;
+        if (s) {
+            s->shim_held++;
+            w->trk = s->serial;
+        }
+    }
+}
+static inline uint64_t w_track_releasing(const struct ip_mutex *w) { return w->track ? w->trk : 0; }
+static inline void w_track_released(uint64_t trk)
+{
+    if (LL_UNLIKELY(trk)) {
+        ll_thread_t *s = ll_self_tls;
+        if (s && s->serial == trk && s->shim_held)
+            s->shim_held--;
     }
 }
 
@@ -530,6 +560,17 @@ int shim_cond_timedwait(pthread_cond_t *, pthread_mutex_t *, const struct timesp
 /* ---- small helpers shared by mutex.c, cond.c and sem.c ----------------------------- */
 static inline int ts_valid(const struct timespec *t) { return t && t->tv_nsec >= 0 && t->tv_nsec < 1000000000L; }
 struct timespec to_realtime(clockid_t clk, const struct timespec *t);
+
+/* ---- to_glibc.c: objects left to glibc, counted ----------------------------------- */
+enum shim_gkind { SG_MUTEX, SG_COND, SG_SEM, SG_NKINDS };
+/* In order of precedence: an object is counted once, for the first that applies. */
+enum shim_greason { SG_PSHARED, SG_ROBUST, SG_PI, SG_PP, SG_CONFIG, SG_SETUP, SG_NOMEM, SG_NREASONS };
+extern const char *const shim_greason_key[SG_NREASONS]; /* JSON keys: "robust", ... */
+extern const char *const shim_gkind_key[SG_NKINDS];      /* "mutexes", "conds", "sems" */
+void shim_to_glibc(int kind, int reason);
+void shim_to_glibc_counts(unsigned long out[SG_NKINDS][SG_NREASONS]);
+size_t shim_to_glibc_summary(char *buf, size_t n);
+void shim_to_glibc_fork_child(void);
 
 /* ---- fork.c ------------------------------------------------------------------------ */
 extern struct ip_sem *shim_reg_sems;

@@ -14,7 +14,6 @@
  * does not use the pointer word (__list.__prev) of a non-robust mutex.
  */
 #include "shim.h"
-#include "../rcl/rcl.h" /* rcl_unlock_handed */
 
 void mutex_set_fns(struct ip_mutex *w)
 {
@@ -27,23 +26,29 @@ void mutex_set_fns(struct ip_mutex *w)
         return;
     }
     const struct ll_ops *o = LL_OPS(&w->lock);
-    /* Delegating algorithms (RCL, combining) may keep per-thread state the
-     * API layer sets up; they go through liblock's own lock/unlock (speed
-     * is not what they offer under interposition).  LIBLOCK_INTERPOSE_API=1
-     * forces this path for every algorithm (for testing). */
+    /* Delegating algorithms (RCL, combining) are called through their ops
+     * with a node kept in the wrapper (the node path below), like the queue
+     * locks, and not through the API layer's per-thread hold stack: a hold
+     * there belongs to the thread, so a NORMAL mutex could neither be
+     * relocked by its owner (EDEADLK instead of a deadlock) nor unlocked by
+     * another thread (EPERM), both of which glibc does ("Mutex types" in
+     * shim.h).  Their holds are counted for ll_may_run_foreign instead
+     * (track).  LIBLOCK_INTERPOSE_API=1 takes every algorithm this way (for
+     * testing). */
     w->api = (o->props & LIBLOCK_PROP_DELEGATES) || cfg.force_api;
     atomic_store_explicit(&w->bind, strcmp(o->name, "rcl") == 0, memory_order_relaxed);
-    w->holds = !w->api && o->node_size > 0;
+    w->holds = w->api || o->node_size > 0;
     w->trylockfn = o->trylock;
-    /* Mixed configuration: holds of this classic lock are counted for
-     * ll_may_run_foreign (shim.h w_track), so it takes the generic path. */
-    w->track = cfg.mixed && !w->api;
-    int normal = !w->api && !w->track && w->type == PTHREAD_MUTEX_NORMAL;
-    w->fast = w->api && w->type == PTHREAD_MUTEX_NORMAL ? IP_FAST_API
-              : !normal                                  ? IP_FAST_NONE
-              : w->holds                                 ? IP_FAST_NODE
-              : o == &ll_ops_posix                        ? IP_FAST_GLIBC
-                                                         : IP_FAST_FN;
+    /* Holds a combining lock may ask about (ll_may_run_foreign) are counted
+     * in the thread record (shim.h w_track_acquired), so such a mutex takes
+     * the generic path: a delegating algorithm's, or any under a mixed
+     * configuration. */
+    w->track = cfg.mixed || w->api;
+    int normal = !w->track && w->type == PTHREAD_MUTEX_NORMAL;
+    w->fast = !normal                ? IP_FAST_NONE
+              : w->holds             ? IP_FAST_NODE
+              : o == &ll_ops_posix   ? IP_FAST_GLIBC
+                                     : IP_FAST_FN;
     int fn = w->fast == IP_FAST_FN || w->fast == IP_FAST_NODE;
     w->lockfn = fn ? o->lock : NULL;
     w->unlockfn = fn ? o->unlock : NULL;
@@ -108,8 +113,12 @@ struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
     if (ip_in_setup) {
         /* An allocator's mutex, met while we set up another one: glibc's for life. */
         uintptr_t z = 0;
-        if (atomic_compare_exchange_strong_explicit(pw, &z, IP_GLIBC, memory_order_acq_rel, memory_order_acquire) ||
-            z == IP_GLIBC)
+        if (atomic_compare_exchange_strong_explicit(pw, &z, IP_GLIBC, memory_order_acq_rel, memory_order_acquire)) {
+            if (cfg.wrap && atomic_load_explicit(&shim_cfg_ready, memory_order_relaxed))
+                shim_to_glibc(SG_MUTEX, SG_SETUP); /* (not the libraries the configuration itself loads) */
+            return NULL;
+        }
+        if (z == IP_GLIBC)
             return NULL;
         return ip_untag(z);
     }
@@ -131,8 +140,11 @@ struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
 #ifndef LL_SHIM_PROFILE
     if (!a) {
         uintptr_t z = 0;
-        if (atomic_compare_exchange_strong_explicit(pw, &z, IP_GLIBC, memory_order_acq_rel, memory_order_acquire) ||
-            z == IP_GLIBC)
+        if (atomic_compare_exchange_strong_explicit(pw, &z, IP_GLIBC, memory_order_acq_rel, memory_order_acquire)) {
+            shim_to_glibc(SG_MUTEX, SG_CONFIG);
+            return NULL;
+        }
+        if (z == IP_GLIBC)
             return NULL;
         return ip_untag(z);
     }
@@ -281,11 +293,8 @@ int w_raw_lock(struct ip_mutex *w)
 {
     if (SHIM_GLIBC(w))
         return R.mutex_lock(GM(w));
-    if (w->api) {
-        if (LL_UNLIKELY(atomic_load_explicit(&w->bind, memory_order_relaxed)))
-            w_bind(w);
-        return ll_api_lock(&w->lock);
-    }
+    if (LL_UNLIKELY(atomic_load_explicit(&w->bind, memory_order_relaxed)))
+        w_bind(w);
     return w->holds ? w_node_acquire(w, 0) : LL_OPS(&w->lock)->lock(&w->lock, NULL);
 }
 
@@ -293,27 +302,17 @@ int w_raw_trylock(struct ip_mutex *w)
 {
     if (SHIM_GLIBC(w))
         return R.mutex_trylock(GM(w));
-    if (w->api) {
-        if (LL_UNLIKELY(atomic_load_explicit(&w->bind, memory_order_relaxed)))
-            w_bind(w);
-        return liblock_trylock(&w->lock);
-    }
+    if (LL_UNLIKELY(atomic_load_explicit(&w->bind, memory_order_relaxed)))
+        w_bind(w);
     return w->holds ? w_node_acquire(w, 1) : w->trylockfn(&w->lock, NULL);
 }
 
+/* Releases whoever holds w: for a NORMAL mutex that may be another thread
+ * than the caller (the node is the holder's, found in w->hold). */
 int w_raw_unlock(struct ip_mutex *w)
 {
     if (SHIM_GLIBC(w))
         return R.mutex_unlock(GM(w));
-    if (w->api) {
-        int r = ll_api_unlock(&w->lock);
-        /* A normal mutex this thread does not hold: on rcl, it may be one a
-         * delegated critical section locked and left to its caller
-         * (docs/rcl.md, "What a delegated critical section may do") */
-        if (LL_UNLIKELY(r == EPERM) && w->type == PTHREAD_MUTEX_NORMAL && LL_OPS(&w->lock)->lock == rcl_lock_lock)
-            r = rcl_unlock_handed(&w->lock);
-        return r;
-    }
     return w->holds ? w_node_release(w) : LL_OPS(&w->lock)->unlock(&w->lock, NULL);
 }
 
@@ -360,6 +359,7 @@ struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int i
             if (!fresh) {
                 /* Out of memory: leave this mutex to glibc rather than fail the call. */
                 atomic_store_explicit(pw, IP_GLIBC, memory_order_release);
+                shim_to_glibc(SG_MUTEX, SG_NOMEM);
                 R.mutex_unlock(&reg_mutex);
                 ip_in_setup--;
                 if (drop)
@@ -482,7 +482,7 @@ int w_lock(struct ip_mutex *w)
         if (!IP_OWNERLESS(w))
             atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
         w->count = 1;
-        w_track(w, 1);
+        w_track_acquired(w);
     }
     return r;
 }
@@ -501,7 +501,7 @@ int w_trylock(struct ip_mutex *w)
         if (!IP_OWNERLESS(w))
             atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
         w->count = 1;
-        w_track(w, 1);
+        w_track_acquired(w);
     }
     return r;
 }
@@ -520,16 +520,19 @@ int w_unlock(struct ip_mutex *w)
         if (--w->count > 0)
             return 0;
     }
-    if (owner == me)
-        atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+    /* NORMAL: whoever unlocks releases the holder's hold, as glibc does
+     * (shim.h "Mutex types"); the owner field is cleared whoever held it */
+    atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+    uint64_t trk = w_track_releasing(w);
     int r = w_raw_unlock(w);
-    if (r && owner == me) {
-        atomic_store_explicit(&w->owner, me, memory_order_relaxed);
-        w->count = 1;
+    if (r) {
+        atomic_store_explicit(&w->owner, owner, memory_order_relaxed);
+        if (owner == me)
+            w->count = 1;
+        return r;
     }
-    if (!r)
-        w_track(w, -1);
-    return r;
+    w_track_released(trk);
+    return 0;
 }
 
 

@@ -8,7 +8,8 @@
  * provided every lane is empty (head == tail).  A thread that exits with a
  * word still queued, or while a sender may still be about to write (which a
  * correct use of hyblock or hybcomb never leaves behind), or while it holds
- * a lock (a hyblock lock word may name its mailbox), keeps its mailbox
+ * a lock (a hyblock lock word may name its mailbox; a hyblock level still
+ * in use), keeps its mailbox
  * out of the pool for ever: nobody else will read that lane, and reusing it
  * could hand the new owner a stranger's message.  Mailboxes are never
  * freed, so a sender that is still finishing a send (its futex_wake after
@@ -49,8 +50,14 @@ static void mbox_thread_exit(ll_thread_t *self, void *arg)
     ll_mbox_t *m = arg;
     ll_mbox_tls = NULL;
     /* A thread that exits holding a lock may still be named in a hyblock
-     * lock word, so a waiter may write to it later: keep it too. */
-    if (self->nheld || !all_empty(m))
+     * lock word, so a waiter may write to it later: keep it too (a hyblock
+     * level still in use says so even for holds the API's stack does not
+     * see: the interposer's). */
+    ll_mbox_levels_merge(m);
+    int levels_in_use = 0;
+    for (unsigned w = 0; w < sizeof m->levels / sizeof *m->levels; w++)
+        levels_in_use |= m->levels[w] != 0;
+    if (self->nheld || levels_in_use || !all_empty(m))
         return; /* kept out of the pool for ever (see the header) */
     if (!pool_lock())
         return;

@@ -94,7 +94,28 @@ typedef struct ll_mbox {
     struct ll_mbox *pool_next;                           /* mailbox.c's pool */
     struct ll_exit_hook hook;
     uint64_t levels[64]; /* owner only: hyblock's levels in use (all clear when pooled) */
+    /* hyblock: levels released by another thread than the owner (the
+     * release of a lock another thread acquired: a NORMAL mutex unlocked by
+     * a non-owner under the interposer).  Set with release RMWs by that
+     * thread, taken with acquire exchanges by the owner, which clears them
+     * from `levels` (ll_mbox_levels_merge): the owner's bitmap stays
+     * single-writer. */
+    _Atomic uint64_t levels_freed[64];
+    _Atomic uint64_t levels_freed_any; /* bit w: levels_freed[w] may be non-zero */
 } ll_mbox_t;
+
+/* The owner of m: fold the levels other threads released into `levels`.
+ * The acquire exchanges order the releasing thread's last reads of the
+ * level's lanes before any reuse of the level by the owner. */
+static inline void ll_mbox_levels_merge(ll_mbox_t *m)
+{
+    uint64_t any = atomic_exchange_explicit(&m->levels_freed_any, 0, memory_order_acquire);
+    while (any) {
+        unsigned w = (unsigned)__builtin_ctzll(any);
+        any &= any - 1;
+        m->levels[w] &= ~atomic_exchange_explicit(&m->levels_freed[w], 0, memory_order_acquire);
+    }
+}
 
 /* The calling thread's mailbox (created on first use); NULL on ENOMEM.
  * initial-exec TLS, as ll_self_tls: one %fs-relative load. */

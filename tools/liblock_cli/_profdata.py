@@ -211,5 +211,28 @@ def aggregate(raw):
         "misses_available": avail, "misses_reason": raw.get("misses_reason"),
         "time_every": int(raw.get("time_every", 1)),
         "exit": raw.get("exit"),
+        "to_glibc": to_glibc(raw),
         "locks": locks,
     }
+
+
+GLIBC_REASONS = ("process_shared", "robust", "prio_inherit", "prio_protect", "config", "setup", "no_memory")
+
+
+def to_glibc(raw):
+    """The objects the runtime left to glibc, unmeasured (docs/profile.md):
+    {mutexes, conds, sems: totals; reasons: {reason: count} summed over the
+    kinds; by_kind: the raw per-kind counts}.  A dump without the field
+    (older runtime) gives zeros."""
+    src = raw.get("to_glibc") or {}
+    by_kind = {k: {r: int(v) for r, v in (src.get(k) or {}).items() if int(v)} for k in ("mutexes", "conds", "sems")}
+    reasons = {}
+    for counts in by_kind.values():
+        for r, v in counts.items():
+            reasons[r] = reasons.get(r, 0) + v
+    order = {r: i for i, r in enumerate(GLIBC_REASONS)}
+    reasons = dict(sorted(reasons.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
+    out = {k: sum(v.values()) for k, v in by_kind.items()}
+    out["reasons"] = reasons
+    out["by_kind"] = by_kind
+    return out

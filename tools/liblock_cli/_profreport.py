@@ -54,6 +54,26 @@ def _cut(text, w):
     return text if len(text) <= w else "…" + text[-(w - 1):]
 
 
+_KINDS = (("mutexes", "mutex", "mutexes"), ("conds", "condition variable", "condition variables"),
+          ("sems", "semaphore", "semaphores"))
+_REASON_TEXT = {"process_shared": "process-shared", "robust": "robust", "prio_inherit": "priority-inheritance",
+                "prio_protect": "priority-protection", "config": "left to glibc by the configuration",
+                "setup": "met while another lock was being set up", "no_memory": "out of memory"}
+
+
+def glibc_line(tg):
+    """"3 mutexes and 1 condition variable went to glibc: 2 robust, ..." (the
+    interposer's exit line, src/shim/to_glibc.c), or None when none did."""
+    if not tg:
+        return None
+    parts = [f"{tg[k]} {one if tg[k] == 1 else many}" for k, one, many in _KINDS if tg.get(k)]
+    if not parts:
+        return None
+    kinds = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    why = ", ".join(f"{n} {_REASON_TEXT.get(r, r)}" for r, n in tg.get("reasons", {}).items())
+    return f"{kinds} went to glibc: {why}"
+
+
 def text_report(rep, top, thresholds_src, th, title=None):
     """The report as a list of lines (printed on stderr)."""
     out = []
@@ -77,6 +97,9 @@ def text_report(rep, top, thresholds_src, th, title=None):
     over = f", more threads than CPUs: {th['best_oversubscribed']}" if th.get("best_oversubscribed") else ""
     out.append(f"  advice thresholds: lower {pct(th['lower'])}, upper {up}{over} ({thresholds_src}{when})"
                + ("" if lock == "glibc" else "; they were calibrated for programs on glibc's mutex"))
+    tg = glibc_line(rep.get("to_glibc"))
+    if tg:
+        out.append(f"  {tg} (not measured; `liblock run` leaves them to glibc too)")
     locks = rep["locks"]
     if not locks:
         out.append("  no pthread mutex was used.")
