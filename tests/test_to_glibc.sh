@@ -26,6 +26,9 @@ fail() { echo "FAIL: $*"; fails=$((fails+1)); }
 CC=${CC:-cc}
 "$CC" -O1 -rdynamic -o "$tmp/prog" tests/to_glibc/prog.c -lpthread || exit 1
 unset LIBLOCK_WARN
+# stderr is a file here: the line is printed only when asked for (a terminal
+# gets it unasked); without the request a captured stderr stays as glibc's
+export LIBLOCK_REPORT=1
 
 expect_err() { # what expected-stderr-file command...
   local what=$1 want=$2; shift 2
@@ -46,6 +49,15 @@ printf '%s\n' 'liblock: 5 mutexes, 1 condition variable and 1 semaphore went to 
 expect_err "run --sem all" "$tmp/all_sem" "$liblock" run --lock ttas --sem fifo -- "$tmp/prog" all
 expect_err "run none" "$tmp/empty" "$liblock" run --lock mcs --sem fifo -- "$tmp/prog" none
 expect_err "LIBLOCK_WARN=0" "$tmp/empty" env LIBLOCK_WARN=0 "$liblock" run --lock mcs -- "$tmp/prog" all
+expect_err "captured stderr, LIBLOCK_REPORT unset" "$tmp/empty" env -u LIBLOCK_REPORT "$liblock" run --lock mcs -- "$tmp/prog" all
+expect_err "LIBLOCK_REPORT=0" "$tmp/empty" env LIBLOCK_REPORT=0 "$liblock" run --lock mcs -- "$tmp/prog" all
+# a terminal gets the line unasked (script(1) gives the program a pseudo-terminal)
+if command -v script >/dev/null; then
+  script -qec "env -u LIBLOCK_REPORT '$liblock' run --lock mcs -- '$tmp/prog' all" /dev/null </dev/null >"$tmp/tty" 2>&1
+  grep -qF "$line_all" "$tmp/tty" || { fail "terminal: no line"; sed 's/^/    /' "$tmp/tty"; }
+else
+  echo "SKIP: the terminal case: no script(1)"
+fi
 printf '%s\n' 'liblock: 2 mutexes went to glibc: 2 robust' 'liblock: 1 mutex went to glibc: 1 robust' >"$tmp/fork"
 expect_err "fork" "$tmp/fork" "$liblock" run --lock mcs -- "$tmp/prog" fork
 printf 'default mcs\nsite tg_cfg_mutex glibc\n' >"$tmp/conf"

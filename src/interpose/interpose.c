@@ -13,20 +13,27 @@
  * Written here from those descriptions; no code taken from either.
  */
 #include "../shim/shim.h"
+#include <unistd.h>
 
 /* For tools: which preload library this process runs under. */
 LL_EXPORT const char *liblock_preload_kind(void) { return "interpose"; }
 
 /* At exit: one line on stderr saying how many mutexes, condition variables
  * and semaphores were left to glibc and why (src/shim/to_glibc.c), when
- * any were and warnings are on (LIBLOCK_WARN, as for the spin warning).
- * A destructor, so it also runs after the program's atexit handlers; not
- * after _exit or a fatal signal. */
+ * any were and warnings are on (LIBLOCK_WARN, as for the spin warning) --
+ * and only when stderr is a terminal, or LIBLOCK_REPORT=1 asks for it: a
+ * program whose output is captured (a test harness comparing it with
+ * glibc's) must see exactly what it would see on glibc.  LIBLOCK_REPORT=0
+ * never prints it.  A destructor, so it also runs after the program's
+ * atexit handlers; not after _exit or a fatal signal. */
 __attribute__((destructor)) static void ip_report_to_glibc(void)
 {
     LL_KEEP_ERRNO;
     char line[512];
     if (shim_to_glibc_summary(line, sizeof line) == 0 || !ll_env_long("LIBLOCK_WARN", 1, 0, 1))
+        return;
+    long want = ll_env_long("LIBLOCK_REPORT", -1, 0, 1);
+    if (want == 0 || (want < 0 && !isatty(STDERR_FILENO)))
         return;
     fprintf(stderr, "liblock: %s\n", line);
 }

@@ -35,12 +35,13 @@ static int thrd_result(int e)
 LL_EXPORT int mtx_init(mtx_t *m, int type)
 {
     LL_KEEP_ERRNO;
-    int base = type & ~mtx_recursive;
-    if (!m || (base != mtx_plain && base != mtx_timed))
-        return thrd_error; /* as glibc: only plain or timed, optionally recursive */
+    if (!m)
+        return thrd_error;
+    /* As glibc: plain or timed with mtx_recursive is a recursive mutex, any
+     * other type (invalid ones included) a plain one. */
     pthread_mutexattr_t a;
     pthread_mutexattr_init(&a);
-    if (type & mtx_recursive)
+    if (type == (mtx_plain | mtx_recursive) || type == (mtx_timed | mtx_recursive))
         pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
     shim_c11_init = 1; /* the profiler reports the type as "c11" */
     int e = shim_mutex_init((pthread_mutex_t *)m, &a);

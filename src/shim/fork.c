@@ -72,7 +72,13 @@ static void fork_child(void)
         if (mine && w_raw_lock(w) == 0) {
             if (IP_OWNERLESS(w)) /* (ownerless_mark) */
                 atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
-            continue; /* still held by this thread, same count */
+            else if (w->type != PTHREAD_MUTEX_NORMAL)
+                /* Still held, but as glibc's: its owner is the forking
+                 * thread's id, which the child's thread does not have, so
+                 * there trylock is EBUSY, unlock EPERM and lock waits for
+                 * ever.  A tag no thread has (thread pointers are aligned). */
+                atomic_store_explicit(&w->owner, IP_OWNER_PARENT, memory_order_relaxed);
+            continue; /* still held (NORMAL: the child may unlock it, as on glibc) */
         }
         if (mine)
             w_track_released(w_track_releasing(w));

@@ -431,6 +431,10 @@ _Static_assert(offsetof(struct ip_mutex, track) + sizeof(int) <= 2 * LL_CACHELIN
  * points choose the path from the one word they load anyway. */
 enum { IP_FAST_NONE = 0, IP_FAST_FN, IP_FAST_GLIBC, IP_FAST_NODE };
 #define IP_TAG_MASK ((uintptr_t)(LL_CACHELINE - 1))
+/* The owner tag, in a forked child, of a RECURSIVE/ERRORCHECK mutex the
+ * forking thread held (fork.c): no thread's tag (thread pointers are
+ * aligned), as glibc's owner there is a thread id the child does not have. */
+#define IP_OWNER_PARENT ((uintptr_t)1)
 /* A mutex whose owner word the interposer does not keep (I2 does not
  * apply): IP_FAST_GLIBC, whose glibc mutex records its holder itself
  * (__owner, a thread id, written by glibc's lock, cleared by its unlock).
