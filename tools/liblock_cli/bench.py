@@ -23,7 +23,7 @@ Experiments (docs/bench.md, BENCHMARKS.md):
 import os
 import sys
 
-from . import _runner as R
+from . import _runner
 
 HELP = "run a benchmark experiment; results under results/ as CSV + PNG plots"
 
