@@ -168,15 +168,6 @@ assert summ and all(s["n"] for s in summ)
 assert any(f.endswith(".png") for f in os.listdir(d)), os.listdir(d)
 PY
 else fail "liblock bench contention failed"; cat "$tmp/fe.out" >&2; fi
-# a program killed by the outer bound: what it printed before is kept (its
-# records, and its last stderr line in the timeout record's error)
-PYTHONPATH="$root/tools" python3 - <<'PY' && ok || fail "run_program dropped a killed program's output"
-from liblock_cli import _runner as R
-cmd = ["sh", "-c", 'echo "{\\"status\\": \\"ok\\", \\"n\\": 1}"; echo "stuck in stage teardown" >&2; exec sleep 30']
-recs = R.run_program(cmd, 1)
-assert len(recs) == 2 and recs[0] == {"status": "ok", "n": 1}, recs
-assert recs[1]["status"] == "timeout" and "stuck in stage teardown" in recs[1]["error"], recs
-PY
 if python3 tools/liblock bench contention --reps 0 > /dev/null 2> "$tmp/e"; then fail "bench --reps 0 accepted"; else ok; fi
 if python3 tools/liblock bench contention --algorithms nosuch > /dev/null 2> "$tmp/e"; then fail "unknown algorithm accepted"; else grep -q nosuch "$tmp/e" && ok || fail "no message for unknown algorithm"; fi
 
