@@ -4,8 +4,8 @@
  * algorithm and waiting policy, fixed-time, reporting throughput, the
  * fairness metrics of the lock (docs/fairness.md), voluntary context
  * switches and CPU utilisation (getrusage), with a ping-pong probe before
- * and after (bench/probe.h).  One run per invocation; `liblock malthus`
- * (tools/liblock_cli/malthus.py) interleaves runs and summarises them.
+ * and after (bench/probe.h).  One run per invocation; `liblock bench malthus`
+ * (tools/liblock_cli/_malthus.py) interleaves runs and summarises them.
  *
  * usage: malthus -w WORKLOAD [-l LOCK] [-p POLICY] [-t THREADS] [-d SECONDS]
  *                [-o json|csv] [options]       (malthus -h for all of them)

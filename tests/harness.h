@@ -91,6 +91,40 @@ static inline uint64_t th_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Deadlines for the timed calls under test: *t = now + ms on clock clk. */
+static inline void ts_after(clockid_t clk, struct timespec *t, long ms)
+{
+    clock_gettime(clk, t);
+    t->tv_sec += ms / 1000;
+    t->tv_nsec += (ms % 1000) * 1000000L;
+    if (t->tv_nsec >= 1000000000L) {
+        t->tv_sec++;
+        t->tv_nsec -= 1000000000L;
+    }
+}
+
+/* Whether clock clk has reached *t (a timed call must not return before). */
+static inline int ts_reached(clockid_t clk, const struct timespec *t)
+{
+    struct timespec now;
+    clock_gettime(clk, &now);
+    return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+}
+
+/* CLOCK_REALTIME now + ns (ns >= 0), for pthread/liblock timed waits. */
+static inline struct timespec ts_in_ns(long ns)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += ns / 1000000000L;
+    t.tv_nsec += ns % 1000000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
 /* Join th by deadline_ns (th_now_ns clock): 0 when joined, ETIMEDOUT if the
  * thread is stuck. */
 static inline int th_join_by(pthread_t th, uint64_t deadline_ns)

@@ -5,16 +5,7 @@
 # bench at --quick scale writes runs.csv, summary.csv, meta.json and a plot
 # with the fields the thesis's metrics need; bad input is refused with a
 # message naming it.
-set -u
-build=${1:-build}
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-case "$build" in /*) ;; *) build="$root/$build" ;; esac
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0; checks=0
-ok() { checks=$((checks+1)); }
-bad() { checks=$((checks+1)); fail=$((fail+1)); echo "FAIL: $*" >&2; }
+. "$(dirname "$0")/lib.sh" "$@"
 export LIBLOCK_BUILD="$build" LIBLOCK_RESULTS="$tmp/results"
 prog="$build/bin/delegation"
 
@@ -32,24 +23,24 @@ for f in ("throughput_ops_per_s", "latency_ns_mean", "cycles_per_op", "fairness_
 assert r["combining_rate"] not in ("", None) and r["server_busy_cycles_per_op"] not in ("", None), r
 if sys.argv[2] == "queue2":
     assert r["mpserver_stream"] == "0", r  # streaming is not valid with two servers' "$out" "$obj" \
-    && ok || bad "delegation -o $obj: $out"
+    && ok || fail "delegation -o $obj: $out"
 done
 out=$(timeout 60 "$prog" -a faa -t 2 -D 0.05 --no-probe 2>&1)
 python3 -c '
 import json, sys
 r = json.loads(sys.argv[1])
-assert r["status"] == "ok" and r["check"] == "ok" and r["algorithm"] == "faa", r' "$out" && ok || bad "delegation -a faa: $out"
+assert r["status"] == "ok" and r["check"] == "ok" and r["algorithm"] == "faa", r' "$out" && ok || fail "delegation -a faa: $out"
 "$prog" -a faa -o stack > /dev/null 2> "$tmp/e"; rc=$?
-[ $rc -eq 2 ] && grep -q "faa is a counter only" "$tmp/e" && ok || bad "faa with a stack: rc=$rc $(cat "$tmp/e")"
+[ $rc -eq 2 ] && grep -q "faa is a counter only" "$tmp/e" && ok || fail "faa with a stack: rc=$rc $(cat "$tmp/e")"
 "$prog" -a mcs -o nosuch > /dev/null 2> "$tmp/e"; rc=$?
-[ $rc -eq 2 ] && grep -q "unknown object 'nosuch'" "$tmp/e" && ok || bad "unknown object: rc=$rc"
+[ $rc -eq 2 ] && grep -q "unknown object 'nosuch'" "$tmp/e" && ok || fail "unknown object: rc=$rc"
 "$prog" -a nosuch > /dev/null 2> "$tmp/e"; rc=$?
-[ $rc -eq 2 ] && grep -q "nosuch" "$tmp/e" && ok || bad "unknown algorithm: rc=$rc $(cat "$tmp/e")"
+[ $rc -eq 2 ] && grep -q "nosuch" "$tmp/e" && ok || fail "unknown algorithm: rc=$rc $(cat "$tmp/e")"
 
 # 2. liblock bench delegation --quick
 if timeout 120 python3 tools/liblock bench delegation --quick --algorithms mp-server,cc-synch,faa \
      --variants base,SS --out "$tmp/d" > "$tmp/d.out" 2>&1; then
-  python3 - "$tmp/d" "$tmp/d.out" <<'PY' && ok || bad "delegation files"
+  python3 - "$tmp/d" "$tmp/d.out" <<'PY' && ok || fail "delegation files"
 import csv, json, os, sys
 d, out = sys.argv[1], open(sys.argv[2]).read()
 runs = list(csv.DictReader(open(os.path.join(d, "runs.csv"))))
@@ -70,14 +61,13 @@ assert meta["configs"]["srv-SS"]["env"] == {"LIBLOCK_MPSERVER_STREAM": "1"}, met
 assert os.path.exists(os.path.join(d, "delegation-counter.png"))
 assert "counter, 2 client threads" in out and "Mops/s" in out, out
 PY
-else bad "liblock bench delegation --quick failed"; cat "$tmp/d.out" >&2; fi
+else fail "liblock bench delegation --quick failed"; cat "$tmp/d.out" >&2; fi
 for a in "--objects nosuch" "--variants B12x" "--algorithms nosuch"; do
   if python3 tools/liblock bench delegation --quick $a > /dev/null 2> "$tmp/e"; then
-    bad "bench delegation $a accepted"
+    fail "bench delegation $a accepted"
   else
-    v=${a#* }; grep -q "${v%x}" "$tmp/e" && ok || bad "bench delegation $a: no message naming it: $(cat "$tmp/e")"
+    v=${a#* }; grep -q "${v%x}" "$tmp/e" && ok || fail "bench delegation $a: no message naming it: $(cat "$tmp/e")"
   fi
 done
 
-echo "test_bench_delegation.sh: $checks checks, $fail failed"
-[ $fail -eq 0 ]
+finish

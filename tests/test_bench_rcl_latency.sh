@@ -5,24 +5,15 @@
 # run with the probe, its regime and both ratios, meta.json names the
 # builds, the table has a row per build; a build without rcl_latency is
 # refused with a message naming it.  Needs two CPUs (client and server).
-set -u
-build=${1:-build}
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-case "$build" in /*) ;; *) build="$root/$build" ;; esac
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0; checks=0
-ok() { checks=$((checks+1)); }
-bad() { checks=$((checks+1)); fail=$((fail+1)); echo "FAIL: $*" >&2; }
+. "$(dirname "$0")/lib.sh" "$@"
 export LIBLOCK_BUILD="$build" LIBLOCK_RESULTS="$tmp/results"
 if [ "$(nproc)" -lt 2 ]; then
-  echo "test_bench_rcl_latency.sh: one CPU: rcl_latency needs a client CPU and a server CPU; only the refusal is checked"
+  skip "bench rcl-latency run: one CPU: rcl_latency needs a client CPU and a server CPU; only the refusal is checked"
 else
   ln -s "$build" "$tmp/other"
   if timeout 120 python3 tools/liblock bench rcl-latency --reps 2 --builds "$build,$tmp/other" \
        --args "-r 1 -n 2000 -t 1" --out "$tmp/r" > "$tmp/out" 2> "$tmp/err"; then
-    python3 - "$tmp/r" "$tmp/out" "$build" <<'PY' && ok || bad "bench rcl-latency output: $(cat "$tmp/out" "$tmp/err")"
+    python3 - "$tmp/r" "$tmp/out" "$build" <<'PY' && ok || fail "bench rcl-latency output: $(cat "$tmp/out" "$tmp/err")"
 import csv, json, os, sys
 d, out, build = sys.argv[1], open(sys.argv[2]).read(), sys.argv[3]
 rows = list(csv.DictReader(open(os.path.join(d, "runs.csv"))))
@@ -38,13 +29,12 @@ labels = {r["build"] for r in rows}
 assert len(labels) == 2, labels
 assert "empty/probe" in out and all(l in out for l in labels), out
 PY
-  else bad "bench rcl-latency failed: $(cat "$tmp/err")"; fi
+  else fail "bench rcl-latency failed: $(cat "$tmp/err")"; fi
 fi
 if python3 tools/liblock bench rcl-latency --reps 1 --builds "$tmp/nosuch" > /dev/null 2> "$tmp/e"; then
-  bad "bench rcl-latency accepted a build without rcl_latency"
+  fail "bench rcl-latency accepted a build without rcl_latency"
 else
-  grep -q "nosuch/bin/rcl_latency is missing" "$tmp/e" && ok || bad "no message naming the build: $(cat "$tmp/e")"
+  grep -q "nosuch/bin/rcl_latency is missing" "$tmp/e" && ok || fail "no message naming the build: $(cat "$tmp/e")"
 fi
 
-echo "test_bench_rcl_latency.sh: $checks checks, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -181,19 +181,11 @@ static void timed_and_bad_input(const char *algo)
     CHECK_EQ(liblock_init(&l, algo, NULL), 0);
     CHECK_EQ(liblock_cond_init(&c, NULL), 0);
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 50 * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    ts_after(CLOCK_REALTIME, &ts, 50);
     CHECK_EQ(liblock_cond_timedwait(&c, &l, &ts), EPERM); /* not holding */
     CHECK_EQ(liblock_lock(&l), 0);
     CHECK_EQ(liblock_cond_timedwait(&c, &l, &ts), ETIMEDOUT);
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    CHECK(now.tv_sec > ts.tv_sec || (now.tv_sec == ts.tv_sec && now.tv_nsec >= ts.tv_nsec),
-          "timedwait returned before its deadline");
+    CHECK(ts_reached(CLOCK_REALTIME, &ts), "timedwait returned before its deadline");
     struct timespec bad = {0, 2000000000L};
     CHECK_EQ(liblock_cond_timedwait(&c, &l, &bad), EINVAL);
     CHECK_EQ(liblock_cond_timedwait(&c, &l, NULL), EINVAL);

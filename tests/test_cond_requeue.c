@@ -26,18 +26,6 @@
 
 #include <time.h>
 
-static struct timespec in_ns(long ns)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    t.tv_nsec += ns;
-    while (t.tv_nsec >= 1000000000L) {
-        t.tv_nsec -= 1000000000L;
-        t.tv_sec++;
-    }
-    return t;
-}
-
 /* ---- 1. token stress ---- */
 #define TOK_THREADS 6
 struct tok {
@@ -61,7 +49,7 @@ static void *tok_thread(void *p)
             return NULL;
         }
         while (t->tokens == 0 && t->taken < t->target) {
-            struct timespec ts = in_ns(200000 + (long)(rand_r(&seed) % 1800000));
+            struct timespec ts = ts_in_ns(200000 + (long)(rand_r(&seed) % 1800000));
             int e = liblock_cond_timedwait(&t->cond, &t->lock, &ts);
             if (e && e != ETIMEDOUT)
                 t->bad++;
@@ -199,7 +187,7 @@ static void run_edges(const char *algo)
     CHECK_EQ(liblock_cond_signal(&e.cond), 0); /* nobody waits: nothing happens */
     CHECK_EQ(liblock_cond_broadcast(&e.cond), 0);
     CHECK_EQ(liblock_lock(&e.lock), 0);
-    struct timespec ts = in_ns(20000000);
+    struct timespec ts = ts_in_ns(20000000);
     CHECK_EQ(liblock_cond_timedwait(&e.cond, &e.lock, &ts), ETIMEDOUT);
     CHECK_EQ(liblock_lock(&e.lock), EDEADLK); /* still ours */
     CHECK_EQ(liblock_unlock(&e.lock), 0);

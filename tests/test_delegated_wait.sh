@@ -7,13 +7,8 @@
 # mcs; every run must print "ok" with exact counts, and under rcl the thread
 # created inside the section must be SCHED_OTHER and allowed off the server
 # CPU.  Bound: 60 s per run (a stall, not timing).
-set -u
-build=${1:-build}
-cd "$(dirname "$0")/.." || exit 2
-libdir="$PWD/$build/lib"
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails+1)); }
+. "$(dirname "$0")/lib.sh" "$@"
+libdir="$build/lib"
 ${CC:-cc} -O2 -pthread -Iinclude tests/delegated/wait_create.c -o "$tmp/wc" -L"$libdir" -llock -Wl,-rpath,"$libdir" ||
     { echo "FAIL: tests/delegated/wait_create.c does not compile"; exit 1; }
 run() { # NAME ENV...
@@ -26,5 +21,4 @@ pre="LD_PRELOAD=$libdir/liblock-interpose.so LIBLOCK_STRICT=1"
 run rcl $pre LIBLOCK_LOCK=rcl
 run "rcl --wait yield" $pre LIBLOCK_LOCK=rcl LIBLOCK_WAIT=yield
 run "mcs --wait spin-then-park" $pre LIBLOCK_LOCK=mcs LIBLOCK_WAIT=spin-then-park
-[ $fails -eq 0 ] && echo "test_delegated_wait: all passed"
-exit $((fails > 0))
+finish

@@ -11,17 +11,11 @@
 # initialised last, being preloaded, and finalised first): requests made
 # after the interposer's clean-up must still be served.  Expected: exit
 # status 0 and the lines "main done", "atexit ok", "dtor ok" within 10 s.
-set -u
-build=${1:-build}
-cd "$(dirname "$0")/.." || exit 2
-root=$PWD
+. "$(dirname "$0")/lib.sh" "$@"
 liblock="$root/tools/liblock"
-export LIBLOCK_BUILD="$root/$build"
-info="$root/$build/bin/liblock-info"
+export LIBLOCK_BUILD="$build"
+info="$build/bin/liblock-info"
 bound=${LIBLOCK_TEST_TIMEOUT:-10}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
 
 cat > "$tmp/libdtor.c" <<'EOF'
 #include <pthread.h>
@@ -153,5 +147,4 @@ for a in $algos; do
     fails=$((fails+1))
   fi
 done
-[ $fails -eq 0 ] && echo "test_exit_interpose: all passed" || echo "test_exit_interpose: $fails failed"
-[ $fails -eq 0 ]
+finish

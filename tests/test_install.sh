@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # make install into a temporary prefix, then build and run a tiny program
 # against the installed copy with pkg-config, and run the installed command.
-set -eu
-cd "$(dirname "$0")/.."
-prefix=$(mktemp -d)
-trap 'rm -rf "$prefix"' EXIT
+. "$(dirname "$0")/lib.sh" "$@"
+set -e
+prefix=$tmp
 make -s install PREFIX="$prefix" >/dev/null
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 cat > "$prefix/tiny.c" <<'C'

@@ -147,24 +147,6 @@ static int driver(int argc, char **argv)
 }
 
 /* ---------------------------------------------------------------- helpers */
-static void ts_after(clockid_t clk, struct timespec *t, long ms)
-{
-    clock_gettime(clk, t);
-    t->tv_sec += ms / 1000;
-    t->tv_nsec += (ms % 1000) * 1000000L;
-    if (t->tv_nsec >= 1000000000L) {
-        t->tv_sec++;
-        t->tv_nsec -= 1000000000L;
-    }
-}
-
-static int ts_reached(clockid_t clk, const struct timespec *t)
-{
-    struct timespec now;
-    clock_gettime(clk, &now);
-    return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
-}
-
 typedef struct {
     pthread_mutex_t *m;
     int op;          /* 0 trylock, 1 unlock, 2 lock+hold until released, 3 lock-then-unlock, 4 lock and exit */

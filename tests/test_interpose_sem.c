@@ -168,24 +168,6 @@ static int driver(int argc, char **argv)
 static int (*sem_queued)(sem_t *); /* interposer's liblock_interpose_sem_queued: -1 if not ours */
 static int ours;                   /* LIBLOCK_SEM in effect */
 
-static void ts_after(clockid_t clk, struct timespec *t, long ms)
-{
-    clock_gettime(clk, t);
-    t->tv_sec += ms / 1000;
-    t->tv_nsec += (ms % 1000) * 1000000L;
-    if (t->tv_nsec >= 1000000000L) {
-        t->tv_sec++;
-        t->tv_nsec -= 1000000000L;
-    }
-}
-
-static int ts_reached(clockid_t clk, const struct timespec *t)
-{
-    struct timespec now;
-    clock_gettime(clk, &now);
-    return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
-}
-
 /* -1 with errno, or 0 -> 0 / errno value */
 static int E(int r) { return r == 0 ? 0 : (r == -1 ? errno : -1000 - r); }
 

@@ -22,16 +22,6 @@
 #include <math.h>
 #include <sched.h>
 
-static struct timespec in_ns(long ns)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += ns % 1000000000L;
-    ts.tv_sec += ns / 1000000000L + ts.tv_nsec / 1000000000L;
-    ts.tv_nsec %= 1000000000L;
-    return ts;
-}
-
 static int cond_init_p(liblock_cond_t *c, double p)
 {
     liblock_condattr_t a;
@@ -174,7 +164,7 @@ static int bwait(struct buf *b, liblock_cond_t *c)
 {
     if (!b->timed)
         return liblock_cond_wait(c, &b->lock);
-    struct timespec ts = in_ns(500000); /* 0.5 ms: some timeouts race with signals */
+    struct timespec ts = ts_in_ns(500000); /* 0.5 ms: some timeouts race with signals */
     int e = liblock_cond_timedwait(c, &b->lock, &ts);
     if (e == ETIMEDOUT) {
         b->timeouts++;
@@ -307,10 +297,10 @@ static void *sem_worker(void *arg)
     for (long i = 0; i < s->iters; i++) {
         int e;
         if (s->timed) {
-            struct timespec ts = in_ns(500000);
+            struct timespec ts = ts_in_ns(500000);
             while ((e = liblock_sem_timedwait(&s->sem, &ts)) == ETIMEDOUT) {
                 __atomic_add_fetch(&s->timeouts, 1, __ATOMIC_RELAXED);
-                ts = in_ns(500000);
+                ts = ts_in_ns(500000);
             }
         } else {
             e = liblock_sem_wait(&s->sem);
@@ -446,7 +436,7 @@ static void test_timed_and_bad(void)
     CHECK_EQ(liblock_init(&c.lock, "mcscr", NULL), 0);
     CHECK_EQ(cond_init_p(&c.cond, 0.001), 0);
     CHECK_EQ(liblock_lock(&c.lock), 0);
-    struct timespec ts = in_ns(2000000);
+    struct timespec ts = ts_in_ns(2000000);
     CHECK_EQ(liblock_cond_timedwait(&c.cond, &c.lock, &ts), ETIMEDOUT);
     CHECK_EQ(liblock_trylock(&c.lock), EBUSY); /* still ours */
     CHECK_EQ(ll_cond_debug_queued(&c.cond), 0);
@@ -483,7 +473,7 @@ static void test_timed_and_bad(void)
     CHECK_EQ(liblock_sem_init(&s, 1, 0.001), 0);
     CHECK_EQ(liblock_sem_trywait(&s), 0);
     CHECK_EQ(liblock_sem_trywait(&s), EAGAIN);
-    struct timespec soon = in_ns(2000000);
+    struct timespec soon = ts_in_ns(2000000);
     CHECK_EQ(liblock_sem_timedwait(&s, &soon), ETIMEDOUT);
     CHECK_EQ(liblock_sem_timedwait(&s, &bad), EINVAL);
     CHECK_EQ(liblock_sem_timedwait(&s, NULL), EINVAL);

@@ -17,17 +17,10 @@
 #    is left out is real, and this test can see it);
 #  - mini.c profiled now (cc -O0 -g): its top lock selects the same sections.
 # Needs libclang's Python bindings (as test_transform.sh).
-set -u
-build=${1:-build}
-cd "$(dirname "$0")/.." || exit 2
-root=$PWD
+. "$(dirname "$0")/lib.sh" "$@"
 liblock="$root/tools/liblock"
-export LIBLOCK_BUILD="$root/$build"
-libdir="$root/$build/lib"
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails+1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+export LIBLOCK_BUILD="$build"
+libdir="$build/lib"
 CC=${CC:-cc}
 mkdir -p "$tmp/tree" "$tmp/out"
 cp tests/memcached_select/mini.c "$tmp/tree/"
@@ -127,5 +120,4 @@ else
     fail "liblock profile of mini: $(tail -3 "$tmp/p.err")"
 fi
 
-[ $fails -eq 0 ] && echo "test_memcached_select: ok"
-[ $fails -eq 0 ]
+finish

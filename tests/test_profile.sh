@@ -28,15 +28,8 @@
 #    child mode: every mutex type, timed locks, condvars, C11, fork) passes
 #    under the profiler with LIBLOCK_LOCK=mcs: the profiler's build of the
 #    shim behaves as the interposer's.
-set -u
-build=${1:-build}
-cd "$(dirname "$0")/.." || exit 2
-root=$PWD
-lib="$root/$build/lib/liblock-profile.so"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails+1)); }
+. "$(dirname "$0")/lib.sh" "$@"
+lib="$build/lib/liblock-profile.so"
 [ -f "$lib" ] || { echo "FAIL: $lib missing (make)"; exit 1; }
 cc -g -O1 -pthread tests/profile_prog.c -o "$tmp/profile_prog" || { echo "FAIL: cannot build profile_prog"; exit 1; }
 prog="$tmp/profile_prog"
@@ -197,7 +190,7 @@ shpid=$(sed -n 's/^pid=//p' "$tmp/sh.out")
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d['pid'] != int(sys.argv[2]))" "$tmp/sh.json" "$shpid" ||
   fail "sh -c: PATH is not the first process's report"
 
-ti="$root/$build/tests/test_interpose"
+ti="$build/tests/test_interpose"
 if [ -x "$ti" ]; then
   timeout 120 env LD_PRELOAD="$lib" LIBLOCK_PROFILE_OUT="$tmp/ti.json" LIBLOCK_LOCK=mcs LIBLOCK_WAIT=spin-then-park \
     LIBLOCK_STRICT=1 LIBLOCK_INTERPOSE_TEST_CHILD=1 "$ti" > "$tmp/ti.out" 2>&1 || fail "test_interpose under the profiler (mcs): $(grep FAIL "$tmp/ti.out" | head -3)"
@@ -205,5 +198,4 @@ else
   fail "$ti missing (make)"
 fi
 
-[ $fails -eq 0 ] && echo "test_profile: ok" || echo "test_profile: $fails failed"
-exit $((fails > 0))
+finish

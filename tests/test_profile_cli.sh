@@ -12,21 +12,14 @@
 #    ranking, file:line sites) and on lockbench (the share of time in
 #    critical sections against lockbench's own figures).
 # Asserts no timing.
-set -u
-build=${1:-build}
-cd "$(dirname "$0")/.." || exit 2
-root=$PWD
-case "$build" in /*) ;; *) build="$root/$build" ;; esac
-tmp=$(mktemp -d)
-trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh" "$@"
 CC=${CC:-cc}
 "$CC" -O2 -shared -fPIC -o "$tmp/fake_runtime.so" tests/profile/fake_runtime.c || exit 1
 "$CC" -O2 -o "$tmp/prog" tests/profile/prog.c || exit 1
-rc=0
-python3 tests/profile/test_cli.py "$root" "$build" "$tmp" "$tmp/fake_runtime.so" "$tmp/prog" || rc=1
+python3 tests/profile/test_cli.py "$root" "$build" "$tmp" "$tmp/fake_runtime.so" "$tmp/prog" && ok || fail "tests/profile/test_cli.py"
 if [ -e "$build/lib/liblock-profile.so" ]; then
-  python3 tests/profile/test_e2e.py "$root" "$build" "$tmp" || rc=1
+  python3 tests/profile/test_e2e.py "$root" "$build" "$tmp" && ok || fail "tests/profile/test_e2e.py"
 else
-  echo "SKIP: end-to-end part: $build/lib/liblock-profile.so not built"
+  skip "end-to-end part: $build/lib/liblock-profile.so not built"
 fi
-exit $rc
+finish

@@ -22,17 +22,10 @@
 #    starts threads that use the same mutex (exact counts) while the
 #    parent's threads keep its server busy on the same CPU, and exits 0;
 #    then the parent goes on.
-set -u
-build=${1:-build}
-cd "$(dirname "$0")/.." || exit 2
-root=$PWD
-lib="$root/$build/lib/liblock-interpose.so"
+. "$(dirname "$0")/lib.sh" "$@"
+lib="$build/lib/liblock-interpose.so"
 liblock="$root/tools/liblock"
-export LIBLOCK_BUILD="$root/$build"
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails+1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+export LIBLOCK_BUILD="$build"
 [ -f "$lib" ] || { echo "FAIL: $lib missing"; exit 1; }
 CC=${CC:-cc}
 ncpu=$(nproc)
@@ -386,5 +379,4 @@ for w in spin-then-park yield; do
   [ $rc -eq 0 ] && [ "$out" = ok ] || fail "fork ($w): rc=$rc out='$out' err=$(cat "$tmp/err")"
 done
 
-[ $fails -eq 0 ] && echo "test_rcl_interpose: ok" || echo "test_rcl_interpose: $fails FAILED"
-exit $((fails > 0))
+finish

@@ -16,17 +16,10 @@
 #    exactly one line `liblock: FILE:LINE: problem`,
 #    exit status 2, the program not started; build/bin/liblock-config-check
 #    prints the same line and exits 2 (0 for a valid file).
-set -u
-build=${1:-build}
-cd "$(dirname "$0")/.." || exit 2
-root=$PWD
-lib="$root/$build/lib/liblock-interpose.so"
-plib="$root/$build/lib/liblock-profile.so"
-check="$root/$build/bin/liblock-config-check"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails+1)); }
+. "$(dirname "$0")/lib.sh" "$@"
+lib="$build/lib/liblock-interpose.so"
+plib="$build/lib/liblock-profile.so"
+check="$build/bin/liblock-config-check"
 for f in "$lib" "$plib" "$check"; do [ -e "$f" ] || { echo "FAIL: $f missing (make)"; exit 1; }; done
 cc -g -O1 -pthread tests/profile_prog.c -o "$tmp/prog" || { echo "FAIL: cannot build profile_prog"; exit 1; }
 run() { timeout 60 env LD_PRELOAD="$lib" LIBLOCK_STRICT=1 "$@"; }
@@ -108,5 +101,4 @@ EOF
 out=$(run LIBLOCK_CONFIG="$tmp/missing" "$tmp/prog" sites 2>&1); rc=$?
 [ $rc -eq 2 ] && [ "$out" = "liblock: $tmp/missing: cannot open (No such file or directory)" ] || fail "missing file: $rc '$out'"
 
-[ $fails -eq 0 ] && echo "test_site_config: ok" || echo "test_site_config: $fails failed"
-exit $((fails > 0))
+finish

@@ -22,17 +22,10 @@
 # 2 shared cores: spinning clients would take the server's CPU for whole
 # quanta; that is a benchmark subject, not a test).
 # Needs libclang's Python bindings (scripts/deps.sh installs python3-clang).
-set -u
-build=${1:-build}
-cd "$(dirname "$0")/.." || exit 2
-root=$PWD
+. "$(dirname "$0")/lib.sh" "$@"
 liblock="$root/tools/liblock"
-export LIBLOCK_BUILD="$root/$build"
-libdir="$root/$build/lib"
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails+1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+export LIBLOCK_BUILD="$build"
+libdir="$build/lib"
 CC=${CC:-cc}
 cc_lib() { "$CC" -O2 -pthread -Iinclude -Itests/transform "$@" -L"$libdir" -llock -Wl,-rpath,"$libdir"; }
 # run PROG LOCK ARGS: PROG natively (LOCK=native) or under `liblock run`
@@ -147,5 +140,4 @@ cp "$tmp/bad.c" "$tmp/bad.orig"
 [ $rc -eq 2 ] || fail "a file that does not compile: exit $rc, expected 2"
 cmp -s "$tmp/bad.c" "$tmp/bad.orig" || fail "a file that does not compile was changed"
 
-[ $fails -eq 0 ] && echo "test_transform: all passed"
-exit $((fails > 0))
+finish

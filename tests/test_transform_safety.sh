@@ -19,16 +19,9 @@
 #  written, even for the files that were fine); --in-place keeps the mode.
 # Each of these failed on the tool before these guarantees (exit 0 with a
 # file that does not compile, bytes replaced by U+FFFD, `None:0:0`).
-set -u
-build=${1:-build}
-cd "$(dirname "$0")/.." || exit 2
-root=$PWD
+. "$(dirname "$0")/lib.sh" "$@"
 liblock="$root/tools/liblock"
-export LIBLOCK_BUILD="$root/$build"
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails+1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+export LIBLOCK_BUILD="$build"
 CC=${CC:-cc}
 # tx ARGS: run the transform with a watchdog; stderr in $tmp/err, status in $rc
 tx() { timeout 120 "$liblock" transform "$@" 2>"$tmp/err"; rc=$?; }
@@ -240,5 +233,4 @@ tx --in-place "$tmp/good.c"
 ls -A "$tmp" | grep -q liblock-tmp && fail "a temporary file was left behind"
 "$liblock" transform --help | grep -q "^  2  error" || fail "--help does not document the exit status"
 
-[ $fails -eq 0 ] && echo "test_transform_safety: all passed"
-exit $((fails > 0))
+finish

@@ -38,7 +38,9 @@ def subcommands():
     return [(n.replace("_", "-"), n) for n in names]
 
 
-def main(tools_dir, prefix):
+def build_parser():
+    """The `liblock` argument parser with every subcommand; returns (parser,
+    {command name: its module})."""
     parser = argparse.ArgumentParser(prog="liblock", description="liblock: lock algorithms, RCL, tools")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -54,6 +56,11 @@ def main(tools_dir, prefix):
         p = sub.add_parser(cli_name, help=getattr(mod, "HELP", ""), description=getattr(mod, "HELP", ""))
         mod.add_arguments(p)
         mods[cli_name] = mod
+    return parser, mods
+
+
+def main(tools_dir, prefix):
+    parser, mods = build_parser()
     args = parser.parse_args()
     if not args.command:
         parser.print_help()

@@ -22,7 +22,9 @@ import subprocess
 import sys
 import time
 
-from . import _runner as R
+from . import _apps_bound
+from . import _memcached_run
+from . import _runner
 from ._lockexp import registry
 
 APPS = ("bbuf", "pyqueue", "sqlite")
@@ -51,12 +53,10 @@ def add_arguments(sub, common):
                          "sqlite 40,000 inserts; default 1)")
     sp.add_argument("program", nargs="?", choices=["memcached"],
                     help="memcached: the real-code acceptance of `liblock transform` instead (docs/memcached.md)")
-    from . import _memcached_run
     _memcached_run.add_arguments(sp)
     sp.add_argument("--all-rounds", action="store_true",
                     help="run every round even when an algorithm's median at a point is already decided past the "
                          "bound (default: skip it, see docs/bench.md)")
-    from . import _apps_bound
     _apps_bound.add_arguments(sp)
 
 
@@ -127,22 +127,8 @@ def run_once(cmd, envd, bound, err_out=None):
     return "ok", dt, line
 
 
-def probes(env):
-    """Wake-up (cross, same CPU) and ping-pong probes, one quick measurement."""
-    try:
-        out = subprocess.run([env.program("wake_probe"), "-r", "1", "-n", "50"], capture_output=True, text=True,
-                             timeout=30).stdout
-        r = json.loads(out.strip().splitlines()[-1])
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        return {}
-    a, b = R._num(r.get("probe_before_ns")), R._num(r.get("probe_after_ns"))
-    pp = round((a * b) ** 0.5, 1) if a and b and a > 0 and b > 0 else ""
-    return {"wake_ns": r.get("wake_cross_ns"), "wake_same_ns": r.get("wake_same_ns"), "probe_ns": pp}
-
-
 def run(args, env):
     if args.program == "memcached":
-        from . import _memcached_run
         return _memcached_run.run(args, env)
     reg = {a["name"]: a for a in registry(env)}
     if args.algorithms in ("all", ""):
@@ -156,7 +142,7 @@ def run(args, env):
     for a in apps:
         if a not in APPS:
             raise SystemExit(f"liblock bench apps: unknown program '{a}' (valid: {', '.join(APPS)})")
-    tlist = R.parse_list(args.threads_list, int, "--threads-list")
+    tlist = _runner.parse_list(args.threads_list, int, "--threads-list")
     if any(t < 2 for t in tlist):
         raise SystemExit("liblock bench apps: thread counts must be >= 2 (producers and consumers)")
     if args.bound <= 1 or args.min_bound <= 0 or args.scale <= 0:
@@ -165,7 +151,7 @@ def run(args, env):
     if not os.path.exists(lib):
         raise SystemExit(f"liblock bench apps: {lib} is missing (run `make` first)")
     cmds = {(a, t): app_cmd(env, a, t, args.scale) for a in apps for t in tlist}
-    d = R.out_dir(env, "apps", args.out)
+    d = _runner.out_dir(env, "apps", args.out)
     points = [(a, t) for a in apps for t in tlist]
     total = args.reps * len(points) * (len(algos) + 1)
     if args.count_scale > 0:  # the counted runs of the hand-off bound (_apps_bound.py)
@@ -176,13 +162,13 @@ def run(args, env):
     load0 = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else ""
     import datetime
     date0 = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    prog = R.Progress(total, args.quiet)
+    prog = _runner.Progress(total, args.quiet)
     rows = []
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("LIBLOCK_") and k != "LD_PRELOAD"}
     hits = {}  # (app, t, algo) -> runs that hit the bound
     signal.signal(signal.SIGTERM, _kill_current)
     for rep in range(args.reps):
-        pr = probes(env)
+        pr = _runner.probes(env)
         for (app, t) in points:
             cmd = cmds[(app, t)]
             st, g, line = run_once(cmd, base_env, 120.0)
@@ -217,15 +203,14 @@ def run(args, env):
                 rows.append(row)
                 prog.step(f"{app} T={t} {algo} round {rep + 1}/{args.reps}"
                           + ("" if row["status"] == "ok" else f" [{row['status']}]"))
-            R.write_csv(os.path.join(d, "runs.csv"), rows, FIRST)  # so far: an interrupted run keeps its data
-    from . import _apps_bound
+            _runner.write_csv(os.path.join(d, "runs.csv"), rows, FIRST)  # so far: an interrupted run keeps its data
     brows = _apps_bound.run(args, env, run_once, app_cmd, points, algos, reg, base_env, lib, rows, prog)
     if brows:
-        R.write_csv(os.path.join(d, "bound.csv"), brows, _apps_bound.BOUND_FIELDS)
+        _runner.write_csv(os.path.join(d, "bound.csv"), brows, _apps_bound.BOUND_FIELDS)
     summary = summarise(rows, apps, tlist, ["glibc"] + algos, args)
-    R.write_csv(os.path.join(d, "runs.csv"), rows, FIRST)
-    R.write_csv(os.path.join(d, "summary.csv"), summary, ["app", "threads", "algorithm"])
-    meta = R.write_meta(d, env, args, {"experiment": "apps", "algorithms": algos, "apps": apps, "threads": tlist,
+    _runner.write_csv(os.path.join(d, "runs.csv"), rows, FIRST)
+    _runner.write_csv(os.path.join(d, "summary.csv"), summary, ["app", "threads", "algorithm"])
+    meta = _runner.write_meta(d, env, args, {"experiment": "apps", "algorithms": algos, "apps": apps, "threads": tlist,
                                        "bound": args.bound, "min_bound_s": args.min_bound, "scale": args.scale,
                                        "commands": {f"{a} T={t}": " ".join(c) for (a, t), c in cmds.items()},
                                        "ncpus": os.cpu_count(), "runs": len(rows), "loadavg_start": load0, "date_utc_start": date0})
@@ -296,7 +281,7 @@ def _cell(s, bound):
 
 def print_tables(rows, summary, apps, tlist, algos, reg, args):
     idx = {(s["app"], s["threads"], s["algorithm"]): s for s in summary}
-    pp = [R._num(r.get("probe_ns")) for r in rows if r["algorithm"] == "glibc" and R._num(r.get("probe_ns"))]
+    pp = [_runner._num(r.get("probe_ns")) for r in rows if r["algorithm"] == "glibc" and _runner._num(r.get("probe_ns"))]
     print()
     print(f"application benchmark on {os.cpu_count()} CPUs, policy "
           f"{'--wait ' + args.wait if args.wait else 'each algorithm default'}, {args.reps} rounds; wall time / glibc's in"
@@ -304,8 +289,8 @@ def print_tables(rows, summary, apps, tlist, algos, reg, args):
           f"(or skipped once the median was decided)")
     per_round = {}
     for r in rows:
-        if R._num(r.get("wake_ns")):
-            per_round.setdefault(r["rep"], (R._num(r["wake_ns"]), R._num(r.get("wake_same_ns"))))
+        if _runner._num(r.get("wake_ns")):
+            per_round.setdefault(r["rep"], (_runner._num(r["wake_ns"]), _runner._num(r.get("wake_same_ns"))))
     if per_round:
         print("wake-up probe per round (other CPU / same CPU): "
               + ", ".join(f"{c / 1e3:.1f}/{(s or 0) / 1e3:.1f} us" for _, (c, s) in sorted(per_round.items()))

@@ -25,7 +25,7 @@ down little).  Written to bound.csv."""
 import os
 import statistics
 
-from . import _runner as R
+from . import _runner
 
 BOUND_FIELDS = ["app", "threads", "algorithm", "wait", "status", "acquisitions", "mutex_lock", "trylock_ok",
                 "cond_waits", "sem_waits", "seconds", "glibc_seconds", "ratio_vs_glibc", "per_acq_ns", "wake_ns",
@@ -82,7 +82,7 @@ def run(args, env, run_once, app_cmd, points, algos, reg, base_env, lib, rows, p
         print(f"liblock bench apps: {cl} is missing (run `make`): no hand-off bound")
         return []
     fifo = [a for a in algos if "fifo" in reg[a]["properties"]]
-    wakes = [R._num(r.get("wake_ns")) for r in rows if r["algorithm"] == "glibc" and R._num(r.get("wake_ns"))]
+    wakes = [_runner._num(r.get("wake_ns")) for r in rows if r["algorithm"] == "glibc" and _runner._num(r.get("wake_ns"))]
     wake = statistics.median(wakes) if wakes else None
     scale = args.scale * args.count_scale
     out = []

@@ -5,7 +5,7 @@ import math
 import os
 import sys
 
-from . import _runner as R
+from . import _runner
 
 SIZE_UNITS = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}
 
@@ -19,20 +19,20 @@ def _size_label(b):
 
 
 def _run_and_classify(args, cmd, outer, extra=None):
-    recs = R.run_program(cmd, outer)
+    recs = _runner.run_program(cmd, outer)
     for r in recs:
         r.update(extra or {})
-        R.classify(r, args.probe_tolerance, args.regime_bounds)
+        _runner.classify(r, args.probe_tolerance, args.regime_bounds)
     return recs
 
 
 def _finish(args, env, d, exp, rows, summary, extra_meta=None, first=()):
-    R.write_csv(os.path.join(d, "runs.csv"), rows, first)
+    _runner.write_csv(os.path.join(d, "runs.csv"), rows, first)
     if summary is not None:
-        R.write_csv(os.path.join(d, "summary.csv"), summary)
+        _runner.write_csv(os.path.join(d, "summary.csv"), summary)
     meta = dict(experiment=exp, runs=len(rows))
     meta.update(extra_meta or {})
-    return R.write_meta(d, env, args, meta)
+    return _runner.write_meta(d, env, args, meta)
 
 
 def _probe_line(rows):
@@ -146,7 +146,7 @@ def store_cas(args, env, d):
 # ------------------------------------------------------------------- null-rpc
 def null_rpc(args, env, d):
     print(f"liblock bench null-rpc: {args.reps} processes x 3 interleaved pairs; results in {d}", file=sys.stderr)
-    prog = R.Progress(args.reps, args.quiet)
+    prog = _runner.Progress(args.reps, args.quiet)
     rows = []
     for rep in range(args.reps):
         rows += _run_and_classify(args, [env.program("nullrpc"), "-r", "3"], 600, {"rep": rep})
@@ -154,7 +154,7 @@ def null_rpc(args, env, d):
     if rows and rows[0].get("status") in ("error", "timeout"):
         print(f"liblock bench: nullrpc failed: {rows[0].get('error')}", file=sys.stderr)
         return 1
-    summary = R.summarise(rows, ["layout"], ["cycles_per_rpc", "ns_per_rpc"])
+    summary = _runner.summarise(rows, ["layout"], ["cycles_per_rpc", "ns_per_rpc"])
     meta = _finish(args, env, d, "null-rpc", rows, summary)
     print(_probe_line(rows))
     print("null RPC round trip between two pinned CPUs (median of processes [min-max]), by probe regime:")
@@ -162,7 +162,7 @@ def null_rpc(args, env, d):
         print(f"  {s['regime']:<7} {s['layout']:<15} n={s['n']}  {s['cycles_per_rpc_median']:.0f} cycles "
               f"[{s['cycles_per_rpc_min']:.0f}-{s['cycles_per_rpc_max']:.0f}]  = {s['ns_per_rpc_median']:.0f} ns"
               f"  (probe {s['probe_ns_median']:.0f} ns)")
-    dom = R.dominant_regime(rows)
+    dom = _runner.dominant_regime(rows)
     same = next((s for s in summary if s.get("regime") == dom and s.get("layout") == "same-line" and s.get("n")), None)
     sep = next((s for s in summary if s.get("regime") == dom and s.get("layout") == "separate-lines" and s.get("n")), None)
     if same and sep:
@@ -199,12 +199,12 @@ def null_rpc(args, env, d):
 def multi_rpc(args, env, d):
     ncpu = os.cpu_count() or 1
     clients = args.clients or max(1, ncpu - 1)
-    delays = R.parse_list(args.delays, int, "--delays")
-    order = R.interleave([(dl,) for dl in delays], ["tas", "ttas"], args.reps)
+    delays = _runner.parse_list(args.delays, int, "--delays")
+    order = _runner.interleave([(dl,) for dl in delays], ["tas", "ttas"], args.reps)
     print(f"liblock bench multi-rpc: {clients} client(s) + 1 server, {len(order)} runs; results in {d}", file=sys.stderr)
     if clients > max(1, ncpu - 1):
         print(f"note: {clients} clients on {ncpu - 1} client CPU(s): clients share CPUs (oversubscribed)", file=sys.stderr)
-    prog = R.Progress(len(order), args.quiet)
+    prog = _runner.Progress(len(order), args.quiet)
     rows = []
     for rep, (dl,), claim in order:
         cmd = [env.program("rpcbench"), "-m", "rpc", "-c", str(clients), "-d", str(dl), "-D", "0.2",
@@ -213,10 +213,10 @@ def multi_rpc(args, env, d):
         prog.step(f"{claim} delay {dl} rep {rep + 1}/{args.reps}")
     for r in rows:
         r["algorithm"] = r.get("claim")
-    summary = R.summarise(rows, ["delay_cycles"], ["throughput_cs_per_s", "fairness_jain", "cycles_per_cs",
+    summary = _runner.summarise(rows, ["delay_cycles"], ["throughput_cs_per_s", "fairness_jain", "cycles_per_cs",
                                                   "per_client_min", "per_client_max"])
     meta = _finish(args, env, d, "multi-rpc", rows, summary, {"clients": clients})
-    dom = R.dominant_regime(rows)
+    dom = _runner.dominant_regime(rows)
     print(_probe_line(rows))
     if dom is None:
         print("no usable run")
@@ -268,8 +268,8 @@ COST_EXTENSIONS = 3     # extra shared counts (doubling) for a context row with 
 
 def _cost_analyse(rows, shared_all, context):
     """Peaks, grid and per-context break-even from the runs so far."""
-    summary = R.summarise(rows, ["shared_lines", "context_lines", "delay_cycles"], ["throughput_cs_per_s"])
-    dom = R.dominant_regime(rows)
+    summary = _runner.summarise(rows, ["shared_lines", "context_lines", "delay_cycles"], ["throughput_cs_per_s"])
+    dom = _runner.dominant_regime(rows)
     # peak over the delay sweep (seed 002's metric), per mode, in the dominant regime
     peak = {}
     for srow in summary:
@@ -311,9 +311,9 @@ def _cost_analyse(rows, shared_all, context):
 
 def cost_model(args, env, d):
     ncpu = os.cpu_count() or 1
-    shared = R.parse_list(args.shared, int, "--shared")
-    context = R.parse_list(args.context, int, "--context")
-    delays = R.parse_list(args.delays, int, "--delays")
+    shared = _runner.parse_list(args.shared, int, "--shared")
+    context = _runner.parse_list(args.context, int, "--context")
+    delays = _runner.parse_list(args.delays, int, "--delays")
     # The whole grid is measured; a context row where delegation wins
     # nowhere gets up to COST_EXTENSIONS more shared counts (doubling the
     # largest), so that the break-even can be found on a machine where it
@@ -328,8 +328,8 @@ def cost_model(args, env, d):
     rows = []
 
     def measure(points):
-        order = R.interleave(points, ["lock", "rpc"], args.reps)
-        prog = R.Progress(len(order), args.quiet)
+        order = _runner.interleave(points, ["lock", "rpc"], args.reps)
+        prog = _runner.Progress(len(order), args.quiet)
         for rep, (s, c, dl), mode in order:
             cmd = [env.program("rpcbench"), "-m", mode, "-S", str(s), "-C", str(c), "-d", str(dl), "-D", f"{dur:.3f}",
                    "-T", str(args.timeout)]
@@ -362,7 +362,7 @@ def cost_model(args, env, d):
         measure([(s, c, dl) for s, c in todo for dl in delays])
     shared_all.sort()
     summary, dom, grid, breakeven = _cost_analyse(rows, shared_all, context)
-    R.write_csv(os.path.join(d, "grid.csv"), grid)
+    _runner.write_csv(os.path.join(d, "grid.csv"), grid)
     found = [(c, s) for c, s in breakeven if s is not None]
     fit = None
     if len(found) >= 2:  # least squares: n_shared = a * n_context + b
@@ -446,7 +446,7 @@ def cost_model(args, env, d):
 
 
 def run(args, env):
-    d = R.out_dir(env, args.experiment, args.out)
+    d = _runner.out_dir(env, args.experiment, args.out)
     fn = {"latency-map": latency_map, "store-cas": store_cas, "null-rpc": null_rpc, "multi-rpc": multi_rpc,
           "cost-model": cost_model}[args.experiment]
     return fn(args, env, d)

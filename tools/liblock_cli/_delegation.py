@@ -25,7 +25,7 @@ import statistics
 import subprocess
 import sys
 
-from . import _runner as R
+from . import _runner
 from ._lockexp import registry
 
 FIRST = ["rep", "object", "threads", "config", "algorithm", "status", "check", "throughput_ops_per_s",
@@ -101,7 +101,7 @@ def configs_of(args, reg):
                              f"fetch-and-add counter)")
         elif a == "mp-server":
             toks = [v.strip() for v in args.variants.split(",") if v.strip()]
-            for b in R.parse_list(args.backoffs, int, "--backoffs") if args.backoffs else []:
+            for b in _runner.parse_list(args.backoffs, int, "--backoffs") if args.backoffs else []:
                 toks.append(f"B{b}")
                 if args.stream_sweep:
                     toks.append(f"B{b}-SS")
@@ -111,7 +111,7 @@ def configs_of(args, reg):
                     seen.add(t)
                     out.append(("srv-" + t, a, _variant_env(t)))
         elif a == "hybcomb" and args.max_ops:
-            for m in R.parse_list(args.max_ops, int, "--max-ops"):
+            for m in _runner.parse_list(args.max_ops, int, "--max-ops"):
                 if m < 1:
                     raise SystemExit("liblock bench delegation: --max-ops values must be >= 1")
                 out.append((f"hybcomb-M{m}", a, {"LIBLOCK_HYBCOMB_MAX_OPS": str(m)}))
@@ -157,7 +157,7 @@ def run(args, env):
     if bad:
         raise SystemExit(f"liblock bench delegation: unknown object(s): {', '.join(bad)} "
                          f"(counter, stack, queue1, queue2)")
-    tlist = R.parse_list(args.threads_list, int, "--threads-list")
+    tlist = _runner.parse_list(args.threads_list, int, "--threads-list")
     if not tlist or any(t < 1 for t in tlist):
         raise SystemExit("liblock bench delegation: thread counts must be >= 1")
     if args.duration <= 0 or args.pause < 0:
@@ -170,16 +170,16 @@ def run(args, env):
     names = [c[0] for c in cfgs]
     cmap = {c[0]: c for c in cfgs}
     points = [(o, t) for o in objects for t in tlist]
-    order = [(rep, pt, c) for rep, pt, c in R.interleave(points, names, args.reps)
+    order = [(rep, pt, c) for rep, pt, c in _runner.interleave(points, names, args.reps)
              if not (cmap[c][1] == "faa" and pt[0] != "counter")]
-    d = R.out_dir(env, "delegation", args.out)
+    d = _runner.out_dir(env, "delegation", args.out)
     for n in notes:
         print(f"note: {n}", file=sys.stderr)
     print(f"liblock bench delegation: {len(names)} configurations x objects {','.join(objects)} x threads "
           f"{','.join(map(str, tlist))} x {args.reps} rounds = {len(order)} runs of {args.duration:g} s; "
           f"{os.cpu_count()} CPUs; results in {d}", file=sys.stderr)
     prog = env.program("delegation")
-    progress = R.Progress(len(order), args.quiet)
+    progress = _runner.Progress(len(order), args.quiet)
     rows = []
     for rep, (obj, t), name in order:
         _, algo, cenv = cmap[name]
@@ -190,7 +190,7 @@ def run(args, env):
         rec = _run_one(prog, cmd, cenv, args.duration + args.timeout + 20)
         rec.update({"rep": rep, "object": obj, "threads": t, "config": name, "algorithm": algo})
         rec["completed"] = int(rec.get("status") == "ok" and rec.get("check") == "ok")
-        R.classify(rec, args.probe_tolerance, args.regime_bounds)
+        _runner.classify(rec, args.probe_tolerance, args.regime_bounds)
         rows.append(rec)
         progress.step(f"{name} {obj} T={t} round {rep + 1}/{args.reps}" +
                       ("" if rec["completed"] else f" [{rec.get('status')}/{rec.get('check')}]"))
@@ -201,9 +201,9 @@ def run(args, env):
         v, bv = _num(r.get("throughput_ops_per_s")), b and _num(b.get("throughput_ops_per_s"))
         r["ratio_vs_base"] = round(v / bv, 4) if r["completed"] and v is not None and bv else ""
     summary = summarise(rows, names, points)
-    R.write_csv(os.path.join(d, "runs.csv"), rows, FIRST)
-    R.write_csv(os.path.join(d, "summary.csv"), summary, ["object", "threads", "config"])
-    meta = R.write_meta(d, env, args, {"experiment": "delegation", "configs": {n: {"algorithm": a, "env": e}
+    _runner.write_csv(os.path.join(d, "runs.csv"), rows, FIRST)
+    _runner.write_csv(os.path.join(d, "summary.csv"), summary, ["object", "threads", "config"])
+    meta = _runner.write_meta(d, env, args, {"experiment": "delegation", "configs": {n: {"algorithm": a, "env": e}
                                                                                for n, a, e in cfgs},
                                        "objects": objects, "threads": tlist, "duration_s": args.duration,
                                        "pause_max_cycles": args.pause, "server_cpu": args.server_cpu,
@@ -247,7 +247,7 @@ def summarise(rows, names, points):
                  "regimes": ";".join(sorted({str(r.get("regime")) for r in rs}))}
             for m in METRICS + ["probe_ns"]:
                 vals = [_num(r.get(m)) for r in (ok if m != "probe_ns" else rs)]
-                md, mn, mx = R.med_min_max([v for v in vals if v is not None])
+                md, mn, mx = _runner.med_min_max([v for v in vals if v is not None])
                 s[m + "_median"], s[m + "_min"], s[m + "_max"] = md, mn, mx
             out.append(s)
     return out

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from . import _runner as R
+from . import _runner
 
 METRICS = ["lat_cycles_mean", "lat_cycles_p50", "lat_cycles_p99", "lat_ns_mean", "throughput_cs_per_s",
            "fairness_jain", "per_thread_min", "per_thread_max"]
@@ -44,13 +44,13 @@ def lockbench_cmd(env, args, algo, threads, delay, lines, duration, label):
 
 def run(args, env):
     algos = pick_algorithms(env, args.algorithms)
-    delays = R.parse_list(args.delays, int, "--delays")
-    lines = R.parse_list(args.lines, int, "--lines")
+    delays = _runner.parse_list(args.delays, int, "--delays")
+    lines = _runner.parse_list(args.lines, int, "--lines")
     if any(d < 0 for d in delays) or any(k < 1 for k in lines):
         raise SystemExit("liblock bench: delays must be >= 0 and lines >= 1")
     exp = args.experiment
     if exp == "threads":
-        tlist = R.parse_list(args.threads_list, int, "--threads-list")
+        tlist = _runner.parse_list(args.threads_list, int, "--threads-list")
         if any(t < 1 for t in tlist):
             raise SystemExit("liblock bench: thread counts must be >= 1")
         points = [(t, d, k) for k in lines for d in delays for t in tlist]
@@ -58,7 +58,7 @@ def run(args, env):
         if args.threads < 1:
             raise SystemExit("liblock bench: --threads must be >= 1")
         points = [(args.threads, d, k) for k in lines for d in delays]
-    order = R.interleave(points, algos, args.reps)
+    order = _runner.interleave(points, algos, args.reps)
     duration = args.duration
     if exp == "headline" and duration <= 0 and not args.count:
         # fit the budget: measure the fixed cost of one run (process start,
@@ -67,38 +67,38 @@ def run(args, env):
         over = 0.0
         for _ in range(2):
             t0 = time.time()
-            R.run_program(lockbench_cmd(env, args, algos[0], args.threads, 100, 1, 0.001, "calibration"), 60)
+            _runner.run_program(lockbench_cmd(env, args, algos[0], args.threads, 100, 1, 0.001, "calibration"), 60)
             over = max(over, time.time() - t0)
         while args.reps > 3 and len(order) * (over + 0.05) > args.budget:
             args.reps -= 1  # a slow machine: fewer repetitions rather than a demo that overruns
-            order = R.interleave(points, algos, args.reps)
+            order = _runner.interleave(points, algos, args.reps)
             print(f"(repetitions reduced to {args.reps} to fit the budget)", file=sys.stderr)
         duration = max(0.03, min(0.5, args.budget / max(1, len(order)) - over))
         print(f"fixed cost per run measured at {over:.2f} s: {duration:.2f} s per run fits the {args.budget:.0f} s budget",
               file=sys.stderr)
     if duration <= 0 and not args.count:
         raise SystemExit("liblock bench: --duration must be > 0")
-    d = R.out_dir(env, exp, args.out)
+    d = _runner.out_dir(env, exp, args.out)
     print(f"liblock bench {exp}: {len(algos)} algorithms x {len(points)} points x {args.reps} reps = {len(order)} runs"
           f" of {'%d CSs/thread' % args.count if args.count else '%.2f s' % duration}; results in {d}", file=sys.stderr)
-    prog = R.Progress(len(order), args.quiet)
+    prog = _runner.Progress(len(order), args.quiet)
     rows = []
     for rep, (t, dl, k), algo in order:
         cmd = lockbench_cmd(env, args, algo, t, dl, k, duration, f"rep{rep}")
         outer = (args.count and args.timeout + 5 or duration + args.timeout + 5) + 5
-        for rec in R.run_program(cmd, outer):
+        for rec in _runner.run_program(cmd, outer):
             rec.setdefault("algorithm", algo)
             rec.setdefault("threads", t)
             rec.setdefault("delay_cycles", dl)
             rec.setdefault("lines", k)
             rec.setdefault("context_lines", args.context)
             rec["rep"] = rep
-            R.classify(rec, args.probe_tolerance, args.regime_bounds)
+            _runner.classify(rec, args.probe_tolerance, args.regime_bounds)
             rows.append(rec)
         st = rows[-1].get("status")
         prog.step(f"{algo} T={t} d={dl:g} K={k} rep {rep + 1}/{args.reps}" + ("" if st == "ok" else f" [{st}]"))
     keys = ["threads", "delay_cycles", "lines", "context_lines"]
-    summary = R.summarise(rows, keys, METRICS, baseline=args.baseline if args.baseline in algos else None,
+    summary = _runner.summarise(rows, keys, METRICS, baseline=args.baseline if args.baseline in algos else None,
                           base_metric="lat_cycles_mean")
     if args.baseline in algos:  # throughput ratio too (higher is better)
         idx = {tuple(s.get(k) for k in keys) + (s["algorithm"], s["regime"]): s for s in summary if s.get("n")}
@@ -108,24 +108,24 @@ def run(args, env):
             b = idx.get(tuple(s.get(k) for k in keys) + (args.baseline, s["regime"]))
             v, bv = s.get("throughput_cs_per_s_median"), b and b.get("throughput_cs_per_s_median")
             s["throughput_ratio_vs_" + args.baseline] = round(v / bv, 3) if v and bv else ""
-    R.write_csv(os.path.join(d, "runs.csv"), rows, FIRST)
-    R.write_csv(os.path.join(d, "summary.csv"), summary,
+    _runner.write_csv(os.path.join(d, "runs.csv"), rows, FIRST)
+    _runner.write_csv(os.path.join(d, "summary.csv"), summary,
                 ["threads", "delay_cycles", "lines", "context_lines", "algorithm", "regime", "n"])
-    dom = R.dominant_regime(rows)
-    meta = R.write_meta(d, env, args, {"experiment": exp, "algorithms": algos, "duration_s": duration,
+    dom = _runner.dominant_regime(rows)
+    meta = _runner.write_meta(d, env, args, {"experiment": exp, "algorithms": algos, "duration_s": duration,
                                        "dominant_regime": dom, "runs": len(rows), "baseline": args.baseline})
     if dom is None and any(r.get("status") == "ok" for r in rows):
         print_table(exp, rows, summary, algos, args.baseline, None, keys)
         print("no run had agreeing probes (the machine is busy?): medians of all ok runs, unfiltered,"
               " shown without ratios; they are NOT comparable across algorithms")
-        print_table(exp, rows, R.unfiltered_summary(rows, keys, METRICS), algos, args.baseline, R.UNFILTERED, keys)
+        print_table(exp, rows, _runner.unfiltered_summary(rows, keys, METRICS), algos, args.baseline, _runner.UNFILTERED, keys)
     else:
         print_table(exp, rows, summary, algos, args.baseline, dom, keys)
     if not args.no_plot:
         from . import _plots
         psum, preg = summary, dom
         if dom is None:
-            psum, preg = R.unfiltered_summary(rows, keys, METRICS), R.UNFILTERED
+            psum, preg = _runner.unfiltered_summary(rows, keys, METRICS), _runner.UNFILTERED
             print("no run had agreeing probes: the plot shows all ok runs, unfiltered (not comparable)")
         for f in _plots.lockbench_plots(exp, psum, preg, d, meta):
             print(f"plot: {f}")

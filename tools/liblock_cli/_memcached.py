@@ -203,7 +203,7 @@ def configure_build(tree, logf, liblock_libdir=None, include=None):
     sh(["make", "-j2", "memcached", "memcached-debug", "sizes", "testapp", "timedrun"], tree, logf)
 
 
-def prepare(args, env, d):
+def prepare(args, env, d, profile_workload):
     """Both trees built; the profile taken (unless --profile names one) and
     the sections selected from it.  Returns (wd, orig, tr, transform report,
     version, sites, selection)."""
@@ -220,8 +220,7 @@ def prepare(args, env, d):
     if not os.path.exists(os.path.join(orig, "config.h")):
         raise SystemExit(f"liblock bench apps memcached: {orig}/config.h missing")
     if not args.profile:
-        from . import _memcached_bench as B
-        args.profile = B.profile_workload(args, env, orig, d)
+        args.profile = profile_workload(args, env, orig, d)
     sites = hot_sites(args.profile, args.top_locks)
     tool = os.path.join(env.root or "", "tools", "liblock")
     sel = select_sections(sites, orig, WRAPPERS, TRANSFORM_FLAGS, LEAVE_OUT, tool)

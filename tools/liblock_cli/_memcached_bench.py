@@ -21,9 +21,8 @@ import subprocess
 import sys
 import time
 
-from . import _runner as R
-from . import _apps as A
-from . import _memcached as M
+from . import _runner
+from . import _memcached
 
 LINE = re.compile(r"Time to (get|set)\s+(\d+) keys by\s+(\d+) threads:\s+([\d.]+) seconds")
 
@@ -105,7 +104,7 @@ def profile_workload(args, env, orig, d):
     e["LIBLOCK_BUILD"] = os.path.dirname(env.libdir)
     cmd = [sys.executable, os.path.join(env.root or "", "tools", "liblock"), "profile", "--json", out, "--",
            os.path.join(orig, "memcached"), *mc_args(port, mc_threads)]
-    M.log(f"profiling the untransformed memcached -t {mc_threads} under memcslap -c {clients} Set and Get "
+    _memcached.log(f"profiling the untransformed memcached -t {mc_threads} under memcslap -c {clients} Set and Get "
           f"(liblock profile --json {out})")
     with open(txt, "w") as f:
         f.write("$ " + " ".join(cmd) + "\n")
@@ -125,7 +124,7 @@ def profile_workload(args, env, orig, d):
         raise SystemExit(f"liblock bench apps memcached: profile run: {res} (see {txt})")
     if not os.path.exists(out):
         raise SystemExit(f"liblock bench apps memcached: liblock profile wrote no {out} (exit {rc}; see {txt})")
-    M.log(f"profile: Set {res['set'] / 1e3:.1f}K ops/s, Get {res['get'] / 1e3:.1f}K ops/s under the profiler; "
+    _memcached.log(f"profile: Set {res['set'] / 1e3:.1f}K ops/s, Get {res['get'] / 1e3:.1f}K ops/s under the profiler; "
           f"liblock profile exit {rc}")
     return out
 
@@ -136,10 +135,10 @@ def measure(args, env, trees, d):
     cfgs = configs(args)
     rows = []
     port = 30000 + os.getpid() % 20000
-    M.log(f"memcslap: {args.reps} rounds x {len(cfgs)} configurations; memcached -t {mc_threads}, "
+    _memcached.log(f"memcslap: {args.reps} rounds x {len(cfgs)} configurations; memcached -t {mc_threads}, "
           f"memcslap -c {clients}")
     for rep in range(args.reps):
-        pr = A.probes(env)
+        pr = _runner.probes(env)
         for i in range(len(cfgs)):
             name, tree, lock = cfgs[(i + rep) % len(cfgs)]
             port += 1
@@ -150,9 +149,9 @@ def measure(args, env, trees, d):
                 row.update(status="ok", get_ops=res["get"], set_ops=res["set"])
             else:
                 row.update(status="failed", error=res)
-                M.log(f"  {name} round {rep + 1}: {res}")
+                _memcached.log(f"  {name} round {rep + 1}: {res}")
             rows.append(row)
-        R.write_csv(os.path.join(d, "bench.csv"), rows, ["rep", "config", "status", "get_ops", "set_ops"])
+        _runner.write_csv(os.path.join(d, "bench.csv"), rows, ["rep", "config", "status", "get_ops", "set_ops"])
     return rows
 
 
@@ -166,8 +165,8 @@ def print_table(rows, args, meta):
     desc = {"glibc": "unmodified, glibc", args.best: f"unmodified, interposed {args.best}",
             "rcl": "unmodified, interposed rcl", "tr-glibc": "transformed, glibc (liblock.so linked)",
             "tr-rcl": "transformed, interposed rcl"}
-    pp = [r["probe_ns"] for r in rows if R._num(r.get("probe_ns"))]
-    wk = [r["wake_ns"] for r in rows if R._num(r.get("wake_ns"))]
+    pp = [r["probe_ns"] for r in rows if _runner._num(r.get("probe_ns"))]
+    wk = [r["wake_ns"] for r in rows if _runner._num(r.get("wake_ns"))]
     print()
     print(f"memcslap throughput, {os.cpu_count()} CPUs, memcached -t {rows[0]['mc_threads'] if rows else '?'}, "
           f"memcslap -c {rows[0]['clients'] if rows else '?'}; {args.reps} interleaved rounds; ratio = ops/s / "

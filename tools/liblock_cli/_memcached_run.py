@@ -9,8 +9,9 @@ import subprocess
 import sys
 import time
 
-from . import _memcached as M
-from . import _runner as R
+from . import _memcached
+from . import _memcached_bench
+from . import _runner
 
 # Locks whose call sites are transformed by default: the eight first by share of
 # thread time in their critical sections cover the item, LRU, slab, global and
@@ -125,12 +126,12 @@ def run_suite(args, env, trees, d):
         envd = lock_env(env, lock, wait)
         res = {}
         todo = names if cfg == "orig-native" or required is None else [n for n in names if n in required]
-        M.log(f"memcached's tests, {cfg}: {len(todo)} test files")
+        _memcached.log(f"memcached's tests, {cfg}: {len(todo)} test files")
         for n in todo:
             st, s = run_test(trees[tree], n, envd, args.test_timeout, logdir, cfg)
             res[n] = {"status": st, "seconds": round(s, 1)}
             if st != "pass":
-                M.log(f"  {cfg}: {n}: {st} ({s:.0f} s)")
+                _memcached.log(f"  {cfg}: {n}: {st} ({s:.0f} s)")
         results[cfg] = res
         if cfg == "orig-native":
             required = {n for n, r in res.items() if r["status"] == "pass"}
@@ -141,12 +142,12 @@ def run_suite(args, env, trees, d):
 
 def run(args, env):
     if args.profile:
-        M.hot_sites(args.profile, args.top_locks)  # a bad profile fails before anything is fetched or built
-    d = R.out_dir(env, "memcached", args.out)
+        _memcached.hot_sites(args.profile, args.top_locks)  # a bad profile fails before anything is fetched or built
+    d = _runner.out_dir(env, "memcached", args.out)
     date0 = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    wd, orig, tr, report, version, sites, sel = M.prepare(args, env, d)
+    wd, orig, tr, report, version, sites, sel = _memcached.prepare(args, env, d, _memcached_bench.profile_workload)
     print_profile(args.profile, args.top_locks)
-    n, _ = M.summarise_report(report, sites)
+    n, _ = _memcached.summarise_report(report, sites)
     with open(os.path.join(d, "transform-report.json"), "w") as f:
         json.dump({"sections": report, "sites": sites, "only": sel["only"], "files": sel["files"],
                    "left_out": [{"site": e["site"], "function": e["function"], "reason": why}
@@ -176,7 +177,7 @@ def run(args, env):
         print(f"  not in the transformed files: {s}")
     meta = {"experiment": "memcached", "version": version, "profile": args.profile, "sites": sites,
             "only": sel["only"], "top_locks": args.top_locks,
-            "wrappers": M.WRAPPERS, "date_utc_start": date0, "ncpus": os.cpu_count(),
+            "wrappers": _memcached.WRAPPERS, "date_utc_start": date0, "ncpus": os.cpu_count(),
             "loadavg_start": open("/proc/loadavg").read().split()[:3]}
     rc = 0
     trees = {"orig": orig, "tr": tr}
@@ -186,10 +187,9 @@ def run(args, env):
         meta["tests"] = {c: {"pass": sum(1 for r in res.values() if r["status"] == "pass"), "run": len(res)}
                          for c, res in results.items()}
     if not args.no_bench:
-        from . import _memcached_bench as B
-        rows = B.measure(args, env, trees, d)
-        B.print_table(rows, args, meta)
-    R.write_meta(d, env, args, meta)
+        rows = _memcached_bench.measure(args, env, trees, d)
+        _memcached_bench.print_table(rows, args, meta)
+    _runner.write_meta(d, env, args, meta)
     print(f"results: {d}")
     return rc
 
@@ -214,8 +214,8 @@ def print_tests(results, required):
 
 def print_profile(profile, top):
     """The ranking that drove the selection: lock site, share, acquisitions."""
-    data = M.load_profile(profile)
-    ranked = M.ranked_locks(data, 0)
+    data = _memcached.load_profile(profile)
+    ranked = _memcached.ranked_locks(data, 0)
     print()
     print(f"profile {profile}: locks by share of thread time in their critical sections "
           f"(the first {top or len(ranked)} selected)")

@@ -49,7 +49,7 @@ import os
 import statistics
 import sys
 
-from . import _runner as R
+from . import _runner
 from ._lockexp import registry
 
 FIRST = ["rep", "series", "threads", "algorithm", "wait", "fifo", "status", "check", "completed", "elapsed_s", "total_cs",
@@ -115,7 +115,7 @@ def run(args, env):
     base = args.baseline
     if base not in algos and base in reg:
         algos.insert(0, base)  # ratios need the baseline in every round
-    tlist = R.parse_list(args.threads_list, int, "--threads-list")
+    tlist = _runner.parse_list(args.threads_list, int, "--threads-list")
     if any(t < 1 for t in tlist):
         raise SystemExit("liblock bench: thread counts must be >= 1")
     if args.duration <= 0 and not args.count:
@@ -126,9 +126,9 @@ def run(args, env):
         raise SystemExit(f"liblock bench: no chosen algorithm has waiting policy '{args.wait}'")
     ncpus = os.cpu_count() or 1
     points = list(tlist) + (["ceiling"] if args.ceiling else [])
-    order = [(rep, pt, a) for rep, pt, a in R.interleave(points, algos, args.reps)
+    order = [(rep, pt, a) for rep, pt, a in _runner.interleave(points, algos, args.reps)
              if pt != "ceiling" or a == base or "fifo" not in reg[a]["properties"]]
-    d = R.out_dir(env, "oversubscription", args.out)
+    d = _runner.out_dir(env, "oversubscription", args.out)
     per = f"{args.count} CSs/thread" if args.count else f"{args.duration:g} s"
     print(f"liblock bench oversubscription: {len(algos)} algorithms x threads {','.join(map(str, tlist))}"
           f"{f' (+ ceiling: {ncpus} threads, spin)' if args.ceiling else ''} x "
@@ -137,7 +137,7 @@ def run(args, env):
     load0 = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else ""
     import datetime
     date0 = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    prog = R.Progress(len(order), args.quiet)
+    prog = _runner.Progress(len(order), args.quiet)
     rows = []
     lb = env.program("lockbench")
     for rep, pt, algo in order:
@@ -155,7 +155,7 @@ def run(args, env):
         if wait:
             cmd += ["-w", wait]
         outer = (args.timeout if args.count else args.duration + args.timeout) + 20
-        rec = R.run_program(cmd, outer)[-1]
+        rec = _runner.run_program(cmd, outer)[-1]
         rec["rep"], rec["threads"], rec["algorithm"], rec["series"] = rep, t, algo, series
         rec.setdefault("wait", wait or info.get("default_policy", ""))
         if want and not wait and algo != base:
@@ -172,7 +172,7 @@ def run(args, env):
         ref = rec["wake_ns"] if args.wake_ref == "cross" else rec["wake_same_ns"]
         h = _num(rec.get("handoff_ns"))
         rec["handoff_over_wake"] = round(h / ref, 3) if rec["completed"] and h and ref else ""
-        R.classify(rec, args.probe_tolerance, args.regime_bounds)
+        _runner.classify(rec, args.probe_tolerance, args.regime_bounds)
         rows.append(rec)
         st = rec.get("status")
         prog.step(f"{algo} T={t}{' ceiling' if series == 'ceiling' else ''} round {rep + 1}/{args.reps}"
@@ -191,9 +191,9 @@ def run(args, env):
     summary = summarise([r for r in rows if r["series"] == "oversub"], algos, tlist, reg, base,
                         ceilings([r for r in rows if r["series"] == "ceiling"], algos),
                         [r for r in rows if r["series"] == "ceiling"])
-    R.write_csv(os.path.join(d, "runs.csv"), rows, FIRST)
-    R.write_csv(os.path.join(d, "summary.csv"), summary, ["threads", "algorithm"])
-    meta = R.write_meta(d, env, args, {"experiment": "oversubscription", "algorithms": algos, "threads": tlist,
+    _runner.write_csv(os.path.join(d, "runs.csv"), rows, FIRST)
+    _runner.write_csv(os.path.join(d, "summary.csv"), summary, ["threads", "algorithm"])
+    meta = _runner.write_meta(d, env, args, {"experiment": "oversubscription", "algorithms": algos, "threads": tlist,
                                        "duration_s": args.duration, "count": args.count, "delay_cycles": args.delay,
                                        "lines": args.lines, "baseline": base, "wake_ref": args.wake_ref,
                                        "ceiling": bool(args.ceiling), "runs": len(rows), "ncpus": ncpus, "loadavg_start": load0, "date_utc_start": date0})
@@ -213,7 +213,7 @@ def run(args, env):
 
 
 def _mmm(vals):
-    return R.med_min_max([v for v in vals if v is not None])
+    return _runner.med_min_max([v for v in vals if v is not None])
 
 
 def ceilings(rows, algos):

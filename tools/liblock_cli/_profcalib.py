@@ -30,7 +30,7 @@ import socket
 import statistics
 import sys
 
-from . import _runner as R
+from . import _runner
 from ._profadvice import FORMAT, now_utc
 
 DELAYS = (100, 300, 1000, 3000, 10000, 30000, 100000, 300000)
@@ -54,16 +54,16 @@ def _cmd(env, algo, threads, delay, duration, label):
 
 
 def sweep(env, locks, delays, reps, duration, threads, quiet=False):
-    order = R.interleave([(d,) for d in delays], list(locks), reps)
-    prog = R.Progress(len(order), quiet)
+    order = _runner.interleave([(d,) for d in delays], list(locks), reps)
+    prog = _runner.Progress(len(order), quiet)
     rows = []
     for rep, (d,), algo in order:
-        for rec in R.run_program(_cmd(env, algo, threads, d, duration, f"calib{rep}"), duration + 30):
+        for rec in _runner.run_program(_cmd(env, algo, threads, d, duration, f"calib{rep}"), duration + 30):
             rec["threads"] = threads
             rec.setdefault("algorithm", algo)
             rec["delay_cycles"] = d
             rec["rep"] = rep
-            R.classify(rec, 1.5, R.DEFAULT_REGIME_BOUNDS)
+            _runner.classify(rec, 1.5, _runner.DEFAULT_REGIME_BOUNDS)
             rows.append(rec)
         prog.step(f"{algo} d={d} rep {rep + 1}/{reps}")
     return rows
@@ -76,7 +76,7 @@ def _median(vals):
 
 def derive(rows, locks, delays):
     """Thresholds from the sweep's rows (pure: tests call it on fixed rows)."""
-    regime = R.dominant_regime(rows)
+    regime = _runner.dominant_regime(rows)
     use = [r for r in rows if r.get("status") == "ok" and r.get("check", "ok") == "ok"
            and (regime is None or (r.get("probe_agree") and r.get("regime") == regime))]
     points = []
@@ -153,7 +153,7 @@ def derive_oversub(rows, locks, delays):
     """The lock to advise for a program with more threads than CPUs: the one
     whose throughput relative to posix's, geometric mean over the delays, is
     highest and above 1; posix (keep) when none beat it."""
-    regime = R.dominant_regime(rows)
+    regime = _runner.dominant_regime(rows)
     use = [r for r in rows if r.get("status") == "ok" and r.get("check", "ok") == "ok"
            and (regime is None or (r.get("probe_agree") and r.get("regime") == regime))]
     tput = {}

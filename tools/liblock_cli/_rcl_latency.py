@@ -22,7 +22,7 @@ import statistics
 import subprocess
 import sys
 
-from . import _runner as R
+from . import _runner
 
 LINE = re.compile(r"median: probe ([\d.]+) ns, empty CS ([\d.]+) ns = ([\d.]+)x probe \(min ([\d.]+), max ([\d.]+)\), "
                   r"5-line CS ([\d.]+) ns = ([\d.]+)x probe")
@@ -57,7 +57,7 @@ def run(args, env):
             raise SystemExit(f"liblock bench rcl-latency: {p} is missing (build it with `make` there)")
         progs.append(p)
         labels.append(_label(b, labels))
-    d = R.out_dir(env, "rcl-latency", args.out)
+    d = _runner.out_dir(env, "rcl-latency", args.out)
     extra = args.args.split()
     n = len(progs)
     print(f"liblock bench rcl-latency: {n} build(s) x {args.reps} repetitions, interleaved; "
@@ -75,7 +75,7 @@ def run(args, env):
             m = LINE.search(out)
             if m:
                 probe, e, er, emin, emax, f, fr = (float(x) for x in m.groups())
-                row.update(probe_ns=probe, regime=R.regime_of(probe, args.regime_bounds), empty_ns=e,
+                row.update(probe_ns=probe, regime=_runner.regime_of(probe, args.regime_bounds), empty_ns=e,
                            empty_ratio=er, empty_ratio_min=emin, empty_ratio_max=emax, five_ns=f, five_ratio=fr)
             elif row["status"] == "ok":
                 row["status"] = "error"
@@ -88,14 +88,14 @@ def run(args, env):
                           f"5-line {row['five_ns']:6.1f} ns = {row['five_ratio']:.2f}x", file=sys.stderr)
                 else:
                     print(f"  rep {rep}  {row['build']:24} {row['status']}: {row['error']}", file=sys.stderr)
-    R.write_csv(os.path.join(d, "runs.csv"), rows, FIELDS)
-    R.write_meta(d, env, args, {"builds": [os.path.abspath(b) for b in builds], "rcl_latency_args": args.args})
+    _runner.write_csv(os.path.join(d, "runs.csv"), rows, FIELDS)
+    _runner.write_meta(d, env, args, {"builds": [os.path.abspath(b) for b in builds], "rcl_latency_args": args.args})
     print(f"rcl-latency: medians per build and regime (ratio = ns per CS / probe of the same run; "
           f"load {open('/proc/loadavg').read().split()[0] if os.path.exists('/proc/loadavg') else '?'})")
     print(f"{'regime':7} {'build':24} {'runs':>4}  {'probe ns':>8}  {'empty/probe':>11}  {'[min-max]':>11}  "
           f"{'5-line/probe':>12}  {'empty ns':>8}")
     ok = [r for r in rows if r["status"] == "ok"]
-    for reg in R.REGIME_NAMES:
+    for reg in _runner.REGIME_NAMES:
         for lab in labels:
             v = [r for r in ok if r["regime"] == reg and r["build"] == lab]
             if not v:

@@ -11,6 +11,8 @@ import json
 import os
 import sys
 
+from . import _apps_bound
+
 
 def add_arguments(sub):
     sp = sub.add_parser("report", help="print BENCHMARKS.md's tables from results directories "
@@ -196,13 +198,12 @@ def _apps(d, meta, rows, keep):
         print()
         print("| program | threads | algorithm | N | T (s) | × glibc | bound | T/N | (T − Tg)/N | ÷ W | verdict |")
         print("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|---|")
-        from ._apps_bound import verdict
         for r in brows:
             if r["status"] != "ok" or not r.get("acquisitions"):
                 print(f"| {r['app']} | {r['threads']} | {r['algorithm']} | – | – | – | – | – | – | – | no count ({r['status']}) |")
                 continue
             pa = _f(r.get("per_acq_ns"))
-            ex, exw, ok = verdict(r)
+            ex, exw, ok = _apps_bound.verdict(r)
             v = {1: "explained", 0: "**not explained**"}.get(ok, "–")
             print(f"| {r['app']} | {r['threads']} | {r['algorithm']} | {r['acquisitions']} | {r['seconds']} | "
                   f"{_x(r.get('ratio_vs_glibc'))} | {_x(r.get('bound_ratio'))} | "

@@ -278,3 +278,16 @@ def unfiltered_summary(rows, keys, metrics):
         r2["regime"], r2["probe_agree"] = UNFILTERED, 1
         tmp.append(r2)
     return [s for s in summarise(tmp, keys, metrics) if s.get("n")]
+
+
+def probes(env):
+    """Wake-up (cross, same CPU) and ping-pong probes, one quick measurement."""
+    try:
+        out = subprocess.run([env.program("wake_probe"), "-r", "1", "-n", "50"], capture_output=True, text=True,
+                             timeout=30).stdout
+        r = json.loads(out.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return {}
+    a, b = _num(r.get("probe_before_ns")), _num(r.get("probe_after_ns"))
+    pp = round((a * b) ** 0.5, 1) if a and b and a > 0 and b > 0 else ""
+    return {"wake_ns": r.get("wake_cross_ns"), "wake_same_ns": r.get("wake_same_ns"), "probe_ns": pp}

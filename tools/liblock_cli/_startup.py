@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 
-from . import _runner as R
+from . import _runner
 
 
 def add_arguments(sub, common):
@@ -67,7 +67,7 @@ def run(args, env):
     if args.loop < 1 or args.loop_reps < 1:
         print("liblock bench startup: --loop and --loop-reps must be at least 1", file=sys.stderr)
         return 2
-    d = R.out_dir(env, "startup", args.out)
+    d = _runner.out_dir(env, "startup", args.out)
     scratch = tempfile.mkdtemp(prefix="liblock-startup-")
     try:
         return _measure(args, env, lib, info, sh, true, d, scratch)
@@ -117,7 +117,7 @@ def _measure(args, env, lib, info, sh, true, d, scratch):
                 ("calibration-cold", lambda: base | {"LIBLOCK_CACHE_DIR": os.path.join(scratch, f"c{len(rows)}")})]
     series("liblock-info --calibration", [info, "--calibration"], max(3, args.reps // 4), cal_arms)
 
-    R.write_csv(os.path.join(d, "runs.csv"), rows, first=("workload", "arm", "rep", "ms"))
+    _runner.write_csv(os.path.join(d, "runs.csv"), rows, first=("workload", "arm", "rep", "ms"))
     summary = []
     for w in dict.fromkeys(r["workload"] for r in rows):
         meds = {}
@@ -130,8 +130,8 @@ def _measure(args, env, lib, info, sh, true, d, scratch):
         for s in summary:
             if s["workload"] == w and ref:
                 s["ratio"] = round(s["median_ms"] / ref, 2)
-    R.write_csv(os.path.join(d, "summary.csv"), summary)
-    R.write_meta(d, env, args, {"interposer": lib, "lock": args.lock, "figures": figures})
+    _runner.write_csv(os.path.join(d, "summary.csv"), summary)
+    _runner.write_meta(d, env, args, {"interposer": lib, "lock": args.lock, "figures": figures})
     print(f"liblock bench startup: {lib} --lock {args.lock}; figures handed down: {figures}")
     print(f"{'workload':<28} {'arm':<20} {'median ms':>10} {'min':>8} {'max':>8} {'ratio':>6}")
     for s in summary:

@@ -26,8 +26,9 @@ import textwrap
 
 from clang import cindex as ci
 
-from . import _transform_hoist as H
-from . import _transform_wrap as W
+from . import _transform_hoist
+from . import _transform_wrap
+from ._transform_common import Refused, children, decl_key, strip
 
 K = ci.CursorKind
 LOCK = {"pthread_mutex_lock"}
@@ -43,35 +44,12 @@ JUMPS = {K.RETURN_STMT: "return", K.BREAK_STMT: "break", K.CONTINUE_STMT: "conti
 LOOPS = {K.FOR_STMT, K.WHILE_STMT, K.DO_STMT}
 
 
-class Refused(Exception):
-    pass
-
-
-def children(c):
-    return list(c.get_children())
-
-
-def strip(c):
-    """Skip implicit casts, parentheses and (void) casts."""
-    while c is not None and c.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR, K.CSTYLE_CAST_EXPR):
-        ch = children(c)
-        if not ch:
-            break
-        c = ch[-1]
-    return c
-
-
 def as_call(stmt):
     """(name, args) when stmt is a call expression, possibly cast to void."""
     c = strip(stmt)
     if c is not None and c.kind == K.CALL_EXPR:
         return c.spelling, list(c.get_arguments())
     return None
-
-
-def decl_key(d):
-    f = d.location.file
-    return (d.spelling, f.name if f else "", d.location.offset)
 
 
 def is_local(d, func):
@@ -256,11 +234,11 @@ class FileTransform:
         pair and its argument list, and its mutex is
         __liblock_mutex_LOCK(args) (_transform_wrap.py)."""
         args = list(call.get_arguments())
-        if call.spelling in self.wrap_pair and W.computed(call):
+        if call.spelling in self.wrap_pair and _transform_wrap.computed(call):
             i = self.wrap_pair[call.spelling]
             canon = [self.canon(a) for a in args]
             return ("w", i, tuple(k for k, _ in canon)), \
-                f"{W.mutex_fn(self.wrappers[i][0])}({', '.join(t for _, t in canon)})"
+                f"{_transform_wrap.mutex_fn(self.wrappers[i][0])}({', '.join(t for _, t in canon)})"
         if len(args) != 1:
             return None
         return self.canon(args[0])
@@ -291,7 +269,7 @@ class FileTransform:
         if self.errors:
             return
         self.waiters = self.waiting_functions()
-        self.wrapper_defs = W.find_definitions(self)
+        self.wrapper_defs = _transform_wrap.find_definitions(self)
         for f in self.tu.cursor.get_children():
             if f.kind == K.FUNCTION_DECL and f.is_definition() and self.in_file(f) \
                     and f.spelling not in self.wrap_pair:  # a wrapper's own body is not a section
@@ -327,9 +305,9 @@ class FileTransform:
                     sec.hoist = hoist
                     try:
                         self.analyse(sec, stmts)
-                    except H.NeedHoist as h:
+                    except _transform_hoist.NeedHoist as h:
                         try:
-                            H.admit(self, sec, stmts, h, hoist)
+                            _transform_hoist.admit(self, sec, stmts, h, hoist)
                             continue
                         except Refused as e:
                             sec.reason = str(e)
@@ -374,7 +352,7 @@ class FileTransform:
             st = children(children(st)[0])[0]
         sec.lock_fn = strip(st).spelling  # pthread_mutex_lock or a --wrapper (--only by the wrapper's site)
         if sec.key[0] == "w":
-            W.check_section(self, sec, strip(st))
+            _transform_wrap.check_section(self, sec, strip(st))
         else:
             arg = strip(as_call(st)[1][0])
             pt = arg.type.get_canonical()
@@ -388,7 +366,7 @@ class FileTransform:
         for v in sorted(sec.hoist.values(), key=lambda v: v.extent.start.offset):
             # a hoisted local is the caller's; its initialiser writes it inside
             sec.captured[decl_key(v)] = v
-            if H.init_of(self, v):
+            if _transform_hoist.init_of(self, v):
                 sec.writes.add(decl_key(v))
         self.held_line = {}
         for s in body:
@@ -695,7 +673,7 @@ class FileTransform:
             if x.kind == K.DECL_REF_EXPR:
                 d = x.referenced
                 if is_local(d, sec.func) and self.inside(sec, d):
-                    raise H.NeedHoist(d, x.extent.start.line, f"in the code after the unlock at line "
+                    raise _transform_hoist.NeedHoist(d, x.extent.start.line, f"in the code after the unlock at line "
                                                                 f"{unlock_line}")
                 if is_local(d, sec.func):
                     sec.after.add(decl_key(d))
@@ -714,7 +692,7 @@ class FileTransform:
                 d = x.referenced
                 if is_local(d, func):
                     if self.inside(sec, d):
-                        raise H.NeedHoist(d, x.extent.start.line, "after the section")
+                        raise _transform_hoist.NeedHoist(d, x.extent.start.line, "after the section")
                     sec.after.add(decl_key(d))
             if x.kind == K.LABEL_STMT and inside:
                 pass
@@ -738,7 +716,7 @@ class FileTransform:
 
     def generate(self, sec):
         fn, st = self.names(sec)
-        hedits, removed = H.body_edits(self, sec)
+        hedits, removed = _transform_hoist.body_edits(self, sec)
         body_edits = [(a, b, f"(*__liblock_ctx->{sec.captured[k].spelling})") for a, b, k in sec.refs
                       if not any(e["start"] <= a < e["end"] for e in sec.exits)
                       and not any(x <= a < y for x, y in removed)]
@@ -777,7 +755,7 @@ class FileTransform:
         i0 = self.indent_at(sec.start)
         call = "liblock_execute_mutex_cond" if sec.waits else "liblock_execute_mutex"
         # hoisted declarations (_transform_hoist.py) go right before the section
-        site = [f"{d}\n{i0}" for d in H.declarations(sec)]
+        site = [f"{d}\n{i0}" for d in _transform_hoist.declarations(sec)]
         site = ["".join(site) + "{"]
         ctxarg = "NULL"
         if caps:
@@ -841,7 +819,7 @@ class FileTransform:
             edits.append((sec.start, sec.end, site, sec))
             sec.status = "transformed"
             done.append(sec)
-        wedits, anchors = W.edits(self, done)
+        wedits, anchors = _transform_wrap.edits(self, done)
         edits = [(a, b, r, None) for a, b, r in wedits] + edits  # the mutex functions of computed wrappers first
         if not edits:
             return None, []

@@ -42,6 +42,8 @@ What this preserves, and what is refused by name instead:
 """
 from clang import cindex as ci
 
+from ._transform_common import Refused, decl_key
+
 K = ci.CursorKind
 
 
@@ -57,7 +59,6 @@ class NeedHoist(Exception):
 def admit(ft, sec, stmts, h, hoist):
     """Add the declaration statement of h.decl to `hoist` (decl key -> VAR_DECL
     cursor), or raise Refused saying why it cannot be hoisted."""
-    from ._transform_c import Refused, decl_key
     d = h.decl
     where = f"{h.where} (line {h.line})"
     stmt = None

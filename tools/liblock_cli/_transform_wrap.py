@@ -29,6 +29,8 @@ unlock what LOCK(args) locked, as a wrapper pair always is.
 """
 from clang import cindex as ci
 
+from ._transform_common import Refused, strip
+
 K = ci.CursorKind
 
 
@@ -98,7 +100,6 @@ def find_definitions(ft):
 def check_section(ft, sec, call):
     """Refuse a section whose computed wrapper, defined in this file, has a
     body the tool cannot turn into a mutex function."""
-    from ._transform_c import Refused
     d = ft.wrapper_defs.get(call.spelling)
     if d is not None and d.error:
         raise Refused(d.error)
@@ -147,7 +148,6 @@ def _proto_from_use(ft, w, done):
             st = sec.lock_stmt
             if st.kind == K.DO_STMT:
                 st = list(list(st.get_children())[0].get_children())[0]
-            from ._transform_c import strip
             call = strip(st)
             params = list(call.referenced.get_arguments()) if call.referenced is not None else []
             plist = ", ".join(f"{p.type.spelling} {p.spelling or f'a{i}'}" for i, p in enumerate(params)) or "void"

@@ -16,6 +16,8 @@ Experiments (docs/bench.md, BENCHMARKS.md):
   apps         real programs (C++ bounded buffer, Python queue.Queue, sqlite3) under the interposer,
                time / glibc's
   rcl-latency  RCL round trip / ping-pong probe (bench/rcl_latency), one or more builds interleaved
+  malthus      the Malthusian-locks workloads (bench/malthus): Figure 4 table, thread sweep
+               (`liblock malthus` is the old spelling of the same command)
   startup      what the interposer adds to a process's start: /bin/true and a shell loop of 200 /bin/true,
                plain vs interposed (warm: figures handed down; cold: no cache), medians
   report DIR...  print BENCHMARKS.md's tables from oversubscription / apps results directories
@@ -23,7 +25,8 @@ Experiments (docs/bench.md, BENCHMARKS.md):
 import os
 import sys
 
-from . import _runner as R
+from . import _malthus
+from . import _runner
 
 HELP = "run a benchmark experiment; results under results/ as CSV + PNG plots"
 
@@ -104,6 +107,9 @@ def add_arguments(p):
     sp.add_argument("--delays", default="0,300,1000,3000", help="client delays swept for the peak (cycles)")
 
     from . import _oversub, _apps, _report, _delegation, _rcl_latency, _startup
+    sp = sub.add_parser("malthus", help=_malthus.HELP + " (also `liblock malthus`)",
+                        description=_malthus.HELP + "; `liblock malthus` is the same command")
+    _malthus.add_arguments(sp)
     _oversub.add_arguments(sub, common)
     _rcl_latency.add_arguments(sub, common)
     _startup.add_arguments(sub, common)
@@ -115,12 +121,14 @@ def add_arguments(p):
 def run(args, env):
     if not args.experiment:
         print("liblock bench: name an experiment: contention, threads, headline, latency-map, store-cas, "
-              "null-rpc, multi-rpc, cost-model, oversubscription, apps, delegation, rcl-latency, startup, report (see `liblock bench -h`)",
+              "null-rpc, multi-rpc, cost-model, oversubscription, apps, delegation, rcl-latency, startup, malthus, report (see `liblock bench -h`)",
               file=sys.stderr)
         return 2
     if args.experiment == "report":
         from . import _report
         return _report.run(args, env)
+    if args.experiment == "malthus":  # its own --reps and no probe regimes
+        return _malthus.run(args, env)
     if args.reps < 1:
         print(f"liblock bench: --reps must be at least 1, not {args.reps}", file=sys.stderr)
         return 2

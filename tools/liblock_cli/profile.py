@@ -22,9 +22,11 @@ import subprocess
 import sys
 import tempfile
 
-from . import _profadvice as A
-from . import _profdata as D
-from . import _profreport as P
+from . import _profadvice
+from . import _profcalib
+from . import _profdata
+from . import _profreport
+from . import _runner
 from . import _siteconfig
 from . import list as list_cmd
 from .run import WAITS, lock_wait_problem
@@ -126,8 +128,8 @@ def _check_options(args, env, cmd):
     if args.plot:
         args.plot = _check_plot(args.plot)
     try:
-        th, src = A.load_thresholds(args.thresholds)
-    except A.ThresholdError as e:
+        th, src = _profadvice.load_thresholds(args.thresholds)
+    except _profadvice.ThresholdError as e:
         raise Fail(f"thresholds: {e}")
     if args.dump and cmd:
         raise Fail("give either --dump RAW or a program, not both")
@@ -137,19 +139,17 @@ def _check_options(args, env, cmd):
 
 
 def _calibrate(args, env, cmd):
-    from . import _profcalib as C
     if cmd:
         raise Fail("--calibrate runs lockbench: give no program")
     if args.reps < 1 or args.duration <= 0:
         raise Fail("--reps must be >= 1 and --duration > 0")
-    out = _writable(args.thresholds, "--thresholds") if args.thresholds else A.cache_path()
-    th = C.calibrate(env, args)
+    out = _writable(args.thresholds, "--thresholds") if args.thresholds else _profadvice.cache_path()
+    th = _profcalib.calibrate(env, args)
     rows = th.pop("_rows")
-    path = A.store_thresholds(th, out)
-    from . import _runner
+    path = _profadvice.store_thresholds(th, out)
     _runner.write_csv(path + ".runs.csv", rows, ["rep", "algorithm", "delay_cycles", "workers", "status", "check",
                                                  "lat_cycles_mean", "probe_ns", "probe_agree", "regime"])
-    for line in C.describe(th):
+    for line in _profcalib.describe(th):
         print(line, file=sys.stderr)
     print(f"thresholds stored in {path} (every run in {path}.runs.csv)", file=sys.stderr)
     return 0
@@ -240,8 +240,8 @@ def _run_program(path, cmd, child_env, on_snapshot):
 
 
 def _aggregate(raw, th, src, algos):
-    rep = D.aggregate(raw)
-    A.advise_all(rep, th, algos)
+    rep = _profdata.aggregate(raw)
+    _profadvice.advise_all(rep, th, algos)
     rep["thresholds"] = {"lower": th["lower"], "upper": th.get("upper"), "source": src,
                          "date_utc": th.get("date_utc"), "best_local": th.get("best_local"),
                          "best_oversubscribed": th.get("best_oversubscribed")}
@@ -254,12 +254,12 @@ def _report(raw, args, th, src, algos, title=None, outputs=True, children=()):
     and programs they started: PATH.PID), reported after it, kept in the JSON
     as `children` and advised in the same configuration file."""
     rep = _aggregate(raw, th, src, algos)
-    for line in P.text_report(rep, args.top, src, th, title):
+    for line in _profreport.text_report(rep, args.top, src, th, title):
         print(line, file=sys.stderr)
     kids = []
     for craw in children:
         crep = _aggregate(craw, th, src, algos)
-        for line in P.text_report(crep, args.top, src, th, f"(child process {crep.get('pid')})"):
+        for line in _profreport.text_report(crep, args.top, src, th, f"(child process {crep.get('pid')})"):
             print(line, file=sys.stderr)
         kids.append(crep)
     if kids:
@@ -274,19 +274,19 @@ def _report(raw, args, th, src, algos, title=None, outputs=True, children=()):
     if args.advise:
         entries, seen = [], set()
         for r in [rep] + kids:
-            for e in A.config_entries(r):
+            for e in _profadvice.config_entries(r):
                 if e[1] not in seen:  # a site the child inherited from the parent: advised once
                     seen.add(e[1])
                     entries.append(e)
         header = [f"liblock profile --advise for: {' '.join(rep.get('argv') or [rep.get('program') or '?'])}",
                   f"apply with: liblock run --config {os.path.basename(args.advise)} -- PROGRAM ARGS",
-                  f"thresholds: lower {A.pct(th['lower'])}, upper {A.pct(th['upper']) if th.get('upper') is not None else 'none'} ({src})",
+                  f"thresholds: lower {_profadvice.pct(th['lower'])}, upper {_profadvice.pct(th['upper']) if th.get('upper') is not None else 'none'} ({src})",
                   "every lock not named here keeps glibc's mutex" +
                   ("" if entries else "; no lock's advice was to change, so this file changes nothing")]
         _siteconfig.write(args.advise, header, entries)
         print(f"{PROG}: configuration for {len(entries)} lock site(s) in {args.advise}", file=sys.stderr)
     if args.plot:
-        P.plot(rep, args.plot, args.top)
+        _profreport.plot(rep, args.plot, args.top)
         print(f"{PROG}: plot in {args.plot}", file=sys.stderr)
     return rep
 
@@ -308,10 +308,10 @@ def run(args, env):
             pass  # advice then names its defaults unchecked
         if args.dump:
             try:
-                raw = D.load(args.dump)
+                raw = _profdata.load(args.dump)
             except OSError as e:
                 raise Fail(f"--dump {args.dump}: {e.strerror}")
-            except D.DumpError as e:
+            except _profdata.DumpError as e:
                 raise Fail(f"--dump {e}")
             _report(raw, args, th, src, algos)
             return 0
@@ -327,9 +327,9 @@ def run(args, env):
                     if name.startswith("profile.json.usr1.") and name[-1].isdigit() and name not in seen:
                         seen.add(name)
                         try:
-                            _report(D.load(os.path.join(tmp, name)), args, th, src, algos,
+                            _report(_profdata.load(os.path.join(tmp, name)), args, th, src, algos,
                                     title=f"snapshot {name.rsplit('.', 1)[1]}", outputs=False)
-                        except (OSError, D.DumpError) as e:
+                        except (OSError, _profdata.DumpError) as e:
                             print(f"{PROG}: snapshot {name}: {e}", file=sys.stderr)
             status, sig = _run_program(path, cmd, child_env, snapshots)
             code = status if sig is None else 128 + sig
@@ -340,16 +340,16 @@ def run(args, env):
                 print(f"{PROG}: no profile was written: {why}", file=sys.stderr)
                 return code
             try:
-                raw = D.load(out)
-            except (OSError, D.DumpError) as e:
+                raw = _profdata.load(out)
+            except (OSError, _profdata.DumpError) as e:
                 print(f"{PROG}: the profile written by the runtime is unusable: {e}", file=sys.stderr)
                 return code if code else 1
             children = []
             for name in sorted(os.listdir(tmp)):
                 if re.fullmatch(r"profile\.json\.\d+", name):
                     try:
-                        children.append(D.load(os.path.join(tmp, name)))
-                    except (OSError, D.DumpError) as e:
+                        children.append(_profdata.load(os.path.join(tmp, name)))
+                    except (OSError, _profdata.DumpError) as e:
                         print(f"{PROG}: the profile of child process {name.rsplit('.', 1)[1]} is unusable: {e}",
                               file=sys.stderr)
             try:
