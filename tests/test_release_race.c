@@ -35,6 +35,24 @@
  * Checked to fail: without the sleeper's heavy barrier (park_reply in
  * src/rcl/client.c) the asymmetric configuration strands the arrival
  * within a few hundred to two thousand rounds.
+ * For hybcomb the same race with a combiner's reply: each round the main
+ * thread calls execute(), and its own critical section, run as combiner
+ * with its node open for requests, lets the arrival go and waits until it
+ * has registered; the arrival's request (spinning a random 0-32 us) is then
+ * run by the main thread as combiner and answered with one message on the
+ * arrival's reply lane, while the arrival, spin budget at its minimum,
+ * goes to sleep on that lane.  Both protocols of src/transport/mailbox.h,
+ * "Parking": asymmetric (the default; a plain store of the reply, the
+ * sleeper's membarrier) and symmetric (LIBLOCK_HYBCOMB_ASYM=0: the reply's
+ * exchange).  Checked to fail: with the combiner's look at `parked` taken
+ * out of ll_mbox_post_announced the asymmetric configuration strands the
+ * arrival (at round 3).  Not caught here: the heavy barrier taken out of
+ * ll_fastwake_announce (200,000 rounds passed on a 2-CPU x86 VM).  The
+ * sleeper's CAS of LL_PARKED into tail and the kernel's compare in
+ * futex_wait read the very word the reply stores, so the store-buffering
+ * window the barrier closes is only as long as the reply's store waits in
+ * the combiner's store buffer, shorter than the sleeper's way into the
+ * kernel; the barrier is what the argument (mailbox.h, "Parking") needs.
  * Configurations: every algorithm with its default policy; for
  * flat-combining also a fresh lock every round (each round's first sleep
  * then also switches the lock's releases from a plain store to an exchange,
@@ -46,6 +64,7 @@
  */
 #include "harness.h"
 #include "internal.h"
+#include "locks/hybcomb.h"
 
 #include <sched.h>
 #include <sys/resource.h>
@@ -71,7 +90,8 @@ static _Atomic long cond_flag, cond_ready;
 static int cond_mode; /* the arrival waits on C instead of racing for the lock: 1 the POSIX-backed kind,
                          2 the explicit queue in FIFO order (the interposer's default) */
 
-/* reply races (RCL): the arrival's critical section spins this long on the server */
+/* reply races: the arrival's critical section spins this long on the
+ * server (reply_mode 1, RCL) or the combiner (reply_mode 2, hybcomb) */
 static int reply_mode;
 static _Atomic long reply_ns;
 static int lock_policy = -1; /* -1: the default policy */
@@ -82,6 +102,21 @@ static void *spin_cs(void *arg)
     while (th_now_ns() < until)
         ll_pause();
     return cs(arg);
+}
+
+/* reply_mode 2: the main thread's own critical section as combiner (its
+ * node is open): let the arrival go, and wait until its request is
+ * registered on our node, so that we run it and reply in this pass */
+static void *combiner_cs(void *arg)
+{
+    atomic_store(&race_go, (long)(intptr_t)arg);
+    uint64_t deadline = th_now_ns() + 5000000000ull;
+    while (ll_hybcomb_debug_tail_ops(&L) < 1)
+        if (th_now_ns() > deadline) {
+            atomic_fetch_add(&errors, 1); /* the arrival did not register: counted, the round then hangs */
+            break;
+        }
+    return (void *)0x77;
 }
 
 static int cpus[2] = {-1, -1};
@@ -159,7 +194,7 @@ static int race(const char *what, const char *algo, int fresh, int rounds, int p
         CHECK_EQ(liblock_condattr_setfifo(&ca, 1.0), 0);
         CHECK_EQ(liblock_cond_init(&C, &ca), 0);
     }
-    if (reply_mode)
+    if (reply_mode == 1)
         CHECK_EQ(liblock_thread_register(&L), 0); /* off the server's CPU, as the arrival */
     atomic_store(&race_go, 0);
     atomic_store(&race_done, 0);
@@ -182,9 +217,15 @@ static int race(const char *what, const char *algo, int fresh, int rounds, int p
         seed = seed * 1103515245u + 12345u;
         uint64_t pause_ns = (seed >> 16) % (cond_mode ? 4000 : 16000); /* a waiter is asleep within ~4 us */
         uint64_t deadline = th_now_ns() + 5000000000ull;
-        if (reply_mode) {
+        if (reply_mode == 1) {
             atomic_store(&reply_ns, (long)((seed >> 16) % 8000));
             atomic_store(&race_go, r);
+        } else if (reply_mode == 2) {
+            /* longer than the rcl range: the sleeper's membarrier alone
+             * takes microseconds, and the reply must also come after it */
+            atomic_store(&reply_ns, (long)((seed >> 16) % 32000));
+            if (liblock_execute(&L, combiner_cs, (void *)(intptr_t)r) != (void *)0x77)
+                atomic_fetch_add(&errors, 1);
         } else if (cond_mode) {
             atomic_store(&race_go, r);
             while (atomic_load(&cond_ready) != r && th_now_ns() < deadline)
@@ -315,6 +356,15 @@ int main(int argc, char **argv)
             setenv("LIBLOCK_FC_ASYM", "0", 1);
             race("flat-combining, symmetric", *a, 0, rounds, 1);
             unsetenv("LIBLOCK_FC_ASYM");
+        }
+        if (strcmp(*a, "hybcomb") == 0) {
+            /* one reply against one sleeping client (the header) */
+            reply_mode = 2;
+            race("hybcomb, reply against a parking one", *a, 0, rounds, 1);
+            setenv("LIBLOCK_HYBCOMB_ASYM", "0", 1); /* read at liblock_init */
+            race("hybcomb, reply, symmetric", *a, 0, rounds, 1);
+            unsetenv("LIBLOCK_HYBCOMB_ASYM");
+            reply_mode = 0;
         }
     }
     return th_report("test_release_race");

@@ -40,7 +40,9 @@
  * CPU).  mcscr, mcscrn: the waiter's MCS predecessor's node, whose `next`
  * shares the line (src/locks/cr.h, "Fast hand-over"; mcs likewise,
  * src/locks/mcs.c); lifocr: the waiter's own node, which the owner that
- * pops it reads (src/locks/lifocr.c).
+ * pops it reads (src/locks/lifocr.c); the mailbox transport's asymmetric
+ * messages (hybcomb's replies): the receiver's lane, whose line the sender
+ * reads in every send (src/transport/mailbox.h, "Parking").
  * Every other hand-over keeps the swap, which sees LL_PARKED as before: the
  * announcing waiter still sets it.
  *

@@ -139,6 +139,24 @@
  *     their patience while the queue stays busy.  The price is posix's:
  *     among lock() callers that barge there is no order.  execute() is
  *     unchanged (its callers register at once).
+ *  9. Replies under spin-then-park are a plain store where they can be
+ *     (not in the thesis, whose hardware queues need no parking).  The
+ *     transport's symmetric protocol makes each reply an exchange of the
+ *     client's lane tail, a locked instruction on the combiner's path that
+ *     waits for a line the spinning client has just read.  A client that
+ *     waits with spin-then-park says so in its slot (`announced`, written
+ *     before the release store of seq, so the combiner's acquire load of
+ *     seq orders it before the reply); it then waits with the transport's
+ *     asymmetric protocol (mailbox.h, "Parking", which has the
+ *     no-lost-wake-up argument: the client pays a membarrier before each
+ *     sleep), and the combiner replies with ll_mbox_post_announced: a
+ *     release store and a relaxed look at the client's `parked`.  Clients
+ *     that park at once (their combiner runs on their CPU) would pay the
+ *     membarrier on every request: they leave `announced` clear and get
+ *     the exchange, as do all clients where the asymmetric protocol is off
+ *     (ll_mbox_announce_ok: no membarrier, LIBLOCK_FASTWAKE=0; or
+ *     LIBLOCK_HYBCOMB_ASYM=0, read at init).  The choice is per request,
+ *     so the two kinds mix freely in one pass.
  *
  * Proof sketch (the thesis's section 6.1.3, digest 9.5, adapted).
  *   CS_queue: the nodes from the dummy (lock.departed, done = 1) to the
@@ -178,6 +196,7 @@
  *    release; the combiner's acquire load of seq sees them.
  *  - Reply: the mailbox's release store (or exchange) of the lane tail
  *    after the critical section; the client's acquire load of it (mailbox.h).
+ *    Which of the two (change 9) travels in the slot, ordered like fn.
  *  - Hand-over: the departing combiner's writes (every critical section it
  *    ran, lock.departed, the reset of the node it takes) happen before
  *    ll_wake(done = 1) (release exchange); the successor's ll_wait_while
@@ -201,7 +220,9 @@
  *                             closing (the thesis's optional loop), 0: close
  *                             right after the own operation (default 1);
  *   LIBLOCK_HYBCOMB_CAS_TRIES failed CASes before the SWAP fallback
- *                             (default 8; 0 = always SWAP).
+ *                             (default 8; 0 = always SWAP);
+ *   LIBLOCK_HYBCOMB_ASYM      0: every spin-then-park reply is the
+ *                             symmetric exchange (change 9; default 1).
  * Policies: spin, yield, spin-then-park (default).  FIFO among combiners
  * (queue order) and starvation-free (change 4); requests are run in slot
  * order within an opening, which is FAA order.
@@ -232,6 +253,7 @@ struct hc_req {
     void *(*fn)(void *);  /* NULL: cancelled (change 3) */
     void *arg;
     ll_mbox_t *reply;
+    int announced; /* 1: the client waits with the asymmetric protocol (change 9) */
 } __attribute__((aligned(LL_CACHELINE)));
 
 struct hc_node {
@@ -259,6 +281,7 @@ struct hc_lock {
     LL_ALIGNED _Atomic uint64_t cas, cas_failed, swaps, cancelled;
     LL_ALIGNED struct barge_sleep ls; /* change 8: where barging lock() callers sleep */
     uint64_t spin_cycles; /* their spin budget, read-only after init */
+    int asym;             /* change 9: spin-then-park replies may be announced; read-only after init */
 };
 
 struct hc_hold {
@@ -351,8 +374,10 @@ static int hc_init(liblock_t *l, const liblock_attr_t *attr)
     s->max_ops = (unsigned)ll_env_long("LIBLOCK_HYBCOMB_MAX_OPS", HC_MAX_OPS_DEFAULT, 1, 1000000);
     s->cas_tries = (unsigned)ll_env_long("LIBLOCK_HYBCOMB_CAS_TRIES", HC_CAS_TRIES_DEFAULT, 0, 1000000);
     s->drain = (int)ll_env_long("LIBLOCK_HYBCOMB_DRAIN", 1, 0, 1);
-    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
+    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK) {
         s->spin_cycles = ll_spin_budget_cycles();
+        s->asym = ll_env_long("LIBLOCK_HYBCOMB_ASYM", 1, 0, 1) && ll_mbox_announce_ok(l->_wait);
+    }
     struct hc_node *d = NULL;
     if (pool_lock()) {
         d = pool;
@@ -526,8 +551,12 @@ static inline void serve(liblock_t *l, struct hc_lock *s, struct hc_req *r, stru
         s->cancelled_seen++;
         return;
     }
+    int announced = r->announced; /* read, like fn, after the acquire of seq */
     uint64_t ret = (uint64_t)(uintptr_t)r->fn(r->arg);
-    _Atomic uint32_t *w = ll_mbox_post(r->reply, LL_LANE_REPLY, &ret, 1, l->_wait);
+    /* change 9: a plain store for clients that announce their sleep, the
+     * exchange for the others (mailbox.h, "Parking") */
+    _Atomic uint32_t *w = announced ? ll_mbox_post_announced(r->reply, LL_LANE_REPLY, &ret, 1, l->_wait)
+                                    : ll_mbox_post(r->reply, LL_LANE_REPLY, &ret, 1, l->_wait);
     if (w) {
         if (dw->n < LL_DEFER_MAX)
             dw->w[dw->n++] = w;
@@ -606,18 +635,23 @@ static void *hc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
                 /* read before our slot is published: once it is, the
                  * combiner may finish the pass and open the node again */
                 int combiner_cpu = last->cpu;
+                /* A combiner of our own CPU is not running while we are:
+                 * spinning for its reply only keeps it off the CPU, so
+                 * park at once (as cr.h's "Same-CPU waiters").  Decided
+                 * before the slot is published, because the combiner
+                 * must learn from the slot how to reply (change 9). */
+                int policy = ours ? ll_policy_behind(l->_wait, combiner_cpu, ll_current_cpu()) : l->_wait;
+                int announced = s->asym && policy == LIBLOCK_WAIT_SPIN_THEN_PARK;
                 r->fn = ours ? cs : NULL;
                 r->arg = arg;
                 r->reply = mb;
+                r->announced = announced;
                 atomic_store_explicit(&r->seq, last->epoch, memory_order_release);
                 if (ours) {
                     if (mine)
                         node_put(mine);
-                    /* A combiner of our own CPU is not running while we
-                     * are: spinning for its reply only keeps it off the
-                     * CPU, so park at once (as cr.h's "Same-CPU waiters") */
-                    return (void *)(uintptr_t)ll_mbox_receive1(
-                        mb, LL_LANE_REPLY, ll_policy_behind(l->_wait, combiner_cpu, ll_current_cpu()));
+                    return (void *)(uintptr_t)(announced ? ll_mbox_receive1_announced(mb, LL_LANE_REPLY, policy)
+                                                         : ll_mbox_receive1(mb, LL_LANE_REPLY, policy));
                 }
                 atomic_fetch_add_explicit(&s->cancelled, 1, memory_order_relaxed);
                 continue; /* that node is open for another lock now (change 3) */

@@ -13,7 +13,7 @@
  * out of the pool for ever: nobody else will read that lane, and reusing it
  * could hand the new owner a stranger's message.  Mailboxes are never
  * freed, so a sender that is still finishing a send (its futex_wake after
- * the publishing exchange) never touches freed memory; the memory is
+ * publishing) never touches freed memory; the memory is
  * bounded by the largest number of threads alive at once.
  */
 #include "mailbox.h"
@@ -139,22 +139,45 @@ static void wait_space(struct ll_lane *ln, uint32_t t, unsigned k, int policy)
     }
 }
 
-_Atomic uint32_t *ll_mbox_post(ll_mbox_t *to, unsigned lane, const uint64_t *words, unsigned k, int policy)
+/* Claim room for k words and write them; returns the new tail value. */
+static inline uint32_t fill(struct ll_lane *ln, const uint64_t *words, unsigned k, int policy)
 {
-    struct ll_lane *ln = ll_mbox_lane(to, lane);
     /* We are the lane's only writer of the counter (the receiver only adds
      * LL_PARKED), and the protocol ordered us after the previous writer. */
     uint32_t t = atomic_load_explicit(&ln->tail, memory_order_relaxed) & LL_MBOX_MASK;
     wait_space(ln, t, k, policy);
     for (unsigned i = 0; i < k; i++)
         ln->ring[(t + i) % LL_MBOX_CAP] = words[i];
-    uint32_t nt = (t + k) & LL_MBOX_MASK;
+    return (t + k) & LL_MBOX_MASK;
+}
+
+_Atomic uint32_t *ll_mbox_post(ll_mbox_t *to, unsigned lane, const uint64_t *words, unsigned k, int policy)
+{
+    struct ll_lane *ln = ll_mbox_lane(to, lane);
+    uint32_t nt = fill(ln, words, k, policy);
     if (parks(policy)) {
+        /* symmetric ("Parking" in mailbox.h): ordered with the receiver's CAS on tail */
         uint32_t old = atomic_exchange_explicit(&ln->tail, nt, memory_order_acq_rel);
         return (old & LL_PARKED) ? &ln->tail : NULL;
     }
     atomic_store_explicit(&ln->tail, nt, memory_order_release);
     return NULL;
+}
+
+_Atomic uint32_t *ll_mbox_post_announced(ll_mbox_t *to, unsigned lane, const uint64_t *words, unsigned k,
+                                         int policy)
+{
+    struct ll_lane *ln = ll_mbox_lane(to, lane);
+    uint32_t nt = fill(ln, words, k, policy);
+    /* asymmetric ("Parking" in mailbox.h): the light side of the barrier.
+     * The release store publishes the words; the compiler barrier keeps
+     * the load of parked after it in program order, which is all the
+     * receiver's heavy barrier needs (the CPU may still load early: the
+     * barrier's argument covers that).  Relaxed is enough for the load: it
+     * only decides whether to call futex_wake. */
+    atomic_store_explicit(&ln->tail, nt, memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+    return atomic_load_explicit(&ln->parked, memory_order_relaxed) ? &ln->tail : NULL;
 }
 
 void ll_mbox_send(ll_mbox_t *to, unsigned lane, const uint64_t *words, unsigned k, int policy)
@@ -171,9 +194,12 @@ void ll_mbox_send(ll_mbox_t *to, unsigned lane, const uint64_t *words, unsigned 
 
 /* Receiver: wait until tail != head.  Where the CPU has a user-mode wait
  * instruction, the spin phase (all of it under spin) sleeps on the tail
- * line instead of pausing, in slices of at most UWAIT_SLICE_NS. */
+ * line instead of pausing, in slices of at most UWAIT_SLICE_NS.
+ * announce: NULL (symmetric), or the lane's `parked` (asymmetric: the
+ * waiting layer sets it and runs the heavy barrier before it parks,
+ * src/core/fastwake.c; we clear it once tail has moved, mailbox.h). */
 #define UWAIT_SLICE_NS 50000
-static void wait_nonempty(struct ll_lane *ln, uint32_t head, int policy)
+static void wait_nonempty(struct ll_lane *ln, uint32_t head, int policy, _Atomic uint32_t *announce)
 {
     if ((atomic_load_explicit(&ln->tail, memory_order_acquire) & LL_MBOX_MASK) != head)
         return;
@@ -194,18 +220,25 @@ static void wait_nonempty(struct ll_lane *ln, uint32_t head, int policy)
                 dl = start + budget;
             ll_uwait_change(&ln->tail, head, dl);
         }
-        ll_wait_while(&ln->tail, head, LIBLOCK_WAIT_PARK);
+        policy = LIBLOCK_WAIT_PARK; /* the spin phase is over */
+    }
+    if (announce) {
+        (void)ll_wait_while_announced(&ln->tail, head, policy, announce);
+        /* tail has moved: withdraw the announcement (only we store 1), so
+         * that later messages do not make a futex_wake for nobody */
+        if (atomic_load_explicit(announce, memory_order_relaxed))
+            atomic_store_explicit(announce, 0, memory_order_relaxed);
         return;
     }
     ll_wait_while(&ln->tail, head, policy);
 }
 
-void ll_mbox_receive(ll_mbox_t *self, unsigned lane, uint64_t *out, unsigned k, int policy)
+static void receive(ll_mbox_t *self, unsigned lane, uint64_t *out, unsigned k, int policy, int announced)
 {
     struct ll_lane *ln = ll_mbox_lane(self, lane);
     uint32_t head = atomic_load_explicit(&ln->head, memory_order_relaxed);
     while (k) {
-        wait_nonempty(ln, head, policy);
+        wait_nonempty(ln, head, policy, announced ? &ln->parked : NULL);
         uint32_t t = atomic_load_explicit(&ln->tail, memory_order_acquire) & LL_MBOX_MASK;
         unsigned n = (t - head) & LL_MBOX_MASK;
         if (n > k)
@@ -217,4 +250,16 @@ void ll_mbox_receive(ll_mbox_t *self, unsigned lane, uint64_t *out, unsigned k, 
         out += n;
         k -= n;
     }
+}
+
+void ll_mbox_receive(ll_mbox_t *self, unsigned lane, uint64_t *out, unsigned k, int policy)
+{
+    receive(self, lane, out, k, policy, 0);
+}
+
+uint64_t ll_mbox_receive1_announced(ll_mbox_t *self, unsigned lane, int policy)
+{
+    uint64_t w;
+    receive(self, lane, &w, 1, policy, 1);
+    return w;
 }

@@ -24,11 +24,13 @@
  * A lane:     line 1 (the sender's): tail, the count of words sent mod 2^31,
  *                     and the CAP words of the ring; the receiver reads it;
  *             line 2 (the receiver's): head, the count of words received,
- *                     and aux, a word the owner publishes for its senders
- *                     (what it means is up to the protocol).
+ *                     aux, a word the owner publishes for its senders
+ *                     (what it means is up to the protocol), and parked,
+ *                     the owner's announcement that it sleeps ("Parking").
  * send(k):    wait until CAP - (tail - head) >= k; write the k words into
  *             ring[(tail + i) % CAP]; publish tail + k with a release store
- *             (an exchange when the receiver may be parked, see below).
+ *             (an exchange when the receiver may be parked symmetrically,
+ *             see "Parking" below).
  * receive(k): wait until tail - head >= k (acquire load of tail), read the
  *             words, store head + k (release).
  * is_empty:   tail == head.
@@ -40,12 +42,64 @@
  * tail; the receiver's acquire load of tail that sees it makes them
  * visible.  The receiver's loads of the words happen before its release
  * store of head; the sender's acquire load of head that sees it orders the
- * slot's reuse after those loads.  With spin-then-park the tail word is
- * also the receiver's waiting word in the sense of src/core/wait.c (bit 31
- * is LL_PARKED, counters are 31 bits): the sender publishes with
- * ll_wake's exchange and calls futex_wake only if the receiver parked;
- * ll_mbox_post returns that word instead so a sender can make the system
- * call later (hybcomb does, after handing the combiner role on).
+ * slot's reuse after those loads.
+ *
+ * Parking.  With spin-then-park or park the tail word is also the
+ * receiver's waiting word in the sense of src/core/wait.c (bit 31 is
+ * LL_PARKED, counters are 31 bits), and a send must not miss a receiver
+ * that has gone to sleep on it.  Two protocols; which one a message uses
+ * is the protocol's choice per message, and the sender must use the one
+ * the receiver waits with (a receiver of the asymmetric one also tolerates
+ * the symmetric send: it sets LL_PARKED too):
+ *   - symmetric (ll_mbox_post, ll_mbox_send; ll_mbox_receive): the
+ *     receiver CASes tail from its head value v to v|LL_PARKED and sleeps
+ *     in futex_wait(tail, v|LL_PARKED); the sender publishes with an
+ *     exchange (acq_rel) and calls futex_wake only if the old value had
+ *     LL_PARKED.  Both are read-modify-writes of tail, so they are ordered
+ *     there: the CAS first, and the exchange sees the bit; the exchange
+ *     first, and the CAS fails (the kernel's compare catches an exchange
+ *     between the CAS and the sleep).  The cost is the sender's: a locked
+ *     instruction per message on a line the spinning receiver has just
+ *     read.
+ *   - asymmetric (ll_mbox_post_announced; ll_mbox_receive1_announced), for
+ *     receivers that spin before they sleep, so that most messages find
+ *     them awake: the receiver's lane has a third word, `parked`, on the
+ *     receiver's line (the one with head, which the sender reads in every
+ *     send anyway).  The sender publishes tail with a plain release store,
+ *     then (a compiler barrier keeps the order in the program) loads
+ *     `parked` (relaxed) and has futex_wake called on tail if it is set.
+ *     The receiver whose spin budget has run out stores parked = 1, runs
+ *     the heavy barrier (membarrier, src/platform/membarrier.c), and only
+ *     then parks as the symmetric receiver does (re-check tail, CAS in
+ *     LL_PARKED, futex_wait with the kernel's compare), re-checking tail
+ *     after every wake-up; it stores parked = 0 once it has seen tail
+ *     move, before it returns.  No lost wake-up: let B be the point of
+ *     the sender's program at which the barrier ran on its CPU (a thread
+ *     not running then passed a full barrier at its context switch).  If
+ *     the sender's store of tail comes before B, B drains it and it is
+ *     visible to every load of tail the receiver makes after the barrier
+ *     returned, so the CAS fails or futex_wait returns at once; if the
+ *     store comes after B, so does the sender's load of parked, which
+ *     then reads the receiver's 1 or a later value, and the receiver
+ *     writes parked again only after it has seen tail move: either the
+ *     sender wakes it, or it is awake.  A stale 1 (read by a sender whose
+ *     receiver has since woken) costs one futex_wake with nobody on the
+ *     word.  The plain store may overwrite LL_PARKED: the receiver re-checks
+ *     after every wake-up, and the next sleeper sets it again.  A receiver
+ *     whose barrier fails does not sleep: it yields until tail moves
+ *     (src/core/fastwake.c), so it is slower, never stranded.  The
+ *     asymmetric protocol is the fast hand-over of src/core/fastwake.c and
+ *     is on only where that is (ll_mbox_announce_ok: membarrier's private
+ *     expedited command exists and LIBLOCK_FASTWAKE is not 0); a receiver
+ *     that parks at once (the park policy, a waiter behind a thread of its
+ *     own CPU) would pay a membarrier per message and keeps the symmetric
+ *     protocol.
+ * ll_mbox_post returns the word to wake instead of waking, so a sender can
+ * make the system call later (hybcomb does, after handing the combiner
+ * role on).  hybcomb's replies use the asymmetric protocol when its client
+ * says so in its request (src/locks/hybcomb.c); hyblock's messages may
+ * reach a lane before its owner has decided how to wait there, so they
+ * stay symmetric.
  *
  * Waiting.  receive waits as the given policy says: spin (pause; or the x86
  * user-mode wait instruction, UMWAIT or MWAITX, where CPUID reports one:
@@ -86,6 +140,8 @@ struct ll_lane {
     LL_ALIGNED _Atomic uint32_t head; /* receiver's line: words received (mod 2^31) */
     _Atomic uint32_t aux;             /* written by the owner, read by anyone: protocol-defined
                                          (hyblock: the owner's place in the queue) */
+    _Atomic uint32_t parked;          /* owner: 1 from before its heavy barrier until it saw tail move;
+                                         read by asymmetric senders after their tail store ("Parking") */
 };
 
 typedef struct ll_mbox {
@@ -153,6 +209,13 @@ static inline void ll_mbox_send1(ll_mbox_t *to, unsigned lane, uint64_t w, int p
  * the caller: returns the word to wake (ll_futex_wake(w, INT_MAX)) or NULL. */
 _Atomic uint32_t *ll_mbox_post(ll_mbox_t *to, unsigned lane, const uint64_t *words, unsigned k, int policy);
 
+/* The same with the asymmetric protocol ("Parking"): a plain release store
+ * of tail, then a look at the receiver's `parked`.  Only for a message whose
+ * receiver waits with ll_mbox_receive1_announced (the protocol must order
+ * the receiver's choice before this call). */
+_Atomic uint32_t *ll_mbox_post_announced(ll_mbox_t *to, unsigned lane, const uint64_t *words, unsigned k,
+                                         int policy);
+
 /* Owner only: receive k words from one of its lanes, blocking until they
  * have all arrived; FIFO. */
 void ll_mbox_receive(ll_mbox_t *self, unsigned lane, uint64_t *out, unsigned k, int policy);
@@ -162,6 +225,18 @@ static inline uint64_t ll_mbox_receive1(ll_mbox_t *self, unsigned lane, int poli
     ll_mbox_receive(self, lane, &w, 1, policy);
     return w;
 }
+/* May a receiver waiting with `policy` use the asymmetric protocol?  Only
+ * spin-then-park, and only where the fast hand-over is on (ll_fastwake_on:
+ * the heavy barrier exists, LIBLOCK_FASTWAKE is not 0; settled at its first
+ * call and constant after). */
+static inline int ll_mbox_announce_ok(int policy)
+{
+    return policy == LIBLOCK_WAIT_SPIN_THEN_PARK && ll_fastwake_on();
+}
+/* Owner only: receive one word, waiting with the asymmetric protocol
+ * (policy: one that ll_mbox_announce_ok accepted).  Its sender must post it
+ * with ll_mbox_post_announced or the symmetric post. */
+uint64_t ll_mbox_receive1_announced(ll_mbox_t *self, unsigned lane, int policy);
 /* Owner only: no word waiting on that lane now. */
 static inline int ll_mbox_is_empty(ll_mbox_t *self, unsigned lane)
 {
