@@ -50,6 +50,13 @@ __attribute__((constructor)) static void ip_thread_mask(void)
     have_mask = sched_getaffinity(0, sizeof start_mask, &start_mask) == 0;
 }
 
+/* The start records go through glibc's own allocator, never the
+ * program's: a program may call pthread_create holding the mutex its own
+ * malloc takes (an allocator built on pthread mutexes), where glibc's
+ * pthread_create calls no malloc of the program's, so ours must not either. */
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+
 struct ip_start {
     void *(*fn)(void *);
     void *arg;
@@ -61,7 +68,7 @@ struct ip_start {
 static void *ip_start(void *p)
 {
     struct ip_start s = *(struct ip_start *)p;
-    free(p);
+    __libc_free(p);
     ll_app_thread_begin();
     if (s.sched) {
         struct sched_param sp = {0};
@@ -88,14 +95,14 @@ static int create_counted(pthread_t *th, const pthread_attr_t *attr, struct ip_s
 {
     create_fn real = real_fn();
     if (!real) {
-        free(s);
+        __libc_free(s);
         return EAGAIN;
     }
     ll_app_thread_created();
     int r = real(th, attr, ip_start, s);
     if (r) {
         ll_app_thread_create_failed();
-        free(s);
+        __libc_free(s);
     }
     return r;
 }
@@ -103,7 +110,7 @@ static int create_counted(pthread_t *th, const pthread_attr_t *attr, struct ip_s
 LL_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
     LL_KEEP_ERRNO;
-    struct ip_start *s = malloc(sizeof *s);
+    struct ip_start *s = __libc_malloc(sizeof *s);
     if (!s)
         return EAGAIN;
     *s = (struct ip_start){fn, arg, 0, 0};
@@ -112,7 +119,7 @@ LL_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
     if (!attr) {
         pthread_attr_t a;
         if (pthread_attr_init(&a) != 0) {
-            free(s);
+            __libc_free(s);
             return EAGAIN;
         }
         struct sched_param sp = {0};
@@ -145,20 +152,20 @@ struct ip_thrd {
 static void *ip_thrd_start(void *p)
 {
     struct ip_thrd t = *(struct ip_thrd *)p;
-    free(p);
+    __libc_free(p);
     return (void *)(intptr_t)t.fn(t.arg); /* what glibc's thrd_create does with the result */
 }
 
 LL_EXPORT int thrd_create(thrd_t *thr, int (*fn)(void *), void *arg)
 {
-    struct ip_thrd *t = malloc(sizeof *t);
+    struct ip_thrd *t = __libc_malloc(sizeof *t);
     if (!t)
         return thrd_nomem;
     t->fn = fn;
     t->arg = arg;
     int r = pthread_create((pthread_t *)thr, NULL, ip_thrd_start, t);
     if (r)
-        free(t);
+        __libc_free(t);
     return r == 0 ? thrd_success : r == ENOMEM ? thrd_nomem : thrd_error;
 }
 
