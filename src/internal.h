@@ -187,6 +187,19 @@ uint32_t ll_wait_while(_Atomic uint32_t *w, uint32_t v, int policy);
  * per futex_wait call it made there); a lock compares two readings to
  * learn whether a wait slept. */
 extern __thread unsigned long ll_parks_tls __attribute__((tls_model("initial-exec")));
+/* Cancellable sleeps (condition variables and semaphores, src/core/wait.c
+ * "Cancellable sleeps"): while ll_cancel_tls points at a struct ll_cancel,
+ * the waiting layer's futex sleeps on the first word and value it sleeps
+ * on are POSIX cancellation points: a thread cancelled there runs fn(arg)
+ * (with ll_cancel_tls cleared) and then unwinds.  The caller sets it around
+ * one wait and clears it afterwards. */
+struct ll_cancel {
+    void (*fn)(void *);
+    void *arg;
+    _Atomic uint32_t *word; /* NULL until the first sleep latches it */
+    uint32_t val;
+};
+extern __thread struct ll_cancel *ll_cancel_tls __attribute__((tls_model("initial-exec")));
 /* The policy to wait with for a thread last seen on CPU their_cpu (a hint):
  * under spin-then-park, park at once when that thread is on the caller's
  * own CPU my_cpu -- it cannot run while the caller spins there

@@ -56,6 +56,38 @@
  * says ENOTSUP) waits the ordinary way on the same condition.  Waits under
  * cond_release/cond_reacquire hooks (RCL) never use requeue.
  *
+ * Cancellation (a wait is a POSIX cancellation point).  The ordinary wait
+ * sleeps in glibc's pthread_cond_wait, itself a cancellation point: a
+ * thread cancelled there has glibc's condition retake the inner mutex and
+ * make sure it consumed no signal of its own, and then our clean-up
+ * (pc_cancelled) leaves as a woken waiter would -- waiters--, drop the
+ * inner mutex, take L again -- so the program's cleanup handlers run with
+ * L held.  A requeue waiter sleeps in requeue_wait (step 3), cancellable
+ * only while it waits for a signal (wait.c, "Cancellable sleeps"; the wait
+ * for the grant that follows a requeue is the mutex re-acquisition, as in
+ * glibc no cancellation point); its clean-up (rq_cancelled), under the
+ * inner mutex: a record still queued is unlinked and L taken the ordinary
+ * way; a record a signal took is owed a grant, which it waits for, after
+ * passing that signal on with liblock_cond_signal (a broadcast's record
+ * passes nothing: every waiter was woken).  So a cancelled waiter never
+ * consumes a signal meant for another.
+ *
+ * Destroy.  `waiters` counts the threads inside the ordinary wait and the
+ * requeue records still queued (a record taken by a signal is uncounted by
+ * the signaller, under the inner mutex: its waiter touches the condition
+ * no more except through the inner mutex after a timeout or cancellation
+ * that raced with the signal -- destroying the condition then is not
+ * covered); `unblocked` (<= waiters) counts those of them a signal or
+ * broadcast woke that have not left yet.  destroy returns EBUSY while some
+ * waiter is still blocked (waiters > unblocked: undefined in POSIX) and
+ * otherwise waits, yielding, until the woken ones have left, so the
+ * condition can be destroyed and freed right after a broadcast, as POSIX
+ * allows and glibc does.  A waiter leaves before it takes L again, so a
+ * destroyer holding L does not wait for it.
+ *
+ * Deadlines are converted with saturating arithmetic (cond_lifo.h,
+ * ll_ts_diff_ns): a deadline centuries away never passes.
+ *
  * Mostly-LIFO condition variables (seed 001 section 6.10): a condattr on
  * which liblock_condattr_setfifo was called selects the explicit-queue kind
  * (_kind = LL_COND_KIND_LIFO), implemented in cond_lifo.c; the functions
@@ -73,13 +105,15 @@ struct rq_waiter {
     struct rq_waiter *next;
     liblock_t *lock;
     void *node;
-    int queued; /* 1 while on the list: no signal has taken it */
+    int queued;       /* 1 while on the list: no signal has taken it */
+    int by_broadcast; /* taken by a broadcast */
 };
 
 struct posix_cond {
     pthread_cond_t c;
     pthread_mutex_t m;
-    unsigned waiters; /* guarded by m; destroy refuses while non-zero */
+    unsigned waiters;   /* guarded by m (header, "Destroy") */
+    unsigned unblocked; /* guarded by m: of waiters, those woken and not yet gone */
     struct rq_waiter *rq_head, *rq_tail; /* requeue waiters, FIFO; guarded by m */
 };
 _Static_assert(sizeof(struct posix_cond) <= sizeof(((liblock_cond_t *)0)->_storage), "cond storage too small");
@@ -113,6 +147,7 @@ LL_EXPORT int liblock_cond_init(liblock_cond_t *cond, const void *attrp)
         return ll_cond_lifo_init(cond, attr->_fifo_probability);
     struct posix_cond *pc = (struct posix_cond *)cond->_storage;
     pc->waiters = 0;
+    pc->unblocked = 0;
     pc->rq_head = pc->rq_tail = NULL;
     int r = pthread_mutex_init(&pc->m, NULL);
     if (r)
@@ -149,21 +184,87 @@ static int reacquire_outer(liblock_t *l)
 int ll_cond_release_outer(liblock_t *l) { return release_outer(l); }
 int ll_cond_reacquire_outer(liblock_t *l) { return reacquire_outer(l); }
 
-/* CLOCK_REALTIME abstime -> CLOCK_MONOTONIC ns (at least 1: 0 means none). */
+__thread struct ll_cond_hook *ll_cond_hook_tls __attribute__((tls_model("initial-exec")));
+
+void ll_cond_cancel_finish(void)
+{
+    struct ll_cond_hook *h = ll_cond_hook_tls;
+    ll_cond_hook_tls = NULL;
+    if (h)
+        h->fn(h->arg);
+}
+
+/* Under the inner mutex: a waiter of the ordinary wait leaves; consumed: it
+ * returns 0 (it was woken, so counted in unblocked if a signal counted it). */
+static void pc_leave(struct posix_cond *pc, int consumed)
+{
+    pc->waiters--;
+    if (consumed && pc->unblocked)
+        pc->unblocked--;
+    if (pc->unblocked > pc->waiters)
+        pc->unblocked = pc->waiters;
+}
+
+/* CLOCK_REALTIME abstime -> CLOCK_MONOTONIC ns (at least 1: 0 means none);
+ * saturating. */
 static uint64_t mono_deadline(const struct timespec *abstime)
 {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    int64_t left = (int64_t)(abstime->tv_sec - now.tv_sec) * 1000000000 + (abstime->tv_nsec - now.tv_nsec);
+    int64_t left = ll_ts_diff_ns(abstime, &now);
     uint64_t mono = ll_now_ns();
     return left <= 0 ? mono : mono + (uint64_t)left;
+}
+
+/* Under the inner mutex: unlink a record no signal has taken. */
+static void rq_unlink(struct posix_cond *pc, struct rq_waiter *w)
+{
+    struct rq_waiter **pp = &pc->rq_head, *prev = NULL;
+    while (*pp != w) {
+        prev = *pp;
+        pp = &(*pp)->next;
+    }
+    *pp = w->next;
+    if (pc->rq_tail == w)
+        pc->rq_tail = prev;
+    pc->waiters--;
+}
+
+struct rq_cancel {
+    struct ll_cancel c;
+    liblock_cond_t *cond;
+    struct posix_cond *pc;
+    liblock_t *l;
+    struct rq_waiter *w;
+    ll_thread_t *self;
+    ll_hold_t *h;
+};
+
+/* A requeue waiter cancelled while it waited for a signal (header). */
+static void rq_cancelled(void *arg)
+{
+    struct rq_cancel *x = arg;
+    pthread_mutex_lock(&x->pc->m);
+    if (x->w->queued) {
+        rq_unlink(x->pc, x->w);
+        pthread_mutex_unlock(&x->pc->m);
+        ll_hold_pop(x->self, x->h);
+        reacquire_outer(x->l);
+    } else {
+        int pass = !x->w->by_broadcast;
+        pthread_mutex_unlock(&x->pc->m);
+        if (pass)
+            liblock_cond_signal(x->cond);
+        (void)LL_OPS(x->l)->requeue_wait(x->l, x->h->node, 0); /* our node is requeued: wait for its grant */
+    }
+    ll_cond_cancel_finish();
 }
 
 /* Steps 2-4 of the requeue wait (header); called with the inner mutex held
  * and L released.  Returns ENOTSUP (inner mutex still held, nothing changed:
  * wait the ordinary way), or the wait's result (inner mutex released, L
  * held again). */
-static int requeue_wait(struct posix_cond *pc, liblock_t *l, const struct timespec *abstime)
+static int requeue_wait(liblock_cond_t *cond, struct posix_cond *pc, liblock_t *l, const struct timespec *abstime)
 {
     const struct ll_ops *o = LL_OPS(l);
     ll_thread_t *self = ll_self_tls; /* set: the caller held L through the API */
@@ -174,7 +275,7 @@ static int requeue_wait(struct posix_cond *pc, liblock_t *l, const struct timesp
         ll_hold_pop(self, h);
         return ENOTSUP;
     }
-    struct rq_waiter w = {NULL, l, h->node, 1};
+    struct rq_waiter w = {NULL, l, h->node, 1, 0};
     if (pc->rq_tail)
         pc->rq_tail->next = &w;
     else
@@ -182,19 +283,17 @@ static int requeue_wait(struct posix_cond *pc, liblock_t *l, const struct timesp
     pc->rq_tail = &w;
     pc->waiters++;
     pthread_mutex_unlock(&pc->m);
-    if (o->requeue_wait(l, h->node, abstime ? mono_deadline(abstime) : 0) == ETIMEDOUT) {
+    uint64_t deadline = abstime ? mono_deadline(abstime) : 0;
+    struct rq_cancel x = {{rq_cancelled, NULL, NULL, 0}, cond, pc, l, &w, self, h};
+    x.c.arg = &x;
+    ll_cancel_tls = &x.c;
+    int rw = o->requeue_wait(l, h->node, deadline);
+    ll_cancel_tls = NULL;
+    if (rw == ETIMEDOUT) {
         pthread_mutex_lock(&pc->m);
         if (w.queued) {
             /* no signal took us: unlink (singly linked: find the predecessor) */
-            struct rq_waiter **pp = &pc->rq_head, *prev = NULL;
-            while (*pp != &w) {
-                prev = *pp;
-                pp = &(*pp)->next;
-            }
-            *pp = w.next;
-            if (pc->rq_tail == &w)
-                pc->rq_tail = prev;
-            pc->waiters--;
+            rq_unlink(pc, &w);
             pthread_mutex_unlock(&pc->m);
             ll_hold_pop(self, h);
             int r = reacquire_outer(l);
@@ -205,15 +304,14 @@ static int requeue_wait(struct posix_cond *pc, liblock_t *l, const struct timesp
          * consumed, so wait for the lock and report success */
         (void)o->requeue_wait(l, h->node, 0);
     }
-    pthread_mutex_lock(&pc->m);
-    pc->waiters--;
-    pthread_mutex_unlock(&pc->m);
+    /* (the signaller that took our record uncounted it: header, "Destroy") */
     if (LL_UNLIKELY(l->_stats != NULL))
         ll_fairness_note(l, self);
     return 0;
 }
 
-/* Under the inner mutex: take the list's head (or NULL). */
+/* Under the inner mutex: take the list's head (or NULL); its waiter is
+ * uncounted (header, "Destroy"). */
 static struct rq_waiter *rq_take(struct posix_cond *pc)
 {
     struct rq_waiter *w = pc->rq_head;
@@ -222,8 +320,25 @@ static struct rq_waiter *rq_take(struct posix_cond *pc)
         if (!pc->rq_head)
             pc->rq_tail = NULL;
         w->queued = 0;
+        pc->waiters--;
     }
     return w;
+}
+
+struct pc_cancel {
+    struct posix_cond *pc;
+    liblock_t *l;
+};
+
+/* A waiter cancelled in glibc's pthread_cond_wait (header): glibc has
+ * retaken the inner mutex. */
+static void pc_cancelled(void *arg)
+{
+    struct pc_cancel *x = arg;
+    pc_leave(x->pc, 0);
+    pthread_mutex_unlock(&x->pc->m);
+    reacquire_outer(x->l);
+    ll_cond_cancel_finish();
 }
 
 static int cond_wait_common(liblock_cond_t *cond, liblock_t *l, const struct timespec *abstime)
@@ -250,13 +365,17 @@ static int cond_wait_common(liblock_cond_t *cond, liblock_t *l, const struct tim
         return r;
     }
     if (o->requeue_prepare && !o->cond_release) {
-        int rq = requeue_wait(pc, l, abstime);
+        int rq = requeue_wait(cond, pc, l, abstime);
         if (rq != ENOTSUP)
             return rq; /* the inner mutex is no longer held */
     }
     pc->waiters++;
-    int w = abstime ? pthread_cond_timedwait(&pc->c, &pc->m, abstime) : pthread_cond_wait(&pc->c, &pc->m);
-    pc->waiters--;
+    struct pc_cancel x = {pc, l};
+    int w;
+    pthread_cleanup_push(pc_cancelled, &x);
+    w = abstime ? pthread_cond_timedwait(&pc->c, &pc->m, abstime) : pthread_cond_wait(&pc->c, &pc->m);
+    pthread_cleanup_pop(0);
+    pc_leave(pc, w == 0);
     pthread_mutex_unlock(&pc->m);
     r = reacquire_outer(l);
     if (r)
@@ -290,6 +409,8 @@ LL_EXPORT int liblock_cond_signal(liblock_cond_t *cond)
         return 0;
     }
     pthread_cond_signal(&pc->c);
+    if (pc->unblocked < pc->waiters)
+        pc->unblocked++;
     pthread_mutex_unlock(&pc->m);
     return 0;
 }
@@ -303,10 +424,14 @@ LL_EXPORT int liblock_cond_broadcast(liblock_cond_t *cond)
     struct posix_cond *pc = cond->_impl;
     pthread_mutex_lock(&pc->m);
     struct rq_waiter *all = pc->rq_head;
-    for (struct rq_waiter *w = all; w; w = w->next)
+    for (struct rq_waiter *w = all; w; w = w->next) {
         w->queued = 0;
+        w->by_broadcast = 1;
+        pc->waiters--;
+    }
     pc->rq_head = pc->rq_tail = NULL;
     pthread_cond_broadcast(&pc->c);
+    pc->unblocked = pc->waiters;
     pthread_mutex_unlock(&pc->m);
     /* Requeue in order, reading each record before requeueing it: its
      * waiter may be granted and return at once.  A record not yet requeued
@@ -327,10 +452,16 @@ LL_EXPORT int liblock_cond_destroy(liblock_cond_t *cond)
         return ll_cond_lifo_destroy(cond);
     struct posix_cond *pc = cond->_impl;
     pthread_mutex_lock(&pc->m);
+    while (pc->waiters && pc->waiters <= pc->unblocked) {
+        /* every waiter left was woken: let them leave (header, "Destroy") */
+        pthread_mutex_unlock(&pc->m);
+        ll_yield();
+        pthread_mutex_lock(&pc->m);
+    }
     unsigned waiting = pc->waiters;
     pthread_mutex_unlock(&pc->m);
     if (waiting)
-        return EBUSY; /* threads still wait: the condition is left intact */
+        return EBUSY; /* threads still blocked: the condition is left intact */
     pthread_cond_destroy(&pc->c);
     pthread_mutex_destroy(&pc->m);
     cond->_magic = 0;

@@ -17,8 +17,13 @@
  * record per waiting thread, on that thread's stack, whose 32-bit word the
  * thread waits on through the waiting-policy layer (spin-then-park:
  * ll_wait_while_until / ll_wake; bit 31 belongs to the policy).
- * `inside` counts threads between entering and leaving a wait, so destroy
- * can refuse (EBUSY) while anyone may still touch the object.
+ * `inside` counts threads between entering and leaving a wait: destroy
+ * refuses (EBUSY) while a waiter is still queued (blocked: destroying then
+ * is undefined in POSIX), and otherwise waits until every woken waiter has
+ * left (`drain`/`drained`: the last one to leave wakes it), so a condition
+ * variable or semaphore may be destroyed, and its memory freed, right after
+ * the broadcast or post that woke its last waiters, as POSIX allows and
+ * glibc does.  A thread that has left touches the object no more.
  *
  * Condition variable wait(c, L):
  *   1. under q: queue our record (append with probability P, else prepend),
@@ -43,6 +48,26 @@
  * whatever waits there now, which every waiter of this library tolerates.
  * Broadcast detaches the whole list under q, then wakes each record after
  * reading its successor (a woken record may vanish at once).
+ *
+ * Cancellation (pthread_cond_wait and sem_wait are cancellation points):
+ * step 3's sleep is cancellable (wait.c, "Cancellable sleeps"); the
+ * clean-up, run on the cancelled thread before it unwinds, under q: if our
+ * record is still queued, unqueue it -- nobody signalled us and nothing is
+ * owed; otherwise a signaller (or poster) dequeued it and owns its wake-up:
+ * wait until our word is 0 (as for a timeout), then pass the wake-up on:
+ * a condition wakes the head waiter in our place, a semaphore gives the
+ * unit back exactly as sem_post would (to the head waiter, else to the
+ * value).  Then leave, and a condition wait takes L again, so the cleanup
+ * handlers of the program run with the mutex held, as POSIX requires.
+ * No signal is lost to a cancelled waiter: a signal dequeues exactly one
+ * record, under q; that record's thread either returns from the wait
+ * (consuming it, as any woken waiter does) or, cancelled, finds itself
+ * dequeued under q and re-issues the signal to the current head, which is
+ * a waiter that was blocked when the signal came or arrived later (a
+ * waiter woken by it re-checks its predicate, as POSIX lets every waiter).
+ * A broadcast's record passes a wake-up on too: one spurious wake-up at
+ * most.  If nobody is queued the pass is dropped: no thread was blocked to
+ * receive it.
  *
  * Semaphore: value and waiter list.  wait: fast path CAS value -> value-1
  * while value > 0; otherwise, under q, re-check value and either take a
@@ -79,6 +104,8 @@ struct waiter {
 struct wq {
     _Atomic uint32_t q;    /* internal spin lock */
     unsigned inside;       /* under q */
+    unsigned drain;        /* under q: a destroyer waits on `drained` for inside to reach 0 */
+    _Atomic uint32_t drained; /* 0 while it waits; the last leaver's ll_wake (release) sets 1 */
     struct waiter *head, *tail;
     uint64_t append_threshold; /* append iff draw < threshold (unless always) */
     bool append_always;
@@ -182,27 +209,28 @@ static struct waiter *wq_pop_head(struct wq *w)
 
 static void wake(struct waiter *r) { ll_wake(&r->word, 0, WQ_POLICY); }
 
-/* CLOCK_REALTIME abstime -> CLOCK_MONOTONIC deadline in ns (never 0). */
+/* CLOCK_REALTIME abstime -> CLOCK_MONOTONIC deadline in ns (never 0).
+ * Saturating (ll_ts_diff_ns): a deadline centuries away stays in the
+ * future, one far in the past has passed. */
 static uint64_t deadline_of(const struct timespec *abstime)
 {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    int64_t rel = ((int64_t)abstime->tv_sec - (int64_t)now.tv_sec) * 1000000000ll +
-                  ((int64_t)abstime->tv_nsec - (int64_t)now.tv_nsec);
+    int64_t rel = ll_ts_diff_ns(abstime, &now);
     uint64_t d = ll_now_ns() + (rel > 0 ? (uint64_t)rel : 0);
     return d ? d : 1;
 }
 
 /* Wait for r to be woken or for the deadline; returns 0 if woken (a
- * signal / unit was consumed) or ETIMEDOUT (r is no longer queued). */
-static int wq_wait(struct wq *w, struct waiter *r, uint64_t deadline)
+ * signal / unit was consumed) or ETIMEDOUT (r is no longer queued).  The
+ * sleep is a cancellation point whose clean-up is cancel (header). */
+static int wq_wait(struct wq *w, struct waiter *r, uint64_t deadline, struct ll_cancel *cancel)
 {
     uint32_t out;
-    if (!deadline) {
-        ll_wait_while(&r->word, 1, WQ_POLICY);
-        return 0;
-    }
-    if (ll_wait_while_until(&r->word, 1, WQ_POLICY, deadline, &out) == 0)
+    ll_cancel_tls = cancel;
+    int e = ll_wait_while_until(&r->word, 1, WQ_POLICY, deadline, &out);
+    ll_cancel_tls = NULL;
+    if (e == 0)
         return 0;
     q_lock(w);
     int still = r->queued;
@@ -219,8 +247,83 @@ static int wq_wait(struct wq *w, struct waiter *r, uint64_t deadline)
 static void leave(struct wq *w)
 {
     q_lock(w);
-    w->inside--;
+    bool last = --w->inside == 0 && w->drain;
+    if (last)
+        w->drain = 0;
     q_unlock(w);
+    /* The destroyer frees the object only after it has seen `drained` change
+     * (this exchange); a futex_wake that follows on freed memory is the
+     * harmless spurious wake-up of wait.c's header. */
+    if (last)
+        ll_wake(&w->drained, 1, WQ_POLICY);
+}
+
+/* destroy: EBUSY while a waiter is queued; otherwise wait until every woken
+ * waiter has left (header). */
+static int wq_quiesce(struct wq *w)
+{
+    q_lock(w);
+    for (;;) {
+        if (w->head) {
+            q_unlock(w);
+            return EBUSY;
+        }
+        if (!w->inside) {
+            q_unlock(w);
+            return 0;
+        }
+        w->drain = 1;
+        atomic_store_explicit(&w->drained, 0, memory_order_relaxed); /* under q, before any leaver reads drain */
+        q_unlock(w);
+        ll_wait_while(&w->drained, 0, WQ_POLICY);
+        q_lock(w);
+    }
+}
+
+/* A cancelled waiter's share of the clean-up (header): 1 if a signaller or
+ * poster had dequeued r (its wake-up is then ours to pass on). */
+static bool withdraw(struct wq *w, struct waiter *r)
+{
+    q_lock(w);
+    bool still = r->queued;
+    if (still)
+        wq_remove(w, r);
+    q_unlock(w);
+    if (still)
+        return false;
+    ll_wait_while(&r->word, 1, LIBLOCK_WAIT_YIELD); /* the signaller is about to write it */
+    return true;
+}
+
+struct cancel_ctx {
+    struct ll_cancel c;
+    struct wq *w;
+    struct waiter *r;
+    liblock_t *l;         /* condition: the lock to take back */
+    struct lifo_sem *sem; /* semaphore */
+};
+
+static void sem_give(struct lifo_sem *s);
+
+static void cancelled(void *arg)
+{
+    struct cancel_ctx *x = arg;
+    if (withdraw(x->w, x->r)) {
+        if (x->sem) {
+            sem_give(x->sem);
+        } else {
+            q_lock(x->w);
+            struct waiter *p = wq_pop_head(x->w);
+            q_unlock(x->w);
+            if (p)
+                wake(p);
+        }
+    }
+    leave(x->w);
+    if (x->l) {
+        ll_cond_reacquire_outer(x->l);
+        ll_cond_cancel_finish();
+    }
 }
 
 /* ======================================================================
@@ -268,7 +371,9 @@ int ll_cond_lifo_wait(liblock_cond_t *cond, liblock_t *l, const struct timespec 
         leave(&c->wq);
         return e;
     }
-    int w = wq_wait(&c->wq, &r, deadline);
+    struct cancel_ctx x = {{cancelled, NULL, NULL, 0}, &c->wq, &r, l, NULL};
+    x.c.arg = &x;
+    int w = wq_wait(&c->wq, &r, deadline, &x.c);
     leave(&c->wq);
     e = ll_cond_reacquire_outer(l);
     if (e)
@@ -307,10 +412,7 @@ int ll_cond_lifo_broadcast(liblock_cond_t *cond)
 int ll_cond_lifo_destroy(liblock_cond_t *cond)
 {
     struct lifo_cond *c = cond->_impl;
-    q_lock(&c->wq);
-    unsigned inside = c->wq.inside;
-    q_unlock(&c->wq);
-    if (inside)
+    if (wq_quiesce(&c->wq))
         return EBUSY;
     cond->_magic = 0;
     return 0;
@@ -343,10 +445,7 @@ LL_EXPORT int liblock_sem_destroy(liblock_sem_t *sem)
     struct lifo_sem *s = sem_of(sem);
     if (!s)
         return EINVAL;
-    q_lock(&s->wq);
-    unsigned inside = s->wq.inside;
-    q_unlock(&s->wq);
-    if (inside)
+    if (wq_quiesce(&s->wq))
         return EBUSY;
     sem->_magic = 0;
     return 0;
@@ -387,7 +486,9 @@ static int sem_wait_common(struct lifo_sem *s, const struct timespec *abstime)
     wq_insert(&s->wq, &r, append);
     s->wq.inside++;
     q_unlock(&s->wq);
-    int w = wq_wait(&s->wq, &r, deadline);
+    struct cancel_ctx x = {{cancelled, NULL, NULL, 0}, &s->wq, &r, NULL, s};
+    x.c.arg = &x;
+    int w = wq_wait(&s->wq, &r, deadline, &x.c);
     leave(&s->wq);
     return w;
 }
@@ -404,6 +505,18 @@ LL_EXPORT int liblock_sem_timedwait(liblock_sem_t *sem, const struct timespec *a
     if (!s || !abstime || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)
         return EINVAL;
     return sem_wait_common(s, abstime);
+}
+
+/* A cancelled waiter's unit goes where a post would put it. */
+static void sem_give(struct lifo_sem *s)
+{
+    q_lock(&s->wq);
+    struct waiter *r = wq_pop_head(&s->wq);
+    if (!r && atomic_load_explicit(&s->value, memory_order_relaxed) < INT_MAX) /* (at INT_MAX, as post: EOVERFLOW) */
+        atomic_fetch_add_explicit(&s->value, 1, memory_order_acq_rel);
+    q_unlock(&s->wq);
+    if (r)
+        wake(r);
 }
 
 LL_EXPORT int liblock_sem_post(liblock_sem_t *sem)

@@ -33,7 +33,9 @@
 #include "../internal.h"
 
 __thread unsigned long ll_parks_tls __attribute__((tls_model("initial-exec")));
+__thread struct ll_cancel *ll_cancel_tls __attribute__((tls_model("initial-exec")));
 
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -310,6 +312,51 @@ static inline uint32_t load_acq(_Atomic uint32_t *w)
     return atomic_load_explicit(w, memory_order_acquire);
 }
 
+/* ---- cancellable sleeps ------------------------------------------------------------
+ * pthread_cond_wait and sem_wait are cancellation points: a thread cancelled
+ * while it sleeps there must act on the request at once.  The waits of
+ * cond.c and cond_lifo.c set ll_cancel_tls (internal.h) around themselves;
+ * a futex sleep under it then runs with asynchronous cancellation, inside a
+ * cleanup handler that calls the waiter's own clean-up (take the waiter out
+ * of its queue or pass on a wake-up it got, retake the user's mutex).  Only
+ * the system call runs asynchronously cancellable: everything between the
+ * two pthread_setcanceltype calls is the futex_wait and its errno
+ * bookkeeping, which a cancellation may cut at any instruction without
+ * leaving shared state half-changed -- the waiter's record, its word and
+ * the queue are exactly as they were before the sleep, and the clean-up
+ * reads them under the queue's own lock.  Switching to asynchronous
+ * cancellation with a request already pending acts on it at once, so a
+ * request made while the thread spun is acted on when it would sleep.
+ * Only sleeps on the first (word, value) slept on under one setting are
+ * cancellable: a wait that goes on to wait for something else (mcs's
+ * requeued waiter waiting for its grant, which is the mutex re-acquisition
+ * and no cancellation point in glibc either) is not cut there. */
+static void run_cancel_cleanup(void *arg)
+{
+    struct ll_cancel *c = arg;
+    ll_cancel_tls = NULL; /* the clean-up's own sleeps are ordinary ones */
+    c->fn(c->arg);
+}
+
+static __attribute__((noinline)) void futex_wait_cancellable(_Atomic uint32_t *w, uint32_t v, const struct timespec *rel)
+{
+    struct ll_cancel *c = ll_cancel_tls;
+    if (!c->word) {
+        c->word = w;
+        c->val = v;
+    }
+    if (c->word != w || c->val != v) {
+        ll_futex_wait(w, v | LL_PARKED, rel);
+        return;
+    }
+    int old = PTHREAD_CANCEL_DEFERRED;
+    pthread_cleanup_push(run_cancel_cleanup, c);
+    pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
+    ll_futex_wait(w, v | LL_PARKED, rel);
+    pthread_setcanceltype(old, NULL);
+    pthread_cleanup_pop(0);
+}
+
 /* Park until the value leaves v; deadline 0 = none.  Returns 0 or ETIMEDOUT.
  * announce: NULL, or the word a fast hand-over's waker reads (fastwake.c):
  * set it and fence before the first sleep; if the fence fails, yield until
@@ -350,7 +397,10 @@ static int park(_Atomic uint32_t *w, uint32_t v, uint64_t deadline_ns, uint32_t 
             relp = &rel;
         }
         ll_parks_tls++;
-        ll_futex_wait(w, v | LL_PARKED, relp);
+        if (LL_UNLIKELY(ll_cancel_tls != NULL))
+            futex_wait_cancellable(w, v, relp);
+        else
+            ll_futex_wait(w, v | LL_PARKED, relp);
     }
 }
 

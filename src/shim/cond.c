@@ -4,11 +4,85 @@
  * liblock_cond_t (or the generic protocol), a wait with a glibc mutex the
  * real glibc condvar, so mutexes of different algorithms (per-site
  * configuration) and glibc's can share one pthread_cond_t.
+ *
+ * The generic protocol (algorithms without LIBLOCK_PROP_COND, or
+ * LIBLOCK_COND_GENERIC) is src/core/cond.c's: the waiter takes an inner
+ * glibc mutex `im` before it releases our lock and sleeps on a glibc
+ * condvar with it; signallers take im around pthread_cond_signal, so none
+ * slips between the release and the sleep.  A process-shared condvar
+ * waited on with one of our (private) mutexes uses the same protocol on
+ * the program's own glibc condvar, with an inner mutex from a fixed array
+ * (pshared_im, indexed by the condvar's address: a process-shared condvar
+ * has no heap object of ours); its signallers in this process take that
+ * mutex once such a wait has happened (pshared_mixed).  Signallers in
+ * other processes do not, and need not: they cannot hold our private
+ * mutex, so nothing orders their signal against our release anyway (with
+ * glibc alone the same holds).
+ *
+ * Cancellation (pthread_cond_wait/timedwait/clockwait are cancellation
+ * points).  A pending request is acted on at entry, with the mutex still
+ * held.  A request made while the thread sleeps is acted on there: in the
+ * queue kinds by src/core/cond_lifo.c's cancellable sleep, in the glibc
+ * kind by glibc's wait inside src/core/cond.c, in the generic protocol by
+ * glibc's wait here; each clean-up passes on any wake-up the thread got
+ * (no signal is consumed: the argument is in those files and, for the
+ * glibc condvars, glibc's), leaves the condition's bookkeeping and retakes
+ * the program's mutex through its algorithm before the program's cleanup
+ * handlers run.  Our own bookkeeping after a wait (owner, recursion count,
+ * hold stack) is redone by lc_cancelled / gen_cancelled on that path; for
+ * the liblock_cond_t the core calls lc_cancelled through ll_cond_hook_tls
+ * (cond_lifo.h), so an ordinary wait pays two thread-local stores for it
+ * and no cleanup-handler registration.
+ *
+ * Destroy right after a broadcast: the woken waiters may not have left our
+ * bookkeeping yet; destroy waits for them (the core's destroy for the
+ * liblock_cond_t; here, yielding under im, for the generic protocol's
+ * gen_waiters, of which gen_unblocked were woken), and returns EBUSY only
+ * while a waiter is still blocked (undefined in POSIX; glibc would wait
+ * for ever).  glibc's own destroy of rc waits for the woken waiters of
+ * waits with glibc mutexes.
  */
 #include "shim.h"
+#include "../core/cond_lifo.h" /* ll_cond_hook_tls, ll_ts_diff_ns */
 
 static inline _Atomic uintptr_t *cptr(pthread_cond_t *c) { return (_Atomic uintptr_t *)(void *)&c->__data.__wseq; }
 static inline int cond_pshared(const pthread_cond_t *c) { return *(const volatile unsigned *)&c->__data.__wrefs & 1; }
+
+/* Process-shared condvars waited on with our mutexes (header). */
+#define PSHARED_IM 16
+static pthread_mutex_t pshared_im[PSHARED_IM] = {
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER};
+/* Set (seq_cst) by the first such wait before it takes its inner mutex and
+ * releases our lock; a signaller that changed the predicate under that lock
+ * took it after the release, so it reads 1 and takes the inner mutex too. */
+static _Atomic int pshared_mixed;
+
+static pthread_mutex_t *pshared_mutex(const pthread_cond_t *c)
+{
+    uintptr_t a = (uintptr_t)c;
+    return &pshared_im[(a >> 4 ^ a >> 10) % PSHARED_IM];
+}
+
+/* fork child: a pshared_im held by another thread of the parent is free. */
+void cond_fork_child(void)
+{
+    for (int i = 0; i < PSHARED_IM; i++)
+        R.mutex_init(&pshared_im[i], NULL);
+}
+
+static int pshared_signal(pthread_cond_t *c, int all)
+{
+    if (!atomic_load_explicit(&pshared_mixed, memory_order_relaxed))
+        return all ? R.cond_broadcast(c) : R.cond_signal(c);
+    pthread_mutex_t *im = pshared_mutex(c);
+    R.mutex_lock(im);
+    int r = all ? R.cond_broadcast(c) : R.cond_signal(c);
+    R.mutex_unlock(im);
+    return r;
+}
 
 static struct ip_cond *cond_new(clockid_t clock)
 {
@@ -99,6 +173,17 @@ LL_EXPORT int pthread_cond_destroy(pthread_cond_t *c)
     if (!p)
         return 0;
     struct ip_cond *n = (struct ip_cond *)p;
+    R.mutex_lock(&n->im);
+    while (n->gen_waiters && n->gen_waiters <= n->gen_unblocked) {
+        /* every generic-protocol waiter left was woken: let them leave (header) */
+        R.mutex_unlock(&n->im);
+        ll_yield();
+        R.mutex_lock(&n->im);
+    }
+    unsigned blocked = n->gen_waiters;
+    R.mutex_unlock(&n->im);
+    if (blocked)
+        return EBUSY; /* a waiter is still blocked: nothing changed */
     int r = liblock_cond_destroy(&n->lc);
     if (r)
         return r; /* EBUSY: waiters remain; nothing changed */
@@ -115,7 +200,7 @@ LL_EXPORT int pthread_cond_signal(pthread_cond_t *c)
     LL_KEEP_ERRNO;
     config_ensure();
     if (!cfg.active || cond_pshared(c))
-        return R.cond_signal(c);
+        return pshared_signal(c, 0);
     uintptr_t p = atomic_load_explicit(cptr(c), memory_order_acquire);
     if (!p)
         return 0; /* nobody has ever waited here */
@@ -125,6 +210,8 @@ LL_EXPORT int pthread_cond_signal(pthread_cond_t *c)
     if (atomic_load_explicit(&n->used_rc, memory_order_acquire)) {
         R.mutex_lock(&n->im);
         R.cond_signal(&n->rc);
+        if (n->gen_unblocked < n->gen_waiters)
+            n->gen_unblocked++;
         R.mutex_unlock(&n->im);
     }
     return 0;
@@ -135,7 +222,7 @@ LL_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
     LL_KEEP_ERRNO;
     config_ensure();
     if (!cfg.active || cond_pshared(c))
-        return R.cond_broadcast(c);
+        return pshared_signal(c, 1);
     uintptr_t p = atomic_load_explicit(cptr(c), memory_order_acquire);
     if (!p)
         return 0;
@@ -145,12 +232,15 @@ LL_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
     if (atomic_load_explicit(&n->used_rc, memory_order_acquire)) {
         R.mutex_lock(&n->im);
         R.cond_broadcast(&n->rc);
+        n->gen_unblocked = n->gen_waiters;
         R.mutex_unlock(&n->im);
     }
     return 0;
 }
 
-/* abstime on clock clk -> the same instant on CLOCK_REALTIME. */
+/* abstime on clock clk -> the same instant on CLOCK_REALTIME.  Saturating
+ * (ll_ts_diff_ns): a deadline centuries away stays centuries away (about
+ * 126 years: never reached), one far back becomes the epoch. */
 struct timespec to_realtime(clockid_t clk, const struct timespec *t)
 {
     if (clk == CLOCK_REALTIME)
@@ -158,8 +248,9 @@ struct timespec to_realtime(clockid_t clk, const struct timespec *t)
     struct timespec now_c, now_r;
     clock_gettime(clk, &now_c);
     clock_gettime(CLOCK_REALTIME, &now_r);
-    int64_t d = ((int64_t)t->tv_sec - now_c.tv_sec) * 1000000000ll + (t->tv_nsec - now_c.tv_nsec);
-    int64_t r = (int64_t)now_r.tv_sec * 1000000000ll + now_r.tv_nsec + d;
+    int64_t d = ll_ts_diff_ns(t, &now_c);
+    int64_t r = (int64_t)now_r.tv_sec * 1000000000ll + now_r.tv_nsec; /* < 2^63 - LL_FAR_NS until about 2130 */
+    r = d > 0 && r > INT64_MAX - d ? INT64_MAX : r + d;
     if (r < 0)
         r = 0;
     struct timespec out = {(time_t)(r / 1000000000ll), (long)(r % 1000000000ll)};
@@ -168,35 +259,154 @@ struct timespec to_realtime(clockid_t clk, const struct timespec *t)
 
 /* A wait on a real glibc condvar with a glibc mutex m; g: m's wrapper in
  * the profiler's glibc mode (NULL otherwise), whose owner/count are set
- * aside for the wait (another thread holds m meanwhile). */
+ * aside for the wait (another thread holds m meanwhile) and restored after
+ * it, also when the thread is cancelled there (glibc then retakes m). */
+struct glibc_restore {
+    struct ip_mutex *g;
+    pthread_mutex_t *m;
+    struct lp_tok *t;
+    uintptr_t owner;
+    unsigned count;
+    int normal;
+};
+
+static void glibc_restore(void *arg)
+{
+    struct glibc_restore *x = arg;
+    if (!x->normal) {
+        atomic_store_explicit(&x->g->owner, x->owner, memory_order_relaxed);
+        x->g->count = x->count;
+    }
+    lp_cond_end(x->t, x->g, x->m);
+}
+
+static int glibc_timed(pthread_cond_t *c, pthread_mutex_t *m, int has_clock, clockid_t clk, const struct timespec *abstime)
+{
+    return !abstime ? R.cond_wait(c, m) : has_clock ? R.cond_clockwait(c, m, clk, abstime) : R.cond_timedwait(c, m, abstime);
+}
+
 static int glibc_wait(pthread_cond_t *c, pthread_mutex_t *m, struct ip_mutex *g, int has_clock, clockid_t clk,
                       const struct timespec *abstime)
 {
     struct lp_tok t;
-    uintptr_t owner = 0;
-    unsigned count = 0;
-    int normal = g && g->type == PTHREAD_MUTEX_NORMAL; /* no owner of ours: glibc's (shim.h) */
+    struct glibc_restore x = {g, m, &t, 0, 0, g && g->type == PTHREAD_MUTEX_NORMAL}; /* NORMAL: no owner of ours */
     if (g) {
-        owner = atomic_load_explicit(&g->owner, memory_order_relaxed);
-        if (normal ? !lp_glibc_mine(m) : owner != self_tag())
+        x.owner = atomic_load_explicit(&g->owner, memory_order_relaxed);
+        if (x.normal ? !lp_glibc_mine(m) : x.owner != self_tag())
             g = NULL; /* not held by us: glibc answers (EPERM or undefined) */
     }
-    if (g) {
-        lp_cond_begin(&t, g);
-        if (!normal) {
-            count = g->count;
-            atomic_store_explicit(&g->owner, 0, memory_order_relaxed);
-        }
+    if (!g)
+        return glibc_timed(c, m, has_clock, clk, abstime);
+    lp_cond_begin(&t, g);
+    if (!x.normal) {
+        x.count = g->count;
+        atomic_store_explicit(&g->owner, 0, memory_order_relaxed);
     }
-    int r = !abstime ? R.cond_wait(c, m) : has_clock ? R.cond_clockwait(c, m, clk, abstime) : R.cond_timedwait(c, m, abstime);
-    if (g) {
-        if (!normal) {
-            atomic_store_explicit(&g->owner, owner, memory_order_relaxed);
-            g->count = count;
-        }
-        lp_cond_end(&t, g, m);
-    }
+    int r;
+    pthread_cleanup_push(glibc_restore, &x);
+    r = glibc_timed(c, m, has_clock, clk, abstime);
+    pthread_cleanup_pop(1);
     return r;
+}
+
+/* After a wait on the liblock_cond_t: the hold of the API layer goes back
+ * where our fast path keeps it; then the owner and count are ours again. */
+struct lc_after {
+    struct ll_cond_hook hook; /* for a cancelled wait (header) */
+    struct ip_mutex *w;
+    pthread_mutex_t *m;
+    ll_thread_t *self;
+    struct lp_tok *t;
+    uintptr_t me;
+    unsigned count;
+    int lent; /* 1: the holder's node lent, 2: a fresh hold pushed, 0: neither */
+};
+
+static void lc_after_wait(struct lc_after *x)
+{
+    struct ip_mutex *w = x->w;
+    if (x->lent == 1) {
+        reclaim_hold(x->self, w);
+    } else if (x->lent == 2) {
+        ll_hold_t *h = ll_hold_find(x->self, &w->lock);
+        if (h)
+            ll_hold_pop(x->self, h);
+    }
+    if (!IP_OWNERLESS(w))
+        atomic_store_explicit(&w->owner, x->me, memory_order_relaxed);
+    w->count = x->count;
+    lp_cond_end(x->t, w, x->m);
+}
+
+static void lc_cancelled(void *arg) { lc_after_wait(arg); }
+
+/* The generic protocol (header) on the glibc condvar rc with inner mutex
+ * im; n: the condvar's object (its waiter counts), NULL for a
+ * process-shared condvar. */
+struct gen_wait {
+    struct ip_mutex *w;
+    pthread_mutex_t *m, *im;
+    struct ip_cond *n;
+    struct lp_tok *t;
+    uintptr_t me;
+    unsigned count;
+};
+
+/* Under im: a generic waiter leaves (consumed: woken by a signal). */
+static void gen_leave(struct ip_cond *n, int consumed)
+{
+    if (!n)
+        return;
+    n->gen_waiters--;
+    if (consumed && n->gen_unblocked)
+        n->gen_unblocked--;
+    if (n->gen_unblocked > n->gen_waiters)
+        n->gen_unblocked = n->gen_waiters;
+}
+
+static void gen_relock(struct gen_wait *x)
+{
+    int r2;
+    while ((r2 = w_raw_lock(x->w)) == ENOMEM)
+        ll_yield();
+    (void)r2; /* cannot fail otherwise: we released it */
+    if (!IP_OWNERLESS(x->w))
+        atomic_store_explicit(&x->w->owner, x->me, memory_order_relaxed);
+    x->w->count = x->count;
+    lp_cond_end(x->t, x->w, x->m);
+}
+
+/* Cancelled in glibc's wait, which has retaken im (and consumed no signal). */
+static void gen_cancelled(void *arg)
+{
+    struct gen_wait *x = arg;
+    gen_leave(x->n, 0);
+    R.mutex_unlock(x->im);
+    gen_relock(x);
+}
+
+static int generic_wait(struct gen_wait *x, pthread_cond_t *rc, int has_clock, clockid_t clk,
+                        const struct timespec *abstime)
+{
+    R.mutex_lock(x->im);
+    if (x->n)
+        x->n->gen_waiters++;
+    atomic_store_explicit(&x->w->owner, 0, memory_order_relaxed);
+    int r = w_raw_unlock(x->w);
+    if (r) {
+        gen_leave(x->n, 0);
+        R.mutex_unlock(x->im);
+        if (!IP_OWNERLESS(x->w))
+            atomic_store_explicit(&x->w->owner, x->me, memory_order_relaxed);
+        return r;
+    }
+    pthread_cleanup_push(gen_cancelled, x);
+    r = glibc_timed(rc, x->im, has_clock, clk, abstime);
+    pthread_cleanup_pop(0);
+    gen_leave(x->n, r == 0);
+    R.mutex_unlock(x->im);
+    gen_relock(x);
+    return r == ETIMEDOUT || r == EINVAL ? r : 0;
 }
 
 /* The wait itself.  has_clock: clockwait (clk given) vs timedwait (the
@@ -206,30 +416,37 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
 {
     if (has_clock && clk != CLOCK_REALTIME && clk != CLOCK_MONOTONIC)
         return EINVAL;
+    if (has_clock && abstime && !R.cond_clockwait)
+        return EINVAL;
+    pthread_testcancel(); /* a cancellation point: a pending request is acted on with the mutex held */
     int err;
     struct ip_cond *n = cond_resolve(c, &err);
+    struct ip_mutex *w;
     if (!n) {
         if (err)
             return err;
-        struct ip_mutex *g = mutex_resolve(m);
-        if (g != NULL && !SHIM_GLIBC(g))
-            return EINVAL; /* glibc's condvar with one of our mutexes */
-        if (has_clock && abstime && !R.cond_clockwait)
+        w = mutex_resolve(m);
+        if (w == NULL || SHIM_GLIBC(w))
+            return glibc_wait(c, m, w, has_clock, clk, abstime);
+        /* a process-shared condvar (or ours out of reach) with one of our mutexes */
+        if (abstime && !ts_valid(abstime))
             return EINVAL;
-        return glibc_wait(c, m, g, has_clock, clk, abstime);
+        struct lp_tok t;
+        lp_cond_begin(&t, w);
+        uintptr_t me = self_tag();
+        if (w->type != PTHREAD_MUTEX_NORMAL && atomic_load_explicit(&w->owner, memory_order_relaxed) != me)
+            return EPERM;
+        atomic_store_explicit(&pshared_mixed, 1, memory_order_seq_cst); /* before our lock is released (above) */
+        struct gen_wait x = {w, m, pshared_mutex(c), NULL, &t, me, w->count};
+        return generic_wait(&x, c, has_clock, clk, abstime);
     }
     if (abstime && !ts_valid(abstime))
         return EINVAL;
-    struct ip_mutex *w = mutex_resolve(m);
+    w = mutex_resolve(m);
     if (!w || SHIM_GLIBC(w)) {
         /* glibc's mutex (robust, PI, a site left to glibc ...): wait on the real condvar. */
         atomic_store_explicit(&n->used_rc, 1, memory_order_seq_cst);
-        if (abstime && has_clock && clk != n->clock) {
-            if (!R.cond_clockwait)
-                return EINVAL;
-            return glibc_wait(&n->rc, m, w, 1, clk, abstime);
-        }
-        return glibc_wait(&n->rc, m, w, 0, 0, abstime); /* rc was made with the condvar's clock */
+        return glibc_wait(&n->rc, m, w, has_clock && abstime && clk != n->clock, clk, abstime); /* rc has the condvar's clock */
     }
     struct lp_tok t;
     lp_cond_begin(&t, w);
@@ -265,90 +482,40 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
             lent = 2;
         }
         atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+        struct lc_after x = {{lc_cancelled, NULL}, w, m, self, &t, me, count, lent};
+        x.hook.arg = &x;
+        ll_cond_hook_tls = &x.hook;
         if (abstime) {
             struct timespec rt = to_realtime(eff, abstime);
             r = liblock_cond_timedwait(&n->lc, &w->lock, &rt);
         } else {
             r = liblock_cond_wait(&n->lc, &w->lock);
         }
-        if (lent == 1) {
-            reclaim_hold(self, w);
-        } else if (lent == 2) {
-            ll_hold_t *h = ll_hold_find(self, &w->lock);
-            if (h)
-                ll_hold_pop(self, h);
-        }
-    } else {
-        /* Fallback protocol (as src/core/cond.c) for algorithms without
-         * LIBLOCK_PROP_COND: inner glibc mutex taken before our lock is
-         * released, so a signaller (which takes the inner mutex) cannot
-         * slip between our release and our sleep. */
-        atomic_store_explicit(&n->used_rc, 1, memory_order_seq_cst);
-        R.mutex_lock(&n->im);
-        atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
-        r = w_raw_unlock(w);
-        if (r) {
-            R.mutex_unlock(&n->im);
-            if (!IP_OWNERLESS(w))
-                atomic_store_explicit(&w->owner, me, memory_order_relaxed);
-            return r;
-        }
-        if (!abstime)
-            r = R.cond_wait(&n->rc, &n->im);
-        else if (eff == n->clock || !R.cond_clockwait)
-            r = R.cond_timedwait(&n->rc, &n->im, eff == n->clock ? abstime : &(struct timespec){0, 0});
-        else
-            r = R.cond_clockwait(&n->rc, &n->im, eff, abstime);
-        R.mutex_unlock(&n->im);
-        int r2;
-        while ((r2 = w_raw_lock(w)) == ENOMEM)
-            ll_yield();
-        if (r2)
-            r = r2;
-        else if (r != ETIMEDOUT)
-            r = 0;
+        ll_cond_hook_tls = NULL;
+        lc_after_wait(&x);
+        return r;
     }
-    if (!IP_OWNERLESS(w))
-        atomic_store_explicit(&w->owner, me, memory_order_relaxed);
-    w->count = count;
-    lp_cond_end(&t, w, m);
-    return r;
-}
-
-/* Cancellation: a glibc wait inside the liblock condvar would, if the
- * thread were cancelled there, unwind holding the condvar's inner mutex and
- * without our lock.  So cancellation is disabled during the wait and acted
- * on right after it, with the mutex held again - the state POSIX specifies
- * for cleanup handlers - at the cost that a cancel request does not by
- * itself end the wait (a signal, broadcast or timeout must). */
-static int cond_wait_cancel(pthread_cond_t *c, pthread_mutex_t *m, int has_clock, clockid_t clk,
-                            const struct timespec *abstime)
-{
-    int old;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-    int r = cond_wait_common(c, m, has_clock, clk, abstime);
-    pthread_setcancelstate(old, NULL);
-    if (old == PTHREAD_CANCEL_ENABLE)
-        pthread_testcancel();
-    return r;
+    atomic_store_explicit(&n->used_rc, 1, memory_order_seq_cst);
+    struct gen_wait x = {w, m, &n->im, n, &t, me, count};
+    return generic_wait(&x, &n->rc, has_clock && abstime && clk != n->clock, clk, abstime);
 }
 
 LL_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
     LL_KEEP_ERRNO;
-    return cond_wait_cancel(c, m, 0, 0, NULL);
+    return cond_wait_common(c, m, 0, 0, NULL);
 }
 
 LL_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime)
 {
     LL_KEEP_ERRNO;
-    return cond_wait_cancel(c, m, 0, 0, abstime);
+    return cond_wait_common(c, m, 0, 0, abstime);
 }
 
 LL_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk, const struct timespec *abstime)
 {
     LL_KEEP_ERRNO;
-    return cond_wait_cancel(c, m, 1, clk, abstime);
+    return cond_wait_common(c, m, 1, clk, abstime);
 }
 
 

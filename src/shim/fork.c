@@ -93,7 +93,9 @@ static void fork_child(void)
         R.cond_init(&n->rc, &ca);
         pthread_condattr_destroy(&ca);
         R.mutex_init(&n->im, NULL);
+        n->gen_waiters = n->gen_unblocked = 0;
     }
+    cond_fork_child();
     sem_fork_child();
     shim_to_glibc_fork_child();
     lp_fork_child();

@@ -23,9 +23,11 @@
  * Signals: a thread blocked in an interposed sem_wait is not interrupted by
  * a signal handler; the handler runs and the wait continues (never EINTR).
  * Cancellation: sem_wait/timedwait/clockwait act on a pending cancellation
- * request on entry; a request made while the thread is blocked takes effect
- * at its next cancellation point after a unit (or the timeout) ends the
- * wait, because cancelling inside the wait could lose a handed-off unit. */
+ * request on entry (as glibc's, even with a unit available); a thread
+ * cancelled while it sleeps is cancelled there, and a unit a post had
+ * already handed it goes on as a post would (src/core/cond_lifo.c,
+ * "Cancellation").  Destroy waits for woken waiters to leave and is EBUSY
+ * only while one is still queued. */
 #include "shim.h"
 #include "../core/cond_lifo.h" /* ll_sem_debug_queued, for tests */
 

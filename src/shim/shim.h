@@ -462,8 +462,10 @@ struct ip_cond {
     pthread_mutex_t im;                   /* real glibc mutex guarding rc in the fallback */
     clockid_t clock;
     _Atomic int used_lc, used_rc;
+    unsigned gen_waiters, gen_unblocked;  /* under im: the generic protocol's waiters, and those woken (cond.c) */
     struct ip_cond *prev, *next;
 };
+void cond_fork_child(void);
 
 /* ---- registry.c ------------------------------------------------------------------ */
 extern pthread_mutex_t shim_reg_mutex; /* real glibc mutex */
