@@ -28,7 +28,19 @@
 static liblock_server_t *srv;
 static int srv_cpu;
 static int rounds;
-static _Atomic long ebusy_exec, ebusy_lock, ebusy_mixed, total_cs;
+static _Atomic long ebusy_exec, ebusy_lock, ebusy_mixed, total_cs, errors;
+
+/* CHECK for the client threads (the harness's counters are not atomic):
+ * counted here, checked by the main thread after the join */
+#define EXPECT(cond, ...)                                                                   \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
+            atomic_fetch_add_explicit(&errors, 1, memory_order_relaxed);                    \
+            fprintf(stderr, "FAIL %s:%d [%s] %s: ", __FILE__, __LINE__, th_context, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                                   \
+            fputc('\n', stderr);                                                            \
+        }                                                                                   \
+    } while (0)
 
 static void *cs_inc(void *p)
 {
@@ -42,13 +54,13 @@ static void destroy_counted(liblock_t *l, _Atomic long *ebusy)
     int r = liblock_destroy(l);
     if (r == 0)
         return;
-    CHECK(r == EBUSY, "liblock_destroy = %d", r);
+    EXPECT(r == EBUSY, "liblock_destroy = %d", r);
     atomic_fetch_add_explicit(ebusy, 1, memory_order_relaxed);
     while (r == EBUSY) {
         sched_yield();
         r = liblock_destroy(l);
     }
-    CHECK_EQ(r, 0);
+    EXPECT(r == 0, "liblock_destroy = %d", r);
 }
 
 static const int policies[] = {LIBLOCK_WAIT_SPIN_THEN_PARK, LIBLOCK_WAIT_SPIN, LIBLOCK_WAIT_PARK,
@@ -66,33 +78,33 @@ static void *client(void *arg)
         liblock_attr_setwait(&a, policies[(i / 3) % 4]);
         liblock_t l;
         if (liblock_init(&l, "rcl", &a) != 0) {
-            CHECK(0, "liblock_init: %s", strerror(errno));
+            EXPECT(0, "liblock_init: %s", strerror(errno));
             break;
         }
         switch (i % 3) {
         case 0: /* execute, destroy */
-            CHECK(liblock_execute(&l, cs_inc, (void *)&count) == &count, "execute: %s", strerror(errno));
+            EXPECT(liblock_execute(&l, cs_inc, (void *)&count) == &count, "execute: %s", strerror(errno));
             done++;
             destroy_counted(&l, &ebusy_exec);
             break;
         case 1: /* lock, unlock, destroy */
-            CHECK_EQ(liblock_lock(&l), 0);
+            EXPECT(liblock_lock(&l) == 0, "lock");
             count++;
             done++;
-            CHECK_EQ(liblock_unlock(&l), 0);
+            EXPECT(liblock_unlock(&l) == 0, "unlock");
             destroy_counted(&l, &ebusy_lock);
             break;
         default: /* execute, lock, unlock, destroy */
-            CHECK(liblock_execute(&l, cs_inc, (void *)&count) == &count, "execute: %s", strerror(errno));
-            CHECK_EQ(liblock_lock(&l), 0);
+            EXPECT(liblock_execute(&l, cs_inc, (void *)&count) == &count, "execute: %s", strerror(errno));
+            EXPECT(liblock_lock(&l) == 0, "lock");
             count++;
             done += 2;
-            CHECK_EQ(liblock_unlock(&l), 0);
+            EXPECT(liblock_unlock(&l) == 0, "unlock");
             destroy_counted(&l, &ebusy_mixed);
             break;
         }
     }
-    CHECK_EQ(count, done);
+    EXPECT(count == done, "%ld sections counted, %ld done", (long)count, done);
     atomic_fetch_add_explicit(&total_cs, done, memory_order_relaxed);
     return NULL;
 }
@@ -121,6 +133,7 @@ static void phase(int degraded, int direct)
         atomic_store(&ebusy_lock, 0);
         atomic_store(&ebusy_mixed, 0);
         atomic_store(&total_cs, 0);
+        atomic_store(&errors, 0);
         pthread_t th[NCLIENTS];
         for (int i = 0; i < NCLIENTS; i++)
             CHECK_EQ(pthread_create(&th[i], NULL, client, NULL), 0);
@@ -131,6 +144,7 @@ static void phase(int degraded, int direct)
                "execute+lock/unlock %ld of %ld\n",
                ctx, atomic_load(&ebusy_exec), per * NCLIENTS, atomic_load(&ebusy_lock), per * NCLIENTS,
                atomic_load(&ebusy_mixed), per * NCLIENTS);
+        CHECK_EQ(atomic_load(&errors), 0);
         CHECK_EQ(atomic_load(&ebusy_exec), 0);
         CHECK_EQ(atomic_load(&ebusy_lock), 0);
         CHECK_EQ(atomic_load(&ebusy_mixed), 0);
@@ -151,7 +165,14 @@ int main(void)
     }
     srv_cpu = ncpus - 1;
     rounds = th_scale_small() ? 30000 : 300000; /* a multiple of 3 */
-    for (int degraded = 0; degraded < 2; degraded++)
+    int first = 0;
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+    /* sanitizer runtimes spin on their own locks without regard to
+     * priorities: their builds keep servers degraded (src/rcl/registry.c) */
+    th_skip("normal (SCHED_FIFO) servers under a sanitizer: degraded mode only");
+    first = 1;
+#endif
+    for (int degraded = first; degraded < 2; degraded++)
         for (int direct = 0; direct < 2; direct++)
             phase(degraded, direct);
     return th_report("test_rcl_destroy");
