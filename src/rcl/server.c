@@ -68,11 +68,11 @@
  * first request, reused after it exits; client.c); the overflow slot is
  * shared, under ovf_mutex, by threads that found every id taken (TRYLOCK
  * and UNLOCK requests only; client.c, "Client ids").  Client: write lock,
- * ctx, flags, then fn (release).  Server: read fn (acquire); run; write
- * ret, then clear fn (release; for a client that may park, followed by
- * the wake-up check of reply(), and a seq_cst exchange instead of the
- * store for a client that parks without the heavy barrier: client.c,
- * "Parking");
+ * ctx, flags, then fn (release).  Server: read fn (acquire); run; release
+ * the lock (I4); write ret, then clear fn (release; for a client that may
+ * park, followed by the wake-up check of reply(), and a seq_cst exchange
+ * instead of the store for a client that parks without the heavy barrier:
+ * client.c, "Parking");
  * the client's acquire load of fn == NULL makes ret and the CS's effects
  * visible.  The scan stops at the id watermark (1 + highest id in use),
  * then looks at the overflow slot.  After a scan that found nothing the
@@ -110,8 +110,14 @@
  *      threads preempt one another: page faults, the manager's elections).
  *      The claim lives in a server-private array, not in the client's line,
  *      so it costs no coherence traffic.
- * (I4) Completion order: ret, fn = NULL, then is_locked = 0, then busy = 0,
- *      then (a client that parked) the futex wake of its slot.
+ * (I4) Completion order: is_locked = 0 (and the thread's own bookkeeping:
+ *      in_cs = 0, n_free), then ret, fn = NULL (the reply), then busy = 0,
+ *      then (a client that parked) the futex wake of its slot.  Every
+ *      request (CS, LOCK/TRYLOCK grant, UNLOCK) leaves the lock word as
+ *      its caller will find it BEFORE the reply: once a caller has its
+ *      answer, the server does not touch the lock again for that request,
+ *      so liblock_destroy right after execute returned answers 0 and may
+ *      free the lock (serve_one says why the orderings suffice).
  *      A CS's effects are released to the next holder of L by the release
  *      store of is_locked (acquired by the next holder's CAS), and to
  *      the client by the release store (or seq_cst exchange) of fn.
@@ -321,12 +327,26 @@ static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, 
     void *ret = f(r->ctx);
     if (LL_UNLIKELY(ll_self_tls != NULL && ll_self_tls->nheld > depth))
         hand_over_holds(ll_self_tls, depth);
-    /* reply first: the bookkeeping below is off the client's critical path */
-    wake = reply(r, ret);
+    /* Everything the caller can observe about this section ends BEFORE the
+     * reply (I4): the hold, in_cs (liblock_server_stop) and the lock word
+     * (liblock_destroy answers EBUSY while it is nonzero).  The reply's
+     * release store (or seq_cst exchange) of fn comes after them in program
+     * order, so the caller's acquire load that sees fn == NULL also sees
+     * is_locked == 0 (or a later holder's value: then someone else holds
+     * the lock) and in_cs == 0.  Released after the reply, a caller that
+     * destroyed the lock as soon as execute returned got EBUSY, and the
+     * late store of 0 could land in a freed, or re-initialised and held,
+     * lock.  After the reply this thread touches only its claim (busy[],
+     * server-private) and the slot (parked, the futex), never the lock.
+     * The extra store before the reply goes to the lock's line, which this
+     * thread's CAS of rcl_take made exclusively its own at the start of
+     * the CS (a direct client polling the word meanwhile costs the reply
+     * one line transfer, which the old order paid right after it). */
     t->nheld--;
     rcl_add32(s, &s->n_free, 1);
     atomic_store_explicit(&me->in_cs, 0, memory_order_relaxed);
     atomic_store_explicit(&lk->is_locked, 0, memory_order_release);
+    wake = reply(r, ret);
     unclaim(s, i);
     if (wake)
         ll_futex_wake(&r->parked, 1);
