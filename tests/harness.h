@@ -189,6 +189,15 @@ static inline int th_wait_child(pid_t pid, unsigned seconds, const char *what)
     return WEXITSTATUS(st);
 }
 
+/* The interposer of the build a test program belongs to:
+ * BUILD/tests/test_x -> BUILD/lib/liblock-interpose.so, into lib. */
+static inline void th_interposer_path(const char *self, char *lib, size_t n)
+{
+    const char *slash = strrchr(self, '/');
+    int len = slash ? (int)(slash - self) : 1;
+    snprintf(lib, n, "%.*s/../lib/liblock-interpose.so", len, slash ? self : ".");
+}
+
 #define TH_SKIPPED 77
 
 /* A part of the test did not run; say why (tests/run.sh collects these). */

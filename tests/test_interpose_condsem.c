@@ -93,14 +93,8 @@ static const struct kind kinds[] = {
 
 static int driver(int argc, char **argv)
 {
-    char dir[4096], lib[4200];
-    snprintf(dir, sizeof dir, "%s", argv[0]);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = 0;
-    else
-        snprintf(dir, sizeof dir, ".");
-    snprintf(lib, sizeof lib, "%s/../lib/liblock-interpose.so", dir);
+    char lib[4200];
+    th_interposer_path(argv[0], lib, sizeof lib);
     const char *over = getenv("LIBLOCK_TEST_INTERPOSER"); /* another build's interposer (to show a failure) */
     char *real = realpath(over && *over ? over : lib, NULL);
     CHECK(real != NULL, "interposer not found at %s (run make)", lib);

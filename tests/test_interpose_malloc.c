@@ -153,14 +153,8 @@ int main(int argc, char **argv)
     if (getenv("LIBLOCK_INTERPOSE_TEST_CHILD"))
         return child();
     th_watchdog(300);
-    char lib[4200], dir[4096];
-    snprintf(dir, sizeof dir, "%s", argv[0]);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = 0;
-    else
-        snprintf(dir, sizeof dir, ".");
-    snprintf(lib, sizeof lib, "%s/../lib/liblock-interpose.so", dir);
+    char lib[4200];
+    th_interposer_path(argv[0], lib, sizeof lib);
     CHECK(access(lib, R_OK) == 0, "%s missing", lib);
     for (const char *const *a = liblock_algorithms(); *a; a++) {
         if (!th_selected(argc, argv, *a))

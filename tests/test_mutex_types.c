@@ -71,14 +71,8 @@ static int run_child(const char *prog, const char *lib, const char *algo, const 
 static int driver(int argc, char **argv)
 {
     static const char *const scenarios[] = {"types", "relock"};
-    char dir[4096], lib[4200];
-    snprintf(dir, sizeof dir, "%s", argv[0]);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = 0;
-    else
-        snprintf(dir, sizeof dir, ".");
-    snprintf(lib, sizeof lib, "%s/../lib/liblock-interpose.so", dir);
+    char lib[4200];
+    th_interposer_path(argv[0], lib, sizeof lib);
     const char *env_lib = getenv("LIBLOCK_TEST_INTERPOSER");
     char *real = realpath(env_lib && *env_lib ? env_lib : lib, NULL);
     CHECK(real != NULL, "interposer not found at %s (run make)", env_lib && *env_lib ? env_lib : lib);

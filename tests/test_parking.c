@@ -452,14 +452,8 @@ static int interposed_stray_child(void)
 
 static void interposed_stray_test(const char *self)
 {
-    char dir[4096], lib[4200];
-    snprintf(dir, sizeof dir, "%s", self);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = 0;
-    else
-        snprintf(dir, sizeof dir, ".");
-    snprintf(lib, sizeof lib, "%s/../lib/liblock-interpose.so", dir);
+    char lib[4200];
+    th_interposer_path(self, lib, sizeof lib);
     char *real = sanitized() ? NULL : realpath(lib, NULL);
     if (!real) {
         th_skip("interposed parking: no interposer at %s, or a sanitizer build", lib);
@@ -548,14 +542,8 @@ static int bb_child(int n)
 
 static void interposed_cond_test(const char *self)
 {
-    char dir[4096], lib[4200];
-    snprintf(dir, sizeof dir, "%s", self);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = 0;
-    else
-        snprintf(dir, sizeof dir, ".");
-    snprintf(lib, sizeof lib, "%s/../lib/liblock-interpose.so", dir);
+    char lib[4200];
+    th_interposer_path(self, lib, sizeof lib);
     char *real = sanitized() ? NULL : realpath(lib, NULL);
     if (!real) {
         th_skip("interposed condition variables: no interposer at %s, or a sanitizer build", lib);
