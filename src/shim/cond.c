@@ -319,6 +319,7 @@ struct lc_after {
     struct lp_tok *t;
     uintptr_t me;
     unsigned count;
+    uint64_t trk; /* w->trk before the wait (another holder rewrites it meanwhile) */
     int lent; /* 1: the holder's node lent, 2: a fresh hold pushed, 0: neither */
 };
 
@@ -335,6 +336,7 @@ static void lc_after_wait(struct lc_after *x)
     if (!IP_OWNERLESS(w))
         atomic_store_explicit(&w->owner, x->me, memory_order_relaxed);
     w->count = x->count;
+    w->trk = x->trk; /* the hold stays counted where it was (shim.h w_track_acquired) */
     lp_cond_end(x->t, w, x->m);
 }
 
@@ -350,6 +352,7 @@ struct gen_wait {
     struct lp_tok *t;
     uintptr_t me;
     unsigned count;
+    uint64_t trk; /* as in struct lc_after */
 };
 
 /* Under im: a generic waiter leaves (consumed: woken by a signal). */
@@ -373,6 +376,7 @@ static void gen_relock(struct gen_wait *x)
     if (!IP_OWNERLESS(x->w))
         atomic_store_explicit(&x->w->owner, x->me, memory_order_relaxed);
     x->w->count = x->count;
+    x->w->trk = x->trk;
     lp_cond_end(x->t, x->w, x->m);
 }
 
@@ -437,7 +441,7 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
         if (w->type != PTHREAD_MUTEX_NORMAL && atomic_load_explicit(&w->owner, memory_order_relaxed) != me)
             return EPERM;
         atomic_store_explicit(&pshared_mixed, 1, memory_order_seq_cst); /* before our lock is released (above) */
-        struct gen_wait x = {w, m, pshared_mutex(c), NULL, &t, me, w->count};
+        struct gen_wait x = {w, m, pshared_mutex(c), NULL, &t, me, w->count, w->trk};
         return generic_wait(&x, c, has_clock, clk, abstime);
     }
     if (abstime && !ts_valid(abstime))
@@ -482,7 +486,7 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
             lent = 2;
         }
         atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
-        struct lc_after x = {{lc_cancelled, NULL}, w, m, self, &t, me, count, lent};
+        struct lc_after x = {{lc_cancelled, NULL}, w, m, self, &t, me, count, w->trk, lent};
         x.hook.arg = &x;
         ll_cond_hook_tls = &x.hook;
         if (abstime) {
@@ -496,7 +500,7 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
         return r;
     }
     atomic_store_explicit(&n->used_rc, 1, memory_order_seq_cst);
-    struct gen_wait x = {w, m, &n->im, n, &t, me, count};
+    struct gen_wait x = {w, m, &n->im, n, &t, me, count, w->trk};
     return generic_wait(&x, &n->rc, has_clock && abstime && clk != n->clock, clk, abstime);
 }
 

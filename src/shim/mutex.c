@@ -99,8 +99,8 @@ LL_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
     return 0;
 }
 
-/* The uncontended paths.  A NORMAL mutex (not delegating, not tracked)
- * goes straight to its algorithm, by w->fast (mutex_set_fns):
+/* The uncontended paths.  A NORMAL mutex goes straight to its algorithm,
+ * by w->fast (mutex_set_fns):
  *  - IP_FAST_FN: node-less algorithm, through the function cached in the
  *    wrapper's first line;
  *  - IP_FAST_GLIBC: the posix algorithm: glibc's lock on the glibc
@@ -108,7 +108,9 @@ LL_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
  *    lock() (which counts waiters for destroy); glibc's unlock;
  *  - IP_FAST_NODE: queue lock, with the node cached in the thread's
  *    shim_tls block (wrapper.c, "per-thread nodes"); the record's free
- *    list only when none is cached.
+ *    list only when none is cached;
+ *  - IP_FAST_TRACK: a tracked one with nodes: IP_FAST_NODE's path plus
+ *    the hold count (below).
  * Other types go through w_lock/w_unlock.  The owner word is written by
  * the holder only (I2): after the acquire, before the release.  One
  * thread-local variable per call at most (shim_tls, for the node; the
@@ -167,6 +169,68 @@ static inline __attribute__((always_inline)) int node_unlock(struct ip_mutex *w)
         return r;
     }
     t->node = h;
+    return 0;
+}
+
+/* IP_FAST_TRACK: a tracked NORMAL mutex with per-hold nodes (a
+ * delegating algorithm's, or a queue lock's under a mixed configuration):
+ * what w_lock/w_unlock do for it, inline.  Lock: the rcl bind check, the
+ * algorithm's lock with the node cached in shim_tls, the holder's node in
+ * w->hold, the owner and count, then the hold counted in the thread record
+ * (shim.h w_track_acquired).  Unlock, in w_unlock's order: the owner
+ * cleared, trk read while the lock is still held (after the release a new
+ * holder may write it), the release, then the count decremented only if it
+ * is this thread's (another thread may unlock a NORMAL mutex).  Anything
+ * else - not bound yet, no cached node (nested holds, first use), a node
+ * already cached at unlock, no record - takes w_lock/w_unlock.
+ * A cached node implies shim_tls.rec == ll_self_tls (wrapper.c: rec is set
+ * from ll_self() and cleared by the exit hook, which runs while ll_self_tls
+ * still names the record), so rec is the record w_track_acquired and
+ * w_track_released would use.  Everything here is the caller's own
+ * thread-local state or wrapper fields covered by I2/I3: no new ordering. */
+static inline __attribute__((always_inline)) int track_lock(struct ip_mutex *w)
+{
+    struct shim_tls *t = &shim_tls;
+    ll_hold_t *h = t->node;
+    if (LL_UNLIKELY(!h || atomic_load_explicit(&w->bind, memory_order_relaxed)))
+        return w_lock(w);
+    t->node = NULL;
+    int r = w->lockfn(&w->lock, h->node);
+    if (LL_UNLIKELY(r)) {
+        t->node = h;
+        return r;
+    }
+    w->hold = h; /* the holder's node: read by whichever thread unlocks */
+    atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
+    w->count = 1;
+    ll_thread_t *s = t->rec;
+    s->shim_held++;
+    w->trk = s->serial;
+    return 0;
+}
+
+static inline __attribute__((always_inline)) int track_unlock(struct ip_mutex *w)
+{
+    struct shim_tls *t = &shim_tls;
+    ll_hold_t *h = w->hold;
+    if (LL_UNLIKELY(!h || t->node || !t->rec))
+        return w_unlock(w);
+    uintptr_t owner = atomic_load_explicit(&w->owner, memory_order_relaxed);
+    atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+    uint64_t trk = w->trk;
+    w->hold = NULL;
+    int r = w->unlockfn(&w->lock, h->node);
+    if (LL_UNLIKELY(r)) {
+        w->hold = h;
+        atomic_store_explicit(&w->owner, owner, memory_order_relaxed);
+        if (owner == self_tag())
+            w->count = 1;
+        return r;
+    }
+    t->node = h;
+    ll_thread_t *s = t->rec;
+    if (s->serial == trk && s->shim_held)
+        s->shim_held--;
     return 0;
 }
 
@@ -230,6 +294,9 @@ static inline __attribute__((always_inline)) int lock_at(pthread_mutex_t *m, voi
         case IP_FAST_NODE:
             r = node_lock(w);
             break;
+        case IP_FAST_TRACK:
+            r = track_lock(w);
+            break;
         default:
             r = w_lock(w);
             break;
@@ -270,6 +337,8 @@ static inline __attribute__((always_inline)) int unlock_at(pthread_mutex_t *m)
             return glibc_unlock(w);
         case IP_FAST_NODE:
             return node_unlock(w);
+        case IP_FAST_TRACK:
+            return track_unlock(w);
         default:
             return w_unlock(w);
         }
@@ -289,6 +358,8 @@ static __attribute__((noinline)) int lock_rest(pthread_mutex_t *m) { return lock
 static __attribute__((noinline)) int unlock_rest(pthread_mutex_t *m) { return unlock_at(m); }
 static __attribute__((noinline)) int node_lock_f(struct ip_mutex *w) { return node_lock(w); }
 static __attribute__((noinline)) int node_unlock_f(struct ip_mutex *w) { return node_unlock(w); }
+static __attribute__((noinline)) int track_lock_f(struct ip_mutex *w) { return track_lock(w); }
+static __attribute__((noinline)) int track_unlock_f(struct ip_mutex *w) { return track_unlock(w); }
 
 /* The entry points: the fast path is chosen from the tag of the pointer
  * word (shim.h), loaded with __kind from the mutex's own line; posix in
@@ -310,6 +381,8 @@ LL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
         return glibc_lock(w);
     if (tag == IP_FAST_NODE)
         return node_lock_f(w);
+    if (tag == IP_FAST_TRACK)
+        return track_lock_f(w);
     return lock_rest(m);
 }
 
@@ -323,6 +396,8 @@ LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
         return glibc_unlock(w);
     if (tag == IP_FAST_NODE)
         return node_unlock_f(w);
+    if (tag == IP_FAST_TRACK)
+        return track_unlock_f(w);
     return unlock_rest(m);
 }
 #else

@@ -361,7 +361,7 @@ struct lp_cs;
 struct ip_mutex {
     /* first cache line: everything the uncontended NORMAL path touches */
     liblock_t lock;
-    int (*lockfn)(liblock_t *, void *);   /* IP_FAST_FN and IP_FAST_NODE: the algorithm's lock */
+    int (*lockfn)(liblock_t *, void *);   /* IP_FAST_FN, _NODE, _TRACK: the algorithm's lock */
     int (*unlockfn)(liblock_t *, void *);
     _Atomic uintptr_t owner;              /* self_tag() of the holder, 0 when free */
     /* second line */
@@ -419,17 +419,22 @@ struct ip_mutex {
 _Static_assert(offsetof(struct ip_mutex, track) + sizeof(int) <= 2 * LL_CACHELINE, "lock path in line 1");
 #endif
 
-/* The fast path of a mutex, chosen by mutex_set_fns for a NORMAL mutex
- * that is not tracked (a delegating algorithm's always is):
- *  IP_FAST_FN     node-less algorithm: lockfn/unlockfn;
- *  IP_FAST_NODE   queue lock: lockfn/unlockfn with the thread's cached node;
- *  IP_FAST_GLIBC  the posix algorithm: glibc's lock/unlock called directly
- *                 on the glibc mutex its state begins with (src/locks/posix.c);
+/* The fast path of a mutex, chosen by mutex_set_fns for a NORMAL mutex:
+ *  IP_FAST_FN     node-less algorithm, not tracked: lockfn/unlockfn;
+ *  IP_FAST_NODE   queue lock, not tracked: lockfn/unlockfn with the
+ *                 thread's cached node;
+ *  IP_FAST_GLIBC  the posix algorithm, not tracked: glibc's lock/unlock
+ *                 called directly on the glibc mutex its state begins with
+ *                 (src/locks/posix.c);
+ *  IP_FAST_TRACK  tracked (w->track: a delegating algorithm's, or a mixed
+ *                 configuration's) with per-hold nodes: IP_FAST_NODE's path
+ *                 plus what w_lock/w_unlock add for it (the rcl bind check,
+ *                 owner and count, the hold counted in the thread record);
  *  IP_FAST_NONE   anything else: w_lock/w_unlock.
  * The value is also kept in the low bits of the mutex's pointer word (the
  * wrapper is cache-line aligned, so they are free), so that the entry
  * points choose the path from the one word they load anyway. */
-enum { IP_FAST_NONE = 0, IP_FAST_FN, IP_FAST_GLIBC, IP_FAST_NODE };
+enum { IP_FAST_NONE = 0, IP_FAST_FN, IP_FAST_GLIBC, IP_FAST_NODE, IP_FAST_TRACK };
 #define IP_TAG_MASK ((uintptr_t)(LL_CACHELINE - 1))
 /* The owner tag, in a forked child, of a RECURSIVE/ERRORCHECK mutex the
  * forking thread held (fork.c): no thread's tag (thread pointers are

@@ -40,16 +40,18 @@ void mutex_set_fns(struct ip_mutex *w)
     w->holds = w->api || o->node_size > 0;
     w->trylockfn = o->trylock;
     /* Holds a combining lock may ask about (ll_may_run_foreign) are counted
-     * in the thread record (shim.h w_track_acquired), so such a mutex takes
-     * the generic path: a delegating algorithm's, or any under a mixed
-     * configuration. */
+     * in the thread record (shim.h w_track_acquired): a delegating
+     * algorithm's, or any under a mixed configuration.  Such a NORMAL mutex
+     * with per-hold nodes takes IP_FAST_TRACK (mutex.c), a node-less one
+     * the generic path. */
     w->track = cfg.mixed || w->api;
-    int normal = !w->track && w->type == PTHREAD_MUTEX_NORMAL;
+    int normal = w->type == PTHREAD_MUTEX_NORMAL;
     w->fast = !normal                ? IP_FAST_NONE
+              : w->track             ? (w->holds ? IP_FAST_TRACK : IP_FAST_NONE)
               : w->holds             ? IP_FAST_NODE
               : o == &ll_ops_posix   ? IP_FAST_GLIBC
                                      : IP_FAST_FN;
-    int fn = w->fast == IP_FAST_FN || w->fast == IP_FAST_NODE;
+    int fn = w->fast == IP_FAST_FN || w->fast == IP_FAST_NODE || w->fast == IP_FAST_TRACK;
     w->lockfn = fn ? o->lock : NULL;
     w->unlockfn = fn ? o->unlock : NULL;
 }
@@ -84,6 +86,13 @@ void mutex_free(struct ip_mutex *w)
 
 /* For tests: wrappers currently allocated. */
 LL_EXPORT long liblock_interpose_debug_wrappers(void) { return atomic_load_explicit(&shim_live_wrappers, memory_order_relaxed); }
+/* For tests: the calling thread's count of tracked holds (shim.h
+ * w_track_acquired); -1 if it has no thread record. */
+LL_EXPORT long liblock_interpose_debug_held(void)
+{
+    ll_thread_t *s = ll_self_tls;
+    return s ? (long)s->shim_held : -1;
+}
 
 int kind_to_type(int kind)
 {
