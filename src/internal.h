@@ -162,6 +162,9 @@ long ll_env_long(const char *name, long dflt, long min, long max);
 double ll_env_double(const char *name, double dflt, double min, double max);
 /* One-line warning to stderr, printed at most once per key. */
 void ll_warn_once(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Read a small file (/proc, /sys) into buf with one read, NUL-terminated:
+ * the length read, or -1 (buf then holds ""). */
+long ll_read_file(const char *path, char *buf, size_t n);
 
 /* ======================================================================
  * waiting policies (src/core/wait.c)

@@ -199,15 +199,9 @@ static int live_threads(void);
  * one read, where a scan of /proc/self/task opens a file per thread. */
 static int process_threads(void)
 {
-    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
     char buf[4096];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
+    if (ll_read_file("/proc/self/status", buf, sizeof buf) < 0)
         return -1;
-    buf[n] = '\0';
     const char *p = strstr(buf, "\nThreads:");
     return p ? atoi(p + 9) : -1;
 }
@@ -301,14 +295,8 @@ static int live_threads(void)
             continue;
         char path[300], buf[512];
         snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
+        if (ll_read_file(path, buf, sizeof buf) < 0)
             continue; /* ended meanwhile */
-        ssize_t k = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (k <= 0)
-            continue;
-        buf[k] = '\0';
         const char *p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
         if (p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X')
             n++;

@@ -74,14 +74,9 @@ static int machine_key(char *buf, size_t n)
     struct utsname u;
     if (uname(&u) != 0)
         return -1;
-    char boot[64] = "";
-    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t k = read(fd, boot, sizeof boot - 1);
-        close(fd);
-        boot[k > 0 ? k : 0] = '\0';
-        boot[strcspn(boot, "\n")] = '\0';
-    }
+    char boot[64];
+    ll_read_file("/proc/sys/kernel/random/boot_id", boot, sizeof boot);
+    boot[strcspn(boot, "\n")] = '\0';
     int w = snprintf(buf, n, "%s|%s|%s|%s|%d", boot[0] ? boot : "noboot", u.release, u.version, u.machine,
                      ll_ncpus());
     if (w < 0 || (size_t)w >= n)

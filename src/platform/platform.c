@@ -314,13 +314,8 @@ static int many_nodes(void)
     if (LL_LIKELY(st))
         return st > 0;
     LL_KEEP_ERRNO;
-    char buf[64] = "";
-    int fd = open("/sys/devices/system/node/online", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t k = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        buf[k > 0 ? k : 0] = '\0';
-    }
+    char buf[64];
+    ll_read_file("/sys/devices/system/node/online", buf, sizeof buf);
     st = buf[0] && strcmp(buf, "0\n") != 0 && strcmp(buf, "0") != 0 ? 1 : -1;
     atomic_store_explicit(&many_nodes_state, st, memory_order_relaxed);
     return st > 0;
@@ -514,6 +509,24 @@ double ll_env_double(const char *name, double dflt, double min, double max)
 #define LL_WARN_KEYS 64
 static const char *warned_keys[LL_WARN_KEYS];
 static pthread_mutex_t warn_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+long ll_read_file(const char *path, char *buf, size_t n)
+{
+    if (n)
+        buf[0] = '\0';
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || n < 2) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    ssize_t k = read(fd, buf, n - 1);
+    close(fd);
+    if (k <= 0)
+        return -1;
+    buf[k] = '\0';
+    return k;
+}
 
 void ll_warn_once(const char *key, const char *fmt, ...)
 {
