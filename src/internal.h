@@ -494,4 +494,30 @@ extern const struct ll_ops *const ll_registry[]; /* generated, NULL-terminated *
 int ll_api_lock(liblock_t *l);
 int ll_api_unlock(liblock_t *l);
 
+/* For the delegating algorithms, whose thread-local "lock whose critical
+ * sections this thread runs now" (`running`) is kept by ll_cs_enter.
+ * ll_cs_held_by_caller: the caller runs a delegated section of l or holds l
+ * through lock(), so a nested execute() of l would wait for itself
+ * (EDEADLK).  ll_cs_cond_release: condition variables are for lock()
+ * holders only; a delegated section may be running on another thread (a
+ * combiner, a server), which must not sleep, so cond_wait there is EPERM.
+ * Both read only the calling thread's own state: no atomics. */
+static inline int ll_cs_held_by_caller(const liblock_t *running, const liblock_t *l)
+{
+    if (running == l)
+        return 1;
+    ll_thread_t *self = ll_self_tls;
+    return self && self->nheld && ll_hold_find(self, l);
+}
+
+static inline int ll_cs_cond_release(const liblock_t *running, liblock_t *l)
+{
+    if (running == l)
+        return EPERM;
+    ll_thread_t *self = ll_self_tls;
+    if (!self || !ll_hold_find(self, l))
+        return EPERM;
+    return ll_api_unlock(l);
+}
+
 #endif /* LIBLOCK_INTERNAL_H */

@@ -38,6 +38,10 @@
  *     queued request (change 6), so delegated requests are never run
  *     concurrently with a lock()/unlock() section.
  *
+ * The waiting, the orphan slot (change 5) and the combining pass are the
+ * shared skeleton (skeleton.h, with DSM-Synch and Oyama); this file keeps
+ * the free bit, the node migration and the enqueue.
+ *
  * Invariants: the tail always holds a node (tagged FREE iff no thread holds
  * the combiner role and none waits); exactly one thread holds the combiner
  * role while the tail is untagged; a node's request fields are written by its
@@ -119,23 +123,15 @@
  * which does not own the lock in the API's sense: cond_wait from it returns
  * EPERM instead of putting the combiner to sleep.
  */
-#include "internal.h"
-#include "locks/deferred_wake.h"
+#include "skeleton.h"
 
 #include <stdlib.h>
 
-enum { CCS_WAIT = 1, CCS_DONE = 2, CCS_COMBINE = 3, CCS_ORPHAN = 4 };
-enum { COMB_OWN = 0, COMB_OWN_DONE = 1, COMB_FOREIGN = 2 };
 #define CCS_AWAKE_NS 5000
 #define CCS_FREE ((uintptr_t)1)
 
 struct ccs_node {
-    _Atomic uint32_t state;
-    _Atomic(struct ccs_node *) next;
-    void *(*cs)(void *);
-    void *arg;
-    void *ret;
-    _Atomic uint64_t seen;       /* yield policy: last time the waiter checked in (cycles) */
+    struct ll_comb_node c;       /* first: the tail and next hold &c (skeleton.h) */
     struct ccs_node *spare_next; /* per-thread spare stack link */
 } __attribute__((aligned(LL_CACHELINE)));
 
@@ -146,16 +142,13 @@ struct ccs_lock {
     _Atomic unsigned max_pass;         /* statistics: longest pass seen */
     _Atomic unsigned long passes;
     _Atomic(struct ccs_node *) holder; /* lock()/trylock() holder's node, for tests */
-    _Atomic(struct ccs_node *) orphan; /* yield: combiner role left to any taker */
+    _Atomic(void *) orphan;            /* yield: combiner role left to any taker (skeleton.h 2.) */
 };
 
 struct ccs_hold {
     struct ccs_node *cur;
 };
 _Static_assert(sizeof(struct ccs_hold) <= LL_NODE_BYTES, "cc-synch hold too large");
-
-/* The request value that means "hand me the combiner role". */
-static void *ccs_lock_marker(void *arg) { return arg; }
 
 static __thread struct {
     struct ccs_node *spares;
@@ -228,95 +221,51 @@ static int ccs_destroy(liblock_t *l)
     return 0;
 }
 
-/* Is the owner of n (waiting on it) unlikely to be running?  Parked
- * (spin-then-park) or, with yield, not checked in for CCS_AWAKE_NS. */
-static inline int asleep(struct ccs_lock *s, struct ccs_node *n, int policy)
-{
-    return ll_waiter_asleep(&n->state, &n->seen, s->awake_cycles, policy);
-}
-
 static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, int mode, int foreign_ok);
 
-/* Wait for DONE or COMBINE on our node.  With yield, check in (publish the
- * time) before every yield so a combiner can tell we are being scheduled,
- * and take over an orphaned combiner role: our own node always; another
- * thread's only if foreign_ok (change 6). */
-static uint32_t wait_node(liblock_t *l, struct ccs_lock *s, struct ccs_node *n, int policy, int foreign_ok)
+/* Under yield: serve an orphaned node taken over from the slot (change 5). */
+static void serve_orphan(liblock_t *l, void *o)
 {
-    if (policy != LIBLOCK_WAIT_YIELD)
-        return ll_wait_while(&n->state, CCS_WAIT, policy);
-    for (;;) {
-        uint32_t v = atomic_load_explicit(&n->state, memory_order_acquire) & ~LL_PARKED;
-        if (v == CCS_DONE || v == CCS_COMBINE)
-            return v;
-        struct ccs_node *o = atomic_load_explicit(&s->orphan, memory_order_relaxed);
-        if (o && (o == n || foreign_ok) &&
-            atomic_compare_exchange_strong_explicit(&s->orphan, &o, NULL, memory_order_acq_rel,
-                                                    memory_order_relaxed)) {
-            if (o == n)
-                return CCS_COMBINE; /* our own request is next: combine as usual */
-            combine(l, s, o, COMB_FOREIGN, 1);
-            continue;
-        }
-        atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
-        ll_yield();
-    }
+    combine(l, LL_STATE(l, struct ccs_lock), o, LL_COMB_FOREIGN, 1);
 }
 
-/* Combining pass starting at `start`.  COMB_OWN: start is the combiner's
- * own node with its pending request.  COMB_OWN_DONE: the combiner's own
- * critical section already ran (unlock after lock): start from its
- * successor and count it as the first.  COMB_FOREIGN: start is an orphaned
- * node taken over with yield (change 5): run it and release its owner. */
+/* Wait for DONE or COMBINE on our node (skeleton.h 2.): with yield, check
+ * in before every yield so a combiner can tell we are being scheduled, and
+ * take over an orphaned combiner role: our own node always; another
+ * thread's only if foreign_ok (change 6). */
+static uint32_t wait_node(liblock_t *l, struct ccs_lock *s, struct ccs_node *n, int foreign_ok)
+{
+    return ll_comb_wait(l, &s->orphan, n, &n->c.state, &n->c.seen, foreign_ok, serve_orphan);
+}
+
+/* Combining pass starting at `start` (skeleton.h 3., LL_COMB_BY_NEXT: a
+ * node's request is published by its next).  LL_COMB_OWN: start is the
+ * combiner's own node with its pending request.  LL_COMB_OWN_DONE: the
+ * combiner's own critical section already ran (unlock after lock): start
+ * from its successor and count it as the first.  LL_COMB_FOREIGN: start is
+ * an orphaned node taken over with yield (change 5): run it and release
+ * its owner. */
 static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, int mode, int foreign_ok)
 {
-    struct ll_cs_scope scope = ll_cs_enter(&ccs_tls.combining, l);
-    int policy = l->_wait;
-    unsigned max = foreign_ok ? s->max_cs : 1, count = 0;
-    struct ccs_node *tmp = start, *next;
-    struct ll_deferred_wakes dw;
-    dw.n = 0;
-    if (mode == COMB_OWN_DONE) {
-        tmp = atomic_load_explicit(&start->next, memory_order_acquire); /* set by our lock() */
-        count = 1;
-    }
-    for (;;) {
-        next = atomic_load_explicit(&tmp->next, memory_order_acquire);
-        if (!next || (tmp != start && tmp->cs == ccs_lock_marker))
-            break;
-        if (count >= max && (!foreign_ok || count >= 2 * max || !asleep(s, tmp, policy)))
-            break;
-        tmp->ret = tmp->cs(tmp->arg);
-        count++;
-        if (tmp != start || mode == COMB_FOREIGN)
-            ll_wake_deferred(&dw, &tmp->state, CCS_DONE, policy);
-        tmp = next;
-    }
-    ll_cs_leave(&ccs_tls.combining, scope);
-    /* statistics (racy max is fine: only combiners write, one at a time) */
-    if (count > atomic_load_explicit(&s->max_pass, memory_order_relaxed))
-        atomic_store_explicit(&s->max_pass, count, memory_order_relaxed);
-    atomic_store_explicit(&s->passes, atomic_load_explicit(&s->passes, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-    if (!next) {
+    struct ll_comb_pass p;
+    ll_comb_queue_pass(l, &ccs_tls.combining, &p, &start->c, mode, foreign_ok ? s->max_cs : 1, foreign_ok,
+                       &s->awake_cycles, LL_COMB_BY_NEXT);
+    ll_comb_note_pass(&s->max_pass, &s->passes, p.count);
+    struct ll_comb_node *tmp = p.stop; /* not run; its owner waits on it */
+    if (!p.published) {
         uintptr_t expect = (uintptr_t)tmp;
         if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, (uintptr_t)tmp | CCS_FREE,
                                                     memory_order_release, memory_order_relaxed)) {
-            ll_wake_flush(&dw); /* queue empty: lock free */
+            ll_wake_flush(&p.dw); /* queue empty: lock free */
             return;
         }
         /* somebody swapped tmp out and waits on it: hand over */
-    } else if (policy == LIBLOCK_WAIT_YIELD && tmp->cs != ccs_lock_marker && asleep(s, tmp, policy)) {
-        /* tmp's owner looks descheduled: leave the role to whichever
-         * waiter runs first (state before slot: a taker may finish tmp at
-         * once and its DONE must not be overwritten) */
-        atomic_store_explicit(&tmp->state, CCS_ORPHAN, memory_order_release);
-        atomic_store_explicit(&s->orphan, tmp, memory_order_release);
-        ll_wake_flush(&dw);
+        ll_comb_queue_hand_over(l, &s->orphan, tmp, &p, 0, &s->awake_cycles);
         return;
     }
-    ll_wake(&tmp->state, CCS_COMBINE, policy);
-    ll_wake_flush(&dw);
+    /* tmp's owner waits; under yield, if it looks descheduled, leave the
+     * role to whichever waiter runs first (change 5) */
+    ll_comb_queue_hand_over(l, &s->orphan, tmp, &p, 1, &s->awake_cycles);
 }
 
 /* Enqueue with request (cs, arg); returns our node, and whether the lock was
@@ -326,30 +275,22 @@ static struct ccs_node *enqueue(struct ccs_lock *s, void *(*cs)(void *), void *a
     struct ccs_node *n = spare_pop();
     if (LL_UNLIKELY(!n))
         return NULL;
-    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
-    atomic_store_explicit(&n->state, CCS_WAIT, memory_order_relaxed);
+    atomic_store_explicit(&n->c.next, NULL, memory_order_relaxed);
+    atomic_store_explicit(&n->c.state, LL_COMB_WAIT, memory_order_relaxed);
     uintptr_t p = atomic_exchange_explicit(&s->tail, (uintptr_t)n, memory_order_acq_rel);
     struct ccs_node *cur = (struct ccs_node *)(p & ~CCS_FREE);
-    cur->cs = cs;
-    cur->arg = arg;
-    atomic_store_explicit(&cur->seen, ll_cycles(), memory_order_relaxed);
-    atomic_store_explicit(&cur->next, n, memory_order_release);
+    cur->c.cs = cs;
+    cur->c.arg = arg;
+    atomic_store_explicit(&cur->c.seen, ll_cycles(), memory_order_relaxed);
+    atomic_store_explicit(&cur->c.next, &n->c, memory_order_release);
     *was_free = (p & CCS_FREE) != 0;
     return cur;
-}
-
-static int held_by_caller(const liblock_t *l)
-{
-    if (ccs_tls.combining == l)
-        return 1;
-    ll_thread_t *self = ll_self_tls;
-    return self && self->nheld && ll_hold_find(self, l);
 }
 
 static void *ccs_execute(liblock_t *l, void *(*cs)(void *), void *arg)
 {
     struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
-    if (LL_UNLIKELY(held_by_caller(l))) {
+    if (LL_UNLIKELY(ll_cs_held_by_caller(ccs_tls.combining, l))) {
         errno = EDEADLK;
         return NULL;
     }
@@ -360,13 +301,13 @@ static void *ccs_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         return NULL;
     }
     int foreign_ok = ll_may_run_foreign(ll_self_tls);
-    if (!was_free && wait_node(l, s, cur, l->_wait, foreign_ok) == CCS_DONE) {
-        void *r = cur->ret;
+    if (!was_free && wait_node(l, s, cur, foreign_ok) == LL_COMB_DONE) {
+        void *r = cur->c.ret;
         spare_push(cur);
         return r;
     }
-    combine(l, s, cur, COMB_OWN, foreign_ok);
-    void *r = cur->ret;
+    combine(l, s, cur, LL_COMB_OWN, foreign_ok);
+    void *r = cur->c.ret;
     spare_push(cur);
     return r;
 }
@@ -377,11 +318,11 @@ static int ccs_lock(liblock_t *l, void *hold)
     if (ccs_tls.combining == l)
         return EDEADLK; /* called from a delegated CS of this lock */
     int was_free;
-    struct ccs_node *cur = enqueue(s, ccs_lock_marker, NULL, &was_free);
+    struct ccs_node *cur = enqueue(s, ll_comb_lock_marker, NULL, &was_free);
     if (LL_UNLIKELY(!cur))
         return ENOMEM;
     if (!was_free)
-        wait_node(l, s, cur, l->_wait, 0); /* a marker is never run: COMBINE */
+        wait_node(l, s, cur, 0); /* a marker is never run: COMBINE */
     ((struct ccs_hold *)hold)->cur = cur;
     atomic_store_explicit(&s->holder, cur, memory_order_relaxed);
     return 0;
@@ -398,17 +339,17 @@ static int ccs_trylock(liblock_t *l, void *hold)
     struct ccs_node *n = spare_pop();
     if (!n)
         return ENOMEM;
-    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
-    atomic_store_explicit(&n->state, CCS_WAIT, memory_order_relaxed);
+    atomic_store_explicit(&n->c.next, NULL, memory_order_relaxed);
+    atomic_store_explicit(&n->c.state, LL_COMB_WAIT, memory_order_relaxed);
     if (!atomic_compare_exchange_strong_explicit(&s->tail, &p, (uintptr_t)n, memory_order_acq_rel,
                                                  memory_order_relaxed)) {
         spare_push(n);
         return EBUSY;
     }
     struct ccs_node *cur = (struct ccs_node *)(p & ~CCS_FREE);
-    cur->cs = ccs_lock_marker;
-    cur->arg = NULL;
-    atomic_store_explicit(&cur->next, n, memory_order_release);
+    cur->c.cs = ll_comb_lock_marker;
+    cur->c.arg = NULL;
+    atomic_store_explicit(&cur->c.next, &n->c, memory_order_release);
     ((struct ccs_hold *)hold)->cur = cur;
     atomic_store_explicit(&s->holder, cur, memory_order_relaxed);
     return 0;
@@ -419,22 +360,14 @@ static int ccs_unlock(liblock_t *l, void *hold)
     struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
     struct ccs_node *cur = ((struct ccs_hold *)hold)->cur;
     atomic_store_explicit(&s->holder, NULL, memory_order_relaxed);
-    combine(l, s, cur, COMB_OWN_DONE, 0); /* never runs others' requests (change 6) */
+    combine(l, s, cur, LL_COMB_OWN_DONE, 0); /* never runs others' requests (change 6) */
     spare_push(cur);
     return 0;
 }
 
 /* Condition variables: allowed for lock() holders, refused inside a
  * delegated critical section (see the header). */
-static int ccs_cond_release(liblock_t *l)
-{
-    if (ccs_tls.combining == l)
-        return EPERM;
-    ll_thread_t *self = ll_self_tls;
-    if (!self || !ll_hold_find(self, l))
-        return EPERM;
-    return ll_api_unlock(l);
-}
+static int ccs_cond_release(liblock_t *l) { return ll_cs_cond_release(ccs_tls.combining, l); }
 
 static int ccs_cond_reacquire(liblock_t *l) { return ll_api_lock(l); }
 
@@ -457,9 +390,9 @@ long ll_ccsynch_debug_pending(liblock_t *l)
     if (!h)
         return -1;
     long n = 0;
-    struct ccs_node *t = atomic_load_explicit(&h->next, memory_order_acquire);
+    struct ll_comb_node *t = atomic_load_explicit(&h->c.next, memory_order_acquire);
     while (t) {
-        struct ccs_node *nx = atomic_load_explicit(&t->next, memory_order_acquire);
+        struct ll_comb_node *nx = atomic_load_explicit(&t->next, memory_order_acquire);
         if (!nx)
             break;
         n++;

@@ -66,6 +66,10 @@
  * the role to the next node's owner.  Under yield only such a thread, or
  * the node's owner, takes an orphaned role.
  *
+ * The waiting, the orphan slot and the combining pass are the shared
+ * skeleton (skeleton.h, with CC-Synch and Oyama); this file keeps the two
+ * nodes per thread, the nil tail and the wait for a late link.
+ *
  * Invariants: tail is nil iff no thread holds the combiner role and none
  * waits; exactly one combiner while the tail is non-nil; a node's request
  * is written before the swap that publishes it; after DONE/COMBINE is
@@ -101,19 +105,12 @@
  * EPERM (it may be running on the combiner, which must not sleep).
  */
 #include "thread_records.h"
-#include "locks/deferred_wake.h"
+#include "skeleton.h"
 
-enum { DSM_WAIT = 1, DSM_DONE = 2, DSM_COMBINE = 3, DSM_ORPHAN = 4 };
-enum { COMB_OWN = 0, COMB_OWN_DONE = 1, COMB_FOREIGN = 2 };
 #define DSM_AWAKE_NS 5000
 
 struct dsm_node {
-    _Atomic uint32_t state;
-    _Atomic(struct dsm_node *) next;
-    void *(*cs)(void *);
-    void *arg;
-    void *ret;
-    _Atomic uint64_t seen; /* yield policy: last time the waiter checked in (cycles) */
+    struct ll_comb_node c; /* first: the tail and next hold &c (skeleton.h) */
 } __attribute__((aligned(LL_CACHELINE)));
 
 struct dsm_rec {
@@ -123,22 +120,20 @@ struct dsm_rec {
 } __attribute__((aligned(LL_CACHELINE)));
 
 struct dsm_lock {
-    LL_ALIGNED _Atomic(struct dsm_node *) tail;
+    LL_ALIGNED _Atomic(struct ll_comb_node *) tail;
     LL_ALIGNED unsigned max_cs;
     uint64_t awake_cycles;
     _Atomic unsigned max_pass;
     _Atomic unsigned long passes;
     struct ll_trec_list recs;
     _Atomic(struct dsm_node *) holder; /* lock()/trylock() holder's node, for tests */
-    _Atomic(struct dsm_node *) orphan; /* yield: combiner role left to any taker */
+    _Atomic(void *) orphan;            /* yield: combiner role left to any taker (skeleton.h 2.) */
 };
 
 struct dsm_hold {
     struct dsm_node *my;
 };
 _Static_assert(sizeof(struct dsm_hold) <= LL_NODE_BYTES, "dsm-synch hold too large");
-
-static void *dsm_lock_marker(void *arg) { return arg; }
 
 static __thread struct ll_trec_tls dsm_tls;
 static __thread const liblock_t *dsm_combining;
@@ -166,97 +161,51 @@ static int dsm_destroy(liblock_t *l)
     return 0;
 }
 
-/* Is the owner of n (waiting on it) unlikely to be running?  Parked
- * (spin-then-park) or, with yield, not checked in for DSM_AWAKE_NS. */
-static inline int asleep(struct dsm_lock *s, struct dsm_node *n, int policy)
-{
-    return ll_waiter_asleep(&n->state, &n->seen, s->awake_cycles, policy);
-}
-
 static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, int mode, int foreign_ok);
 
-/* Wait for DONE or COMBINE on our node; with yield, check in before each
- * yield and take over an orphaned combiner role (as in cc-synch.c): our
- * own node always, another thread's only if foreign_ok. */
-static uint32_t wait_node(liblock_t *l, struct dsm_lock *s, struct dsm_node *n, int policy, int foreign_ok)
+/* Under yield: serve an orphaned node taken over from the slot. */
+static void serve_orphan(liblock_t *l, void *o)
 {
-    if (policy != LIBLOCK_WAIT_YIELD)
-        return ll_wait_while(&n->state, DSM_WAIT, policy);
-    for (;;) {
-        uint32_t v = atomic_load_explicit(&n->state, memory_order_acquire) & ~LL_PARKED;
-        if (v == DSM_DONE || v == DSM_COMBINE)
-            return v;
-        struct dsm_node *o = atomic_load_explicit(&s->orphan, memory_order_relaxed);
-        if (o && (o == n || foreign_ok) &&
-            atomic_compare_exchange_strong_explicit(&s->orphan, &o, NULL, memory_order_acq_rel,
-                                                    memory_order_relaxed)) {
-            if (o == n)
-                return DSM_COMBINE;
-            combine(l, s, o, COMB_FOREIGN, 1);
-            continue;
-        }
-        atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
-        ll_yield();
-    }
+    combine(l, LL_STATE(l, struct dsm_lock), o, LL_COMB_FOREIGN, 1);
 }
 
-/* Combining pass from `start`.  COMB_OWN: our node, request pending.
- * COMB_OWN_DONE: our critical section already ran (unlock after lock),
- * count it and start with the hand-over test.  COMB_FOREIGN: an orphaned
- * node taken over with yield: run it and release its owner. */
+/* Wait for DONE or COMBINE on our node; with yield, check in before each
+ * yield and take over an orphaned combiner role (skeleton.h 2.): our own
+ * node always, another thread's only if foreign_ok. */
+static uint32_t wait_node(liblock_t *l, struct dsm_lock *s, struct dsm_node *n, int foreign_ok)
+{
+    return ll_comb_wait(l, &s->orphan, n, &n->c.state, &n->c.seen, foreign_ok, serve_orphan);
+}
+
+/* Combining pass from `start` (skeleton.h 3., LL_COMB_BY_LINK: a node's
+ * request is published by its predecessor's link).  LL_COMB_OWN: our
+ * node, request pending.  LL_COMB_OWN_DONE: our critical section already
+ * ran (unlock after lock), count it and start with the hand-over test.
+ * LL_COMB_FOREIGN: an orphaned node taken over with yield: run it and
+ * release its owner. */
 static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, int mode, int foreign_ok)
 {
-    struct ll_cs_scope scope = ll_cs_enter(&dsm_combining, l);
-    int policy = l->_wait;
-    int step = policy == LIBLOCK_WAIT_YIELD ? LIBLOCK_WAIT_YIELD : LIBLOCK_WAIT_SPIN;
-    unsigned max = foreign_ok ? s->max_cs : 1, count = 0;
-    struct dsm_node *tmp = start, *next;
-    struct ll_deferred_wakes dw;
-    dw.n = 0;
-    int linked_late = 0;
-    if (mode == COMB_OWN_DONE)
-        count = 1;
-    else
-        goto run;
-    for (;;) {
-        next = atomic_load_explicit(&tmp->next, memory_order_acquire);
-        if (!next || next->cs == dsm_lock_marker)
-            break;
-        if (count >= max && (!foreign_ok || count >= 2 * max || !asleep(s, next, policy)))
-            break;
-        tmp = next;
-    run:
-        tmp->ret = tmp->cs(tmp->arg);
-        count++;
-        if (tmp != start || mode == COMB_FOREIGN)
-            ll_wake_deferred(&dw, &tmp->state, DSM_DONE, policy);
-    }
-    ll_cs_leave(&dsm_combining, scope);
-    if (count > atomic_load_explicit(&s->max_pass, memory_order_relaxed))
-        atomic_store_explicit(&s->max_pass, count, memory_order_relaxed);
-    atomic_store_explicit(&s->passes, atomic_load_explicit(&s->passes, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-    if (!next) {
-        struct dsm_node *expect = tmp;
+    struct ll_comb_pass p;
+    ll_comb_queue_pass(l, &dsm_combining, &p, &start->c, mode, foreign_ok ? s->max_cs : 1, foreign_ok,
+                       &s->awake_cycles, LL_COMB_BY_LINK);
+    ll_comb_note_pass(&s->max_pass, &s->passes, p.count);
+    if (!p.published) {
+        struct ll_comb_node *tmp = p.last, *expect = tmp, *next;
         if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
                                                     memory_order_relaxed)) {
-            ll_wake_flush(&dw);
+            ll_wake_flush(&p.dw);
             return;
         }
+        int step = l->_wait == LIBLOCK_WAIT_YIELD ? LIBLOCK_WAIT_YIELD : LIBLOCK_WAIT_SPIN;
         while (!(next = atomic_load_explicit(&tmp->next, memory_order_acquire)))
             ll_wait_step(step); /* a thread swapped tmp out and is linking itself */
-        linked_late = 1;        /* it is running: hand over to it */
+        /* No write to tmp here (see the header: that is the lost update). */
+        ll_comb_queue_hand_over(l, &s->orphan, next, &p, 0, &s->awake_cycles); /* it is running */
+        return;
     }
-    /* No write to tmp here (see the header: that is the lost update). */
-    if (!linked_late && policy == LIBLOCK_WAIT_YIELD && next->cs != dsm_lock_marker && asleep(s, next, policy)) {
-        /* next's owner looks descheduled: leave the role to whichever
-         * waiter runs first (state before slot, see cc-synch.c change 5) */
-        atomic_store_explicit(&next->state, DSM_ORPHAN, memory_order_release);
-        atomic_store_explicit(&s->orphan, next, memory_order_release);
-    } else {
-        ll_wake(&next->state, DSM_COMBINE, policy);
-    }
-    ll_wake_flush(&dw);
+    /* next's owner waits; under yield, if it looks descheduled, leave the
+     * role to whichever waiter runs first (cc-synch.c change 5) */
+    ll_comb_queue_hand_over(l, &s->orphan, p.stop, &p, 1, &s->awake_cycles);
 }
 
 static inline struct dsm_rec *my_rec(struct dsm_lock *s)
@@ -268,26 +217,18 @@ static inline struct dsm_node *prepare(struct dsm_rec *r, void *(*cs)(void *), v
 {
     r->toggle ^= 1;
     struct dsm_node *my = &r->nodes[r->toggle];
-    atomic_store_explicit(&my->state, DSM_WAIT, memory_order_relaxed);
-    atomic_store_explicit(&my->next, NULL, memory_order_relaxed);
-    my->cs = cs;
-    my->arg = arg;
-    atomic_store_explicit(&my->seen, ll_cycles(), memory_order_relaxed);
+    atomic_store_explicit(&my->c.state, LL_COMB_WAIT, memory_order_relaxed);
+    atomic_store_explicit(&my->c.next, NULL, memory_order_relaxed);
+    my->c.cs = cs;
+    my->c.arg = arg;
+    atomic_store_explicit(&my->c.seen, ll_cycles(), memory_order_relaxed);
     return my;
-}
-
-static int held_by_caller(const liblock_t *l)
-{
-    if (dsm_combining == l)
-        return 1;
-    ll_thread_t *self = ll_self_tls;
-    return self && self->nheld && ll_hold_find(self, l);
 }
 
 static void *dsm_execute(liblock_t *l, void *(*cs)(void *), void *arg)
 {
     struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
-    if (LL_UNLIKELY(held_by_caller(l))) {
+    if (LL_UNLIKELY(ll_cs_held_by_caller(dsm_combining, l))) {
         errno = EDEADLK;
         return NULL;
     }
@@ -298,14 +239,14 @@ static void *dsm_execute(liblock_t *l, void *(*cs)(void *), void *arg)
     }
     int foreign_ok = ll_may_run_foreign(ll_self_tls);
     struct dsm_node *my = prepare(r, cs, arg);
-    struct dsm_node *pred = atomic_exchange_explicit(&s->tail, my, memory_order_acq_rel);
+    struct ll_comb_node *pred = atomic_exchange_explicit(&s->tail, &my->c, memory_order_acq_rel);
     if (pred) {
-        atomic_store_explicit(&pred->next, my, memory_order_release);
-        if (wait_node(l, s, my, l->_wait, foreign_ok) == DSM_DONE)
-            return my->ret;
+        atomic_store_explicit(&pred->next, &my->c, memory_order_release);
+        if (wait_node(l, s, my, foreign_ok) == LL_COMB_DONE)
+            return my->c.ret;
     }
-    combine(l, s, my, COMB_OWN, foreign_ok);
-    return my->ret;
+    combine(l, s, my, LL_COMB_OWN, foreign_ok);
+    return my->c.ret;
 }
 
 static int dsm_lock(liblock_t *l, void *hold)
@@ -316,11 +257,11 @@ static int dsm_lock(liblock_t *l, void *hold)
     struct dsm_rec *r = my_rec(s);
     if (!r)
         return ENOMEM;
-    struct dsm_node *my = prepare(r, dsm_lock_marker, NULL);
-    struct dsm_node *pred = atomic_exchange_explicit(&s->tail, my, memory_order_acq_rel);
+    struct dsm_node *my = prepare(r, ll_comb_lock_marker, NULL);
+    struct ll_comb_node *pred = atomic_exchange_explicit(&s->tail, &my->c, memory_order_acq_rel);
     if (pred) {
-        atomic_store_explicit(&pred->next, my, memory_order_release);
-        wait_node(l, s, my, l->_wait, 0); /* a marker is never run: COMBINE */
+        atomic_store_explicit(&pred->next, &my->c, memory_order_release);
+        wait_node(l, s, my, 0); /* a marker is never run: COMBINE */
     }
     ((struct dsm_hold *)hold)->my = my;
     atomic_store_explicit(&s->holder, my, memory_order_relaxed);
@@ -335,9 +276,9 @@ static int dsm_trylock(liblock_t *l, void *hold)
     struct dsm_rec *r = my_rec(s);
     if (!r)
         return ENOMEM;
-    struct dsm_node *my = prepare(r, dsm_lock_marker, NULL);
-    struct dsm_node *expect = NULL;
-    if (!atomic_compare_exchange_strong_explicit(&s->tail, &expect, my, memory_order_acq_rel,
+    struct dsm_node *my = prepare(r, ll_comb_lock_marker, NULL);
+    struct ll_comb_node *expect = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&s->tail, &expect, &my->c, memory_order_acq_rel,
                                                  memory_order_relaxed)) {
         r->toggle ^= 1; /* nothing enqueued: undo the toggle */
         return EBUSY;
@@ -351,19 +292,11 @@ static int dsm_unlock(liblock_t *l, void *hold)
 {
     struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
     atomic_store_explicit(&s->holder, NULL, memory_order_relaxed);
-    combine(l, s, ((struct dsm_hold *)hold)->my, COMB_OWN_DONE, 0); /* runs no queued request */
+    combine(l, s, ((struct dsm_hold *)hold)->my, LL_COMB_OWN_DONE, 0); /* runs no queued request */
     return 0;
 }
 
-static int dsm_cond_release(liblock_t *l)
-{
-    if (dsm_combining == l)
-        return EPERM;
-    ll_thread_t *self = ll_self_tls;
-    if (!self || !ll_hold_find(self, l))
-        return EPERM;
-    return ll_api_unlock(l);
-}
+static int dsm_cond_release(liblock_t *l) { return ll_cs_cond_release(dsm_combining, l); }
 
 static int dsm_cond_reacquire(liblock_t *l) { return ll_api_lock(l); }
 
@@ -397,7 +330,7 @@ long ll_dsmsynch_debug_pending(liblock_t *l)
     if (!h)
         return -1;
     long n = 0;
-    for (struct dsm_node *t = atomic_load_explicit(&h->next, memory_order_acquire); t;
+    for (struct ll_comb_node *t = atomic_load_explicit(&h->c.next, memory_order_acquire); t;
          t = atomic_load_explicit(&t->next, memory_order_acquire))
         n++;
     return n;

@@ -73,7 +73,7 @@
  * EPERM (it may be running on the combiner, which must not sleep).
  */
 #include "thread_records.h"
-#include "locks/deferred_wake.h"
+#include "skeleton.h"
 #include "barge_sleep.h"
 
 struct fc_rec {
@@ -207,24 +207,13 @@ static void combine(liblock_t *l, struct fc_lock *s, unsigned own, struct ll_def
         }
     }
     ll_cs_leave(&fc_combining, scope);
-    if (served > atomic_load_explicit(&s->max_pass, memory_order_relaxed))
-        atomic_store_explicit(&s->max_pass, served, memory_order_relaxed);
-    atomic_store_explicit(&s->passes, atomic_load_explicit(&s->passes, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-}
-
-static int held_by_caller(const liblock_t *l)
-{
-    if (fc_combining == l)
-        return 1;
-    ll_thread_t *self = ll_self_tls;
-    return self && self->nheld && ll_hold_find(self, l);
+    ll_comb_note_pass(&s->max_pass, &s->passes, served);
 }
 
 static void *fc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
 {
     struct fc_lock *s = LL_STATE(l, struct fc_lock);
-    if (LL_UNLIKELY(held_by_caller(l))) {
+    if (LL_UNLIKELY(ll_cs_held_by_caller(fc_combining, l))) {
         errno = EDEADLK;
         return NULL;
     }
@@ -324,15 +313,7 @@ static int fc_unlock(liblock_t *l, void *hold)
     return 0;
 }
 
-static int fc_cond_release(liblock_t *l)
-{
-    if (fc_combining == l)
-        return EPERM;
-    ll_thread_t *self = ll_self_tls;
-    if (!self || !ll_hold_find(self, l))
-        return EPERM;
-    return ll_api_unlock(l);
-}
+static int fc_cond_release(liblock_t *l) { return ll_cs_cond_release(fc_combining, l); }
 
 static int fc_cond_reacquire(liblock_t *l) { return ll_api_lock(l); }
 

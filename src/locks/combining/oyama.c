@@ -102,6 +102,9 @@
  *     calls per insert (one thread: 1.63x -> 1.49x glibc; 8 threads:
  *     3.22x -> 2.87x, 5 rounds).
  *
+ * The waiting on the request word and the orphaned lock under yield are
+ * the shared skeleton of the combining locks (skeleton.h).
+ *
  * Parameter: MAX_COMBINER_CS, env LIBLOCK_OYAMA_MAX_COMBINER_CS (read at
  * liblock_init), default 3 x the number of online CPUs.  With
  * spin-then-park the futex wake-ups of served requesters are made at the
@@ -117,14 +120,14 @@
  * cond_wait from inside a critical section run through execute() returns
  * EPERM (it may be running on another thread, which must not sleep).
  */
-#include "internal.h"
+#include "skeleton.h"
 #include "barge_sleep.h"
-#include "locks/deferred_wake.h"
 
 #define OY_FREE ((uintptr_t)0)
 #define OY_LOCKED ((uintptr_t)1)
 
-enum { OY_WAIT = 1, OY_DONE = 2, OY_OWNER = 3, OY_ORPHAN = 4 };
+/* the request word of skeleton.h (OWNER: the lock is ours) */
+enum { OY_WAIT = LL_COMB_WAIT, OY_DONE = LL_COMB_DONE, OY_OWNER = LL_COMB_ROLE };
 #define OY_AWAKE_NS 5000
 #define OY_MAX_SKIPS 8
 #define OY_LOCK_PATIENCE 4
@@ -147,7 +150,7 @@ struct oy_lock {
     uint64_t awake_cycles;
     _Atomic unsigned max_pass;
     _Atomic unsigned long passes;
-    _Atomic(struct oy_req *) orphan; /* yield: lock left to any waiter */
+    _Atomic(void *) orphan;            /* yield: lock left to any waiter (skeleton.h 2.) */
     LL_ALIGNED struct barge_sleep ls;  /* where spin-then-park lock() callers sleep (change 7) */
     uint64_t spin_cycles;              /* spin budget of those callers */
 };
@@ -273,9 +276,8 @@ static void oy_release(liblock_t *l, struct oy_lock *s, struct oy_req *pending, 
                 n->rest = pending;
                 if (sleepy && policy == LIBLOCK_WAIT_YIELD) {
                     /* leave the lock to whichever waiter runs first
-                     * (state before slot, see cc-synch.c change 5) */
-                    atomic_store_explicit(&n->state, OY_ORPHAN, memory_order_release);
-                    atomic_store_explicit(&s->orphan, n, memory_order_release);
+                     * (skeleton.h 2.) */
+                    ll_comb_leave_orphan(&n->state, &s->orphan, n);
                 } else {
                     ll_wake(&n->state, OY_OWNER, policy);
                 }
@@ -296,40 +298,27 @@ static void oy_release(liblock_t *l, struct oy_lock *s, struct oy_req *pending, 
 out:
     barge_wake(&s->ls); /* after the seq_cst CAS that freed the word, or the hand-over (change 7) */
     ll_wake_flush(&dw);
-    if (served > atomic_load_explicit(&s->max_pass, memory_order_relaxed))
-        atomic_store_explicit(&s->max_pass, served, memory_order_relaxed);
-    atomic_store_explicit(&s->passes, atomic_load_explicit(&s->passes, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    ll_comb_note_pass(&s->max_pass, &s->passes, served);
+}
+
+/* Under yield, an orphaned lock taken over (another thread's request):
+ * run that request, release its owner and run the rest of its batch. */
+static void serve_orphan(liblock_t *l, void *orphan)
+{
+    struct oy_req *o = orphan;
+    struct oy_req *rest = o->rest; /* read o before releasing its owner */
+    o->ret = oy_run(l, o->cs, o->arg);
+    ll_wake(&o->state, OY_DONE, l->_wait);
+    oy_release(l, LL_STATE(l, struct oy_lock), rest, 1, 1);
 }
 
 /* Wait until our request ran (DONE) or we own the lock (OWNER).  With
- * yield, check in before each yield, and take over an orphaned lock: if it
- * is our own request, we own the lock; otherwise run that request, release
- * its owner and run the rest of its batch, then keep waiting for ours. */
+ * yield, check in before each yield, and take over an orphaned lock
+ * (skeleton.h 2.): if it is our own request, we own the lock; otherwise
+ * serve it (serve_orphan), then keep waiting for ours. */
 static uint32_t oy_wait(liblock_t *l, struct oy_lock *s, struct oy_req *n, int foreign_ok)
 {
-    int policy = l->_wait;
-    if (policy != LIBLOCK_WAIT_YIELD)
-        return ll_wait_while(&n->state, OY_WAIT, policy);
-    for (;;) {
-        uint32_t v = atomic_load_explicit(&n->state, memory_order_acquire) & ~LL_PARKED;
-        if (v == OY_DONE || v == OY_OWNER)
-            return v;
-        struct oy_req *o = atomic_load_explicit(&s->orphan, memory_order_relaxed);
-        if (o && (o == n || foreign_ok) &&
-            atomic_compare_exchange_strong_explicit(&s->orphan, &o, NULL, memory_order_acq_rel,
-                                                    memory_order_relaxed)) {
-            if (o == n)
-                return OY_OWNER;
-            struct oy_req *rest = o->rest; /* read o before releasing its owner */
-            o->ret = oy_run(l, o->cs, o->arg);
-            ll_wake(&o->state, OY_DONE, policy);
-            oy_release(l, s, rest, 1, 1);
-            continue;
-        }
-        atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
-        ll_yield();
-    }
+    return ll_comb_wait(l, &s->orphan, n, &n->state, &n->seen, foreign_ok, serve_orphan);
 }
 
 /* Take the lock or push `n`; returns 1 if we own the lock, 0 if pushed. */
@@ -450,15 +439,7 @@ static int oy_unlock(liblock_t *l, void *hold)
     return 0;
 }
 
-static int oy_cond_release(liblock_t *l)
-{
-    if (oy_combining == l)
-        return EPERM;
-    ll_thread_t *self = ll_self_tls;
-    if (!self || !ll_hold_find(self, l))
-        return EPERM;
-    return ll_api_unlock(l);
-}
+static int oy_cond_release(liblock_t *l) { return ll_cs_cond_release(oy_combining, l); }
 
 static int oy_cond_reacquire(liblock_t *l) { return ll_api_lock(l); }
 

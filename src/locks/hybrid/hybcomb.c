@@ -598,18 +598,10 @@ static void *combine(liblock_t *l, struct hc_lock *s, struct hc_node *mine, int 
     return ret;
 }
 
-static int held_by_caller(const liblock_t *l)
-{
-    if (hc_tls.combining == l)
-        return 1;
-    ll_thread_t *self = ll_self_tls;
-    return self && self->nheld && ll_hold_find(self, l);
-}
-
 static void *hc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
 {
     struct hc_lock *s = LL_STATE(l, struct hc_lock);
-    if (LL_UNLIKELY(held_by_caller(l))) {
+    if (LL_UNLIKELY(ll_cs_held_by_caller(hc_tls.combining, l))) {
         errno = EDEADLK;
         return NULL;
     }
@@ -713,15 +705,7 @@ static int hc_unlock(liblock_t *l, void *hold)
     return 0;
 }
 
-static int hc_cond_release(liblock_t *l)
-{
-    if (hc_tls.combining == l)
-        return EPERM;
-    ll_thread_t *self = ll_self_tls;
-    if (!self || !ll_hold_find(self, l))
-        return EPERM;
-    return ll_api_unlock(l);
-}
+static int hc_cond_release(liblock_t *l) { return ll_cs_cond_release(hc_tls.combining, l); }
 
 static int hc_cond_reacquire(liblock_t *l) { return ll_api_lock(l); }
 
