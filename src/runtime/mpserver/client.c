@@ -2,8 +2,8 @@
  * client.c - how an mp-server client waits for its reply: polling with the
  * fixed or adaptive back-off of seed 004 section 7.1.2, sleeping (spin-then-
  * park, park), and trylock's withdrawable wait.  The algorithm, invariants
- * (I4: sleeping clients and server) and memory-ordering argument are in the
- * header of src/locks/delegation/mp-server.c.
+ * (I4: sleeping clients and server) and memory-ordering argument are in
+ * mpserver.h.
  */
 #include "mpserver.h"
 

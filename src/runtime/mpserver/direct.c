@@ -2,14 +2,14 @@
  * direct.c - mp-server's direct mode: the lock word that lets a thread run
  * its own critical section when the server thread is not running (issue
  * 12, oversubscription).  Not in seed 004.  The algorithm, why it is
- * needed and when it applies are in the header of src/locks/delegation/mp-server.c
+ * needed and when it applies are in the header of mpserver.h
  * ("Direct mode"); this file has the lock word and the withdrawable wait.
  *
  * The lock word is mps_lock.locked, with bits (mpserver.h)
  *   MPS_W_HELD      held (by a client, or by the server for one pass);
- *   MPS_W_SERVER    the holder is the server thread (fork: mp-server.c);
+ *   MPS_W_SERVER    the holder is the server thread (fork: lifecycle.c);
  *   MPS_W_EXEC      the holder is a client running its own execute()
- *                   section (fork: mp-server.c);
+ *                   section (fork: lifecycle.c);
  *   MPS_W_SLEEPERS  clients may sleep on the word: the releaser wakes one.
  * Every write of it is a real atomic read-modify-write (it is written from
  * every CPU): acquire by CAS 0 -> HELD (client; |EXEC for its own
@@ -33,7 +33,7 @@
  * effects are visible to the next holder, whichever thread (client or
  * server) that is.  The server's streaming replies are drained (SFENCE)
  * before it releases the word, so a direct holder sees every write of the
- * sections the server ran (mp-server.c, "streaming mode").
+ * sections the server ran (mpserver.h, "streaming mode").
  *
  * Withdrawal: an EXEC request posted in direct mode carries the client's
  * PENDING word; the server claims it by CAS PENDING -> PENDING|CLAIM before
@@ -68,7 +68,7 @@ int ll_mps_word_trylock(struct mps_lock *s, uint32_t bits)
 }
 
 /* Acquire the word as a client: spin (spin-then-park: s->word_spin, by
- * default an eighth of the spin budget, see mp-server.c; yield:
+ * default an eighth of the spin budget, see mpserver.h; yield:
  * sched_yield between looks, never sleeps), then sleep on it. */
 void ll_mps_word_lock(struct mps_lock *s, int policy, uint32_t bits)
 {
@@ -152,7 +152,7 @@ int ll_mps_exec_wait(liblock_t *l, struct mps_lock *s, struct mps_slot *p, struc
             uint64_t now = ll_cycles();
             if (now - t0 > win)
                 break;
-            /* the Dekker half of I4 (mp-server.c) for a long window: a
+            /* the Dekker half of I4 (mpserver.h) for a long window: a
              * server that announced its sleep as we posted is woken */
             if (now - last_check > MPS_RECHECK) {
                 ll_mps_server_check_fenced(s);

@@ -1,8 +1,220 @@
 /*
- * mpserver.h - data shared by the mp-server algorithm's client side
- * (src/locks/delegation/mp-server.c: the ops table, requests, waiting) and its server
- * thread (src/runtime/mpserver/server.c).  The algorithm, its invariants and the
- * memory-ordering argument are in the header of src/locks/delegation/mp-server.c.
+ * mpserver.h - the mp-server runtime (src/locks/delegation/mp-server.c is
+ * its ops table): a dedicated server thread per lock runs every critical
+ * section, requested through one cache line per client, with the two x86
+ * optimisations of Petrovic's thesis: client back-off between polls and
+ * streaming-store (MOVNTI) replies.
+ *
+ * Source: seed 004 chapter 7 (section 7.1, Algorithm 5 "baseline delegation
+ * algorithm", and section 7.1.2 "Backoff with local spinning" and "Streaming
+ * stores"); digest 004 sections 8, 11 and 13.1.  Adaptive back-off is ours
+ * (the thesis tunes the delay by hand and leaves run-time adaptation as
+ * future work).  Files: src/locks/delegation/mp-server.c (the ops table);
+ * here, src/runtime/mpserver/: this header (the algorithm and the shared
+ * data), lock.c (the operations), request.c (posting a request),
+ * lifecycle.c (init, start-up, fork, destroy), server.c (the server
+ * thread), client.c (how a client waits), direct.c (direct mode's lock
+ * word).  docs/hybrid.md, "The optimised delegation server", says
+ * when to use it and why it is a separate algorithm and not RCL options.
+ *
+ * Algorithm 5, as here:
+ *   client i:  slot[i].{cs,arg} <- request; slot[i].resp <- PENDING;
+ *              slot[i].req <- seq<<2|op           (release: publishes the rest)
+ *              wait until slot[i].resp != PENDING (polling policy below)
+ *   server:    loop over the slots in index order (or a random permutation,
+ *              the thesis's control experiment): if slot[k].req differs from
+ *              the last request word served for k (server-private last[k]),
+ *              serve it and write the reply word.
+ * The request flag of Algorithm 5 is a sequence number here, so the server
+ * never writes a slot except for its reply: with streaming replies it never
+ * takes a client's line in M state (section 7.1.2's point).
+ *
+ * Operations (op field of the request word):
+ *   EXEC   run cs(arg) on the server thread, reply its return value;
+ *   LOCK   liblock_lock: grant when `locked` is 0 (set it), else leave the
+ *          request pending and look again at the next pass;
+ *   TRY    liblock_trylock: grant (set `locked`) or reply "busy" at once;
+ *   UNLOCK liblock_unlock: clear `locked`.  Asynchronous: the client posts
+ *          it and returns; its next request on this lock first waits for
+ *          the UNLOCK's reply (usually already in).  An unlock has returned
+ *          before the server serves it, so trylock treats a holder whose
+ *          UNLOCK is in flight as gone and waits for the server instead of
+ *          failing (held_for_real); lock and execute simply wait.  The
+ *          server publishes locked_by before setting `locked` and clears
+ *          `locked` before locked_by, so a reader that sees locked with
+ *          locked_by == -1 knows a release is under way.
+ * EXEC requests are not served while `locked` is set, so delegated critical
+ * sections and lock()/unlock() sections exclude one another; the server is
+ * the only thread that runs delegated sections and the only writer of
+ * `locked`, so it needs no atomic read-modify-write at all.
+ *
+ * Invariants:
+ *  I1 a slot has at most one outstanding request (its client posts only
+ *     when resp is not PENDING), and the server serves each request word
+ *     exactly once (it records it in last[k] before replying);
+ *  I2 `locked` is 1 exactly from the grant of a LOCK/TRY to the service of
+ *     the holder's UNLOCK; while it is 1 no EXEC and no other grant is
+ *     served: mutual exclusion between every kind of critical section;
+ *  I3 the slot scan is round-robin: a pending EXEC waits at most one pass
+ *     once the lock is free; a pending LOCK is overtaken only by requests
+ *     between the last UNLOCK's slot and its own in scan order, so each grant
+ *     moves the holder strictly closer to it: starvation-free (not FIFO);
+ *  I4 a client sleeps only after announcing it (parked=1, sleepers++); the
+ *     server looks for sleepers after every pass and, fenced, before it
+ *     sleeps itself; the server sleeps only after announcing it
+ *     (server_parked=1) and a fenced rescan; every posted request is followed
+ *     by a fenced read of server_parked before its client sleeps or, for an
+ *     UNLOCK (nobody waits for it), at once.
+ *
+ * Memory ordering (x86-TSO and C11):
+ *  - Request: cs/arg/resp=PENDING are stored before req (release); the
+ *    server's acquire load of req sees them.  TSO: stores are not reordered.
+ *  - Reply, normal mode: every store of the critical section, then resp
+ *    (release); the client's acquire load of resp sees them (C11
+ *    release/acquire; TSO: stores in order).  The next request of any client
+ *    is served by the same thread, after in program order.
+ *  - Reply, streaming mode: ONE MOVNTI of the word holding value and flag
+ *    (aligned 8-byte stores are single-copy atomic, so value and flag arrive
+ *    together; no fence, which is the point: the store drains from the
+ *    write-combining buffer while the server works on the next request).  A
+ *    MOVNTI may become visible BEFORE the ordinary stores that precede it,
+ *    so the client may see the reply before the critical section's writes.
+ *    That is harmless only while no thread but the server reads the
+ *    protected data: the thesis's condition ("data the server touches is
+ *    never accessed by another thread").  liblock keeps it true for lock()
+ *    holders by an SFENCE before every LOCK/TRY grant (the holder then sees
+ *    everything earlier critical sections wrote), and for the rare return
+ *    values >= 2^62 by an SFENCE between the out-of-line value and the word.
+ *    It cannot keep it for data the caller reads after execute() returns
+ *    (a pointer into memory the critical section just wrote) nor for data
+ *    another server writes (the two-lock queue): streaming is therefore off
+ *    by default and turned on per process with LIBLOCK_MPSERVER_STREAM=1.
+ *    The server also SFENCEs at its first empty pass after replying (so a
+ *    reply never waits in a write-combining buffer while it idles), before
+ *    it sleeps and when it stops.  C11 has no non-temporal store: it is
+ *    modelled as a relaxed store, correct only under the condition above.
+ *  - UNLOCK: the holder's critical-section stores precede its req
+ *    (release); the server's acquire of req precedes every later section.
+ *  - Sleeping client (I4): client: parked=1 (seq_cst exchange), sleepers++
+ *    (seq_cst), reload resp, futex_wait(parked, 1).  Server: after a pass,
+ *    a relaxed read of sleepers; if non-zero, for each slot whose parked is
+ *    1 and whose reply is in: exchange parked 1->0 and futex_wake.  The
+ *    relaxed read may miss a sleeper announced concurrently, but the server
+ *    reads again after the next pass, and before sleeping itself it runs a
+ *    seq_cst exchange (full fence, drains streaming stores) and a full
+ *    sweep: Dekker between (reply; fence; read parked) and (parked=1; fence;
+ *    read reply) -- one side sees the other.
+ *  - Sleeping server (I4): server: SFENCE; server_parked=1 (seq_cst
+ *    exchange); rescan the slots; futex_wait.  Client: after posting, a
+ *    relaxed read of server_parked (fast path: wake it if set); the Dekker
+ *    half is a seq_cst fence and a re-read, done before the client sleeps
+ *    and every ~2^16 cycles of polling, so a post that raced with the
+ *    server's announcement delays the reply by at most that long.
+ *
+ * Back-off (section 7.1.2): LIBLOCK_MPSERVER_BACKOFF=N waits N cycles
+ * (rdtsc) before each poll of the reply, so the client does not pull its
+ * line back to S while the server's prefetcher has it (the "spinning-
+ * prefetching collision").  LIBLOCK_MPSERVER_BACKOFF=adaptive learns, per
+ * client slot, the server's response time: first poll after est - est/8,
+ * then every est/8; a hit at the first poll lowers est by 1/16 (probe
+ * down), a miss moves it a quarter of the way to the measured time, by at
+ * most est/8 + 128 cycles (one slow reply must not set the next delays); a wait
+ * that ended asleep or went through sched_yield teaches nothing, and est
+ * stays below 20,000 cycles and half the spin phase (a preempted server
+ * must not teach clients to busy-wait for milliseconds).
+ * Applies to EXEC and TRY replies (LOCK waits for another holder: no
+ * learning).  Other options, read at liblock_init: LIBLOCK_MPSERVER_STRIDE
+ * (1 or 2 lines per slot: 2 defeats the adjacent-line prefetcher, as on the
+ * thesis's Xeon), LIBLOCK_MPSERVER_SHUFFLE=1 (random scan order: the control
+ * experiment), LIBLOCK_MPSERVER_CPU (pin the server thread).
+ *
+ * Delegation semantics (docs/api.md "Delegated critical sections"): a
+ * delegated section runs on the lock's server thread, which holds no lock
+ * and runs nothing else, so it may take other locks in its caller's order,
+ * signal and broadcast condition variables; liblock_lock/execute of the same
+ * lock inside it return EDEADLK, trylock EBUSY, cond_wait EPERM (it would
+ * stop the lock's only servicing thread).  Thread-local state is the server
+ * thread's.
+ * Oversubscription: the server spins one futex round trip
+ * (ll_spin_budget_cycles) with nothing to serve, then sleeps; clients poll
+ * (spin, yield) or poll then sleep (spin-then-park, default) or sleep at
+ * once (park).  With the explicit spin policy that is all (seed 004's
+ * dedicated-core configuration, unchanged), and so it is for a server
+ * pinned by LIBLOCK_MPSERVER_CPU (a core given to it: `liblock bench
+ * delegation` reproduces seed 004 so).  Otherwise the lock is in direct
+ * mode (below).
+ *
+ * Direct mode (ours, issue 12; src/runtime/mpserver/direct.c has the lock word and
+ * its no-lost-wake-up argument).  Why: delegation pays only while the
+ * server thread is on a CPU.  With more threads than CPUs it is an ordinary
+ * thread that the scheduler runs 1/(threads on its CPU) of the time; a
+ * request posted while it is off-CPU waits for it to be scheduled (or,
+ * asleep, for a cross-CPU futex wake-up, 25-35 us on the 2-CPU machine),
+ * and a client polling for the reply on the server's own CPU keeps it off.
+ * Measured before this mode (lockbench -d 100 -k 2, 2 CPUs): 0.05-0.11x
+ * posix at 8 threads, 0.01-0.04x at 32; and lock()/unlock() under the
+ * interposer cost a server round trip per lock (6 to >10x glibc on the
+ * application benchmark).  Raising the server's scheduling weight (nice
+ * -20) or making clients on the server's CPU yield brought lockbench to
+ * ~0.3x posix only: the cross-CPU round trip itself (~0.5-0.7 us here,
+ * 1.6-2 M requests/s even with dedicated CPUs) is slower than the section
+ * run locally by a thread that already has its lines, so the server must
+ * get out of the way when it cannot be on a CPU of its own.
+ * What: a lock word (mps_lock.locked, MPS_W_* bits) that every critical
+ * section holds, whichever thread runs it:
+ *   lock/trylock/unlock: a futex mutex on the word (CAS 0 -> HELD, spin as
+ *     the policy says -- spin-then-park: an eighth of the spin budget,
+ *     LIBLOCK_MPSERVER_WORD_SPIN_NS, because in this mode the holder is
+ *     often off its CPU: sqlite_threads 8 5000 under the interposer took
+ *     0.14 s with it, 0.19 s spinning the whole budget, lockbench no
+ *     different -- then sleep; unlock = exchange(0), wake one sleeper)
+ *     -- no request at all, like rcl's direct lock/unlock, and no server
+ *     thread either until the first execute (ensure_direct);
+ *   execute: if the server sleeps (server_parked) or last ran a pass on the
+ *     caller's CPU (server_cpu, so it is not running now), take the word and
+ *     run cs on the calling thread (ll_mps_serving set around it: EDEADLK
+ *     etc. as inside a delegated section); on the server's CPU with the
+ *     word taken, wait for the word; asleep with the word taken (contention)
+ *     post the request and wake the server.  Otherwise post the request; if
+ *     no reply within the window (LIBLOCK_MPSERVER_WINDOW_NS, default an
+ *     eighth of the spin budget: a running server answers in a pass), try
+ *     to withdraw it (CAS PENDING -> 0) and run cs under the word here.
+ *   server: takes the word (CAS 0 -> HELD|SERVER) at the first EXEC of a
+ *     pass, claims each request (CAS PENDING -> PENDING|CLAIM; a withdrawn
+ *     one is skipped), runs them, drops the word at the end of the pass.
+ *     If the word is held by a client it leaves the requests pending; if it
+ *     sleeps so, it announces server_parked = 2 and the word's next release
+ *     wakes it.
+ * Invariants in direct mode (in place of I2/I3): D1 every critical section
+ * (delegated, run by its caller, or between lock and unlock) runs while its
+ * thread holds the word, taken by a CAS from 0: mutual exclusion; D2 a
+ * request is run at most once and then replied to: claim and withdrawal
+ * are CASes from the same PENDING word (exactly one wins), the server runs
+ * only what it claimed, the client runs only what it withdrew; D3 a request
+ * left pending because the word was held is served after the word's next
+ * release (the server rescans every pass; asleep, it is woken, direct.c),
+ * unless its client has withdrawn it first (and then runs it itself).
+ * Fairness is the futex word's: barging, not starvation-free (a section
+ * posted to a running server is served in scan order as before; one whose
+ * client withdrew competes for the word like a lock() caller).  Thread-
+ * local state in a section that its caller runs itself is the caller's
+ * (allowed by docs/api.md: a delegated section "may run on another
+ * thread").  Cost when not oversubscribed: one CAS per pass and one per
+ * request on the server, ll_current_cpu per pass and per execute.
+ * LIBLOCK_MPSERVER_DIRECT=0 turns direct mode off (the request path for
+ * every policy, as before issue 12); =1 turns it on for a pinned server
+ * too (never for the spin policy).
+ * fork: the child has no server thread; the first request in the child
+ * (ll_mps_generation differs from the lock's) starts one, after applying
+ * the UNLOCKs still pending in the parent's slots and dropping other
+ * pending requests (their threads do not exist in the child).  A lock held
+ * by the forking thread stays held by it.  Direct mode: a word held by the
+ * parent's server (MPS_W_SERVER) or by a parent thread running its own
+ * execute() section (MPS_W_EXEC) is released in the child (fork_fixup, run
+ * by the child's first lock/trylock/execute through ensure_direct or
+ * ensure_server); a lock() holder other than the forking thread keeps it
+ * held, as with glibc.  exit: the server is not stopped,
+ * so exit handlers and other threads are served until the process ends.
  */
 #ifndef LIBLOCK_MPSERVER_H
 #define LIBLOCK_MPSERVER_H
@@ -124,14 +336,14 @@ int ll_mps_server_start(liblock_t *l, struct mps_lock *s); /* 0 or errno; caller
 void ll_mps_server_stop(struct mps_lock *s);               /* join; caller ensures gen is current */
 void ll_mps_wake_server(struct mps_lock *s);               /* if it sleeps */
 
-/* client.c: waiting for a reply (see mp-server.c) */
+/* client.c: waiting for a reply */
 void ll_mps_server_check_fenced(struct mps_lock *s);
 uint64_t ll_mps_wait_reply(liblock_t *l, struct mps_lock *s, struct mps_slot *p, struct mps_cpriv *cp, uint64_t t0,
                            int learn);
 int ll_mps_try_wait(liblock_t *l, struct mps_lock *s, struct mps_slot *p, struct mps_cpriv *cp, uint64_t t0,
                     uint64_t seq, uint64_t *out);
 
-/* direct.c: direct mode (the oversubscription path, see mp-server.c) */
+/* direct.c: direct mode (the oversubscription path, "Direct mode" above) */
 int ll_mps_direct_default(int policy, int pinned);
 int ll_mps_word_trylock(struct mps_lock *s, uint32_t bits);
 void ll_mps_word_lock(struct mps_lock *s, int policy, uint32_t bits); /* bits: 0 or MPS_W_EXEC */
@@ -144,6 +356,50 @@ int ll_mps_exec_wait(liblock_t *l, struct mps_lock *s, struct mps_slot *p, struc
 static inline struct mps_slot *mps_slot(struct mps_lock *s, struct mps_chunk *c, unsigned k)
 {
     return &c->slots[k * s->stride];
+}
+
+/* lock.c: the operations (the ops table's entries) */
+extern __thread const liblock_t *ll_mps_serving; /* lock whose sections this thread runs (ll_cs_enter) */
+void *ll_mps_execute(liblock_t *l, void *(*cs)(void *), void *arg);
+int ll_mps_lock_lock(liblock_t *l, void *node);
+int ll_mps_lock_trylock(liblock_t *l, void *node);
+int ll_mps_lock_unlock(liblock_t *l, void *node);
+int ll_mps_cond_release(liblock_t *l);
+int ll_mps_cond_reacquire(liblock_t *l);
+
+/* request.c: posting a request */
+#define MPS_WITHDRAWN (-1) /* ll_mps_request(): direct mode, the EXEC was withdrawn */
+struct mps_chunk *ll_mps_my_chunk(struct mps_lock *s, ll_thread_t *self, unsigned *k);
+int ll_mps_request(liblock_t *l, unsigned op, void *(*cs)(void *), void *arg, uint64_t *out);
+void ll_mps_settle_own(liblock_t *l, struct mps_lock *s);
+
+/* lifecycle.c: init, start-up, fork, destroy */
+int ll_mps_lock_init(liblock_t *l, const liblock_attr_t *attr);
+int ll_mps_lock_destroy(liblock_t *l);
+int ll_mps_thread_register(liblock_t *l);
+int ll_mps_ensure_server_slow(liblock_t *l, struct mps_lock *s, uint64_t g);
+
+/* Start the lock's server thread unless it runs in this process's
+ * generation (first request; in a forked child, after the fix-up). */
+static inline int ll_mps_ensure_server(liblock_t *l, struct mps_lock *s)
+{
+    uint64_t g = atomic_load_explicit(&ll_mps_generation, memory_order_relaxed);
+    if (LL_LIKELY(atomic_load_explicit(&s->gen, memory_order_acquire) == g))
+        return 0;
+    return ll_mps_ensure_server_slow(l, s, g);
+}
+
+/* Direct mode, lock/trylock: no server thread is needed (they send no
+ * request), so none is started -- a program under the interposer has
+ * many mutexes and runs execute() on none of them.  Only a forked child's
+ * copy of a lock whose server ran in the parent needs ll_mps_ensure_server's
+ * fix-up (the parent's server's or own-execute hold on the word). */
+static inline int ll_mps_ensure_direct(liblock_t *l, struct mps_lock *s)
+{
+    uint64_t cur = atomic_load_explicit(&s->gen, memory_order_acquire);
+    if (LL_LIKELY(cur == 0 || cur == atomic_load_explicit(&ll_mps_generation, memory_order_relaxed)))
+        return 0;
+    return ll_mps_ensure_server(l, s);
 }
 
 #endif /* LIBLOCK_MPSERVER_H */

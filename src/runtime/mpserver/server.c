@@ -1,8 +1,8 @@
 /*
  * server.c - the mp-server's server thread: scan the client slots, run
  * requests, reply, sleep when idle.  One thread per mp-server lock, started
- * on the lock's first request (src/locks/delegation/mp-server.c, whose header has the
- * algorithm, the invariants and the memory-ordering argument).
+ * on the lock's first request (lifecycle.c; mpserver.h has the algorithm,
+ * the invariants and the memory-ordering argument).
  */
 #include "mpserver.h"
 #include "platform/nt_store.h"
@@ -123,13 +123,13 @@ static inline int serve(liblock_t *l, struct mps_lock *s, struct mps_chunk *c, u
         c->last[k] = r;
         /* holder before flag, and flag before holder on release: a reader
          * that sees locked == 1 with locked_by == -1 knows a release is
-         * under way (mp-server.c, held_for_real) */
+         * under way (lock.c, held_for_real) */
         atomic_store_explicit(&s->locked_by, (int)i, memory_order_relaxed);
         atomic_store_explicit(&s->locked, 1, memory_order_release);
         reply(s, p, 1, 1);
         return 1;
     case MPS_TRY: {
-        /* The client may have withdrawn (see try_wait in mp-server.c):
+        /* The client may have withdrawn (see ll_mps_try_wait in client.c):
          * reply by CAS from this request's own PENDING word, and take the
          * lock only if that CAS wins. */
         c->last[k] = r;
@@ -361,4 +361,23 @@ void ll_mps_server_stop(struct mps_lock *s)
     atomic_store_explicit(&s->server_parked, 0, memory_order_seq_cst);
     ll_futex_wake(&s->server_parked, 1);
     pthread_join(s->thread, NULL);
+}
+
+extern const struct ll_ops ll_ops_mp_server;
+
+/* For the benchmark (bench/delegation.c, weak reference): server counters.
+ * batch = served / busy_passes is the thesis's "combining rate" analogue;
+ * busy_cycles / served the server's cycles per request while busy. */
+int ll_mpserver_debug_stats(liblock_t *l, uint64_t out[6])
+{
+    if (!l || l->_magic != LL_LOCK_MAGIC || LL_OPS(l) != &ll_ops_mp_server)
+        return EINVAL;
+    struct mps_lock *s = LL_STATE(l, struct mps_lock);
+    out[0] = atomic_load_explicit(&s->served, memory_order_relaxed);
+    out[1] = atomic_load_explicit(&s->passes, memory_order_relaxed);
+    out[2] = atomic_load_explicit(&s->busy_passes, memory_order_relaxed);
+    out[3] = atomic_load_explicit(&s->busy_cycles, memory_order_relaxed);
+    out[4] = atomic_load_explicit(&s->parks, memory_order_relaxed);
+    out[5] = (uint64_t)s->stream * 2 + (uint64_t)ll_nt_available();
+    return 0;
 }
