@@ -1,7 +1,8 @@
 # liblock build.  `make` builds into build/; `make test`; `make demo`;
 # `make install PREFIX=...`.  Sources are found by wildcard, so adding an
 # algorithm (src/locks/NAME.c), a test (tests/test_NAME.c) or a benchmark
-# program (bench/NAME.c) needs no change here.
+# program (bench/NAME.c, or bench/NAME/main.c with the other .c files of
+# bench/NAME/) needs no change here.
 
 CC       ?= cc
 CXX      ?= c++
@@ -64,6 +65,10 @@ TEST_CXX_SRCS := $(sort $(wildcard tests/test_*.cc))
 TEST_CXX_BINS := $(patsubst tests/%.cc,$(BUILD)/tests/%,$(TEST_CXX_SRCS))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bin/%,$(BENCH_SRCS))
+# A benchmark program of several files: bench/NAME/main.c and the other
+# bench/NAME/*.c, linked into $(BUILD)/bin/NAME.
+BENCH_DIRS := $(patsubst bench/%/main.c,%,$(sort $(wildcard bench/*/main.c)))
+BENCH_BINS += $(addprefix $(BUILD)/bin/,$(BENCH_DIRS))
 # The application benchmark's programs (bench/apps/): ordinary programs that
 # know nothing of liblock, run under glibc and under the interposer.  The
 # sqlite3 one needs Debian's libsqlite3-dev (scripts/deps.sh).
@@ -150,6 +155,13 @@ $(BUILD)/tests/%: tests/%.cc $(LIB_A)
 $(BUILD)/bin/%: bench/%.c $(LIB_A) $(wildcard bench/*.h bench/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -fvisibility=default -Ibench $< -o $@ $(LIB_A) $(LIBS)
+
+define BENCH_DIR_RULE
+$(BUILD)/bin/$(1): $(wildcard bench/$(1)/*.c bench/$(1)/*.h) $(LIB_A) $(wildcard bench/*.h)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS_ALL) -fvisibility=default -Ibench $(sort $(wildcard bench/$(1)/*.c)) -o $$@ $$(LIB_A) $$(LIBS)
+endef
+$(foreach d,$(BENCH_DIRS),$(eval $(call BENCH_DIR_RULE,$(d))))
 
 $(LOCKCOUNT_SO): bench/lockcount/lockcount.c
 	@mkdir -p $(dir $@)
