@@ -189,6 +189,55 @@ static inline int th_wait_child(pid_t pid, unsigned seconds, const char *what)
     return WEXITSTATUS(st);
 }
 
+/* Start prog in a child with the environment entries envs ("NAME=VALUE",
+ * NULL-terminated; NULL: none) added; stdout is flushed first so that the
+ * child does not repeat it.  Returns the child's pid (wait for it with
+ * th_wait_child), or -1 if fork failed. */
+static inline pid_t th_spawn(const char *prog, const char *const *envs)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (const char *const *e = envs; e && *e; e++)
+            putenv((char *)*e);
+        execl(prog, prog, (char *)NULL);
+        _exit(126);
+    }
+    return pid;
+}
+
+/* Whether thread tid of this process sleeps in the kernel ('S' in
+ * /proc/self/task/TID/stat): 1 yes, 0 no, -1 no such thread (it ended). */
+static inline int th_task_sleeping(pid_t tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] == 'S';
+}
+
+/* Section selector of a test made of named sections: whether section name
+ * runs (no arguments: every one; else those named), printing its name when
+ * it does, so that a watchdog failure shows which section hung. */
+static inline int th_section(int argc, char **argv, const char *name)
+{
+    int w = argc < 2;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            w = 1;
+    if (w) {
+        printf("  %s\n", name);
+        fflush(stdout);
+    }
+    return w;
+}
+
 /* The interposer of the build a test program belongs to:
  * BUILD/tests/test_x -> BUILD/lib/liblock-interpose.so, into lib. */
 static inline void th_interposer_path(const char *self, char *lib, size_t n)
