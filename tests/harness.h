@@ -247,6 +247,31 @@ static inline void th_interposer_path(const char *self, char *lib, size_t n)
     snprintf(lib, n, "%.*s/../lib/liblock-interpose.so", len, slash ? self : ".");
 }
 
+/* The interposer a test preloads: the one named by LIBLOCK_TEST_INTERPOSER
+ * (another build's, to show a test failing there), else the one of the
+ * test's own build (th_interposer_path).  Returns its real path (to free),
+ * or NULL after a failed check: the build always makes it. */
+static inline char *th_interposer(const char *self)
+{
+    char lib[4200];
+    const char *over = getenv("LIBLOCK_TEST_INTERPOSER");
+    if (over && *over)
+        snprintf(lib, sizeof lib, "%s", over);
+    else
+        th_interposer_path(self, lib, sizeof lib);
+    char *real = realpath(lib, NULL);
+    CHECK(real != NULL, "interposer not found at %s (run make)", lib);
+    return real;
+}
+
+/* Another program of the test's build: BUILD/tests/test_x -> BUILD/tests/name. */
+static inline void th_sibling_path(const char *self, const char *name, char *out, size_t n)
+{
+    const char *slash = strrchr(self, '/');
+    int len = slash ? (int)(slash - self) : 1;
+    snprintf(out, n, "%.*s/%s", len, slash ? self : ".", name);
+}
+
 #define TH_SKIPPED 77
 
 /* A part of the test did not run; say why (tests/run.sh collects these). */

@@ -145,6 +145,24 @@ static inline void parking_count_spawn(const char *what, const char *algo, int p
     parking_spawn(what, spec, spin_ns);
 }
 
+/* The start of a parking test's main.  In a re-executed child
+ * (LIBLOCK_PARKING_CHILD=spec): arms the child's watchdog and returns
+ * child(spec), its exit status.  In the test itself: records argv[0] for
+ * parking_spawn, arms the watchdog (seconds), turns the pure-spin warning
+ * off and returns -1. */
+static inline int parking_start(char **argv, unsigned seconds, int (*child)(const char *spec))
+{
+    const char *spec = getenv("LIBLOCK_PARKING_CHILD");
+    if (spec) {
+        th_watchdog(120);
+        return child(spec);
+    }
+    parking_self = argv[0];
+    th_watchdog(seconds);
+    setenv("LIBLOCK_WARN", "0", 1);
+    return -1;
+}
+
 /* ---- a held lock with parked waiters ---- */
 /* Initialise *l as algo under spin-then-park, take it, and start k threads
  * running fn(i), each only after the previous one sleeps in the kernel (its

@@ -25,14 +25,9 @@ static void *clh_trier(void *arg)
 
 int main(int argc, char **argv)
 {
-    const char *child = getenv("LIBLOCK_PARKING_CHILD");
-    if (child) {
-        th_watchdog(120);
-        return parking_count_child(child);
-    }
-    parking_self = argv[0];
-    th_watchdog(300);
-    setenv("LIBLOCK_WARN", "0", 1);
+    int rc = parking_start(argv, 300, parking_count_child);
+    if (rc >= 0)
+        return rc;
     static const int pols[] = {LIBLOCK_WAIT_SPIN, LIBLOCK_WAIT_SPIN_THEN_PARK};
     for (int p = 0; p < 2; p++) {
         th_context = p ? "clh trylock (spin-then-park)" : "clh trylock (spin)";

@@ -24,8 +24,12 @@ static void *fifo_waiter(void *arg)
     return NULL;
 }
 
-static int fifo_child(const char *algo)
+/* The child of spec "fifo:ALGO". */
+static int fifo_child(const char *spec)
 {
+    if (strncmp(spec, "fifo:", 5) != 0)
+        return 127;
+    const char *algo = spec + 5;
     enum { K = 8 };
     pthread_t th[K];
     if (parking_hold_with_sleepers(&fifo_lock, algo, K, th, fifo_waiter, fifo_tid))
@@ -43,14 +47,9 @@ static int fifo_child(const char *algo)
 
 int main(int argc, char **argv)
 {
-    const char *child = getenv("LIBLOCK_PARKING_CHILD");
-    if (child) {
-        th_watchdog(120);
-        return strncmp(child, "fifo:", 5) == 0 ? fifo_child(child + 5) : 127;
-    }
-    parking_self = argv[0];
-    th_watchdog(300);
-    setenv("LIBLOCK_WARN", "0", 1);
+    int rc = parking_start(argv, 300, fifo_child);
+    if (rc >= 0)
+        return rc;
     for (const char *const *a = liblock_algorithms(); *a; a++) {
         liblock_algorithm_info_t info;
         if (liblock_algorithm_info(*a, &info) || !(info.properties & LIBLOCK_PROP_FIFO) ||

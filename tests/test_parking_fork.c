@@ -42,8 +42,12 @@ static void *forkb_worker(void *arg)
     return NULL;
 }
 
-static int forkb_child(const char *algo)
+/* The child of spec "forkb:ALGO". */
+static int forkb_child(const char *spec)
 {
+    if (strncmp(spec, "forkb:", 6) != 0)
+        return 127;
+    const char *algo = spec + 6;
     enum { K = 4 };
     pthread_t th[K];
     if (parking_hold_with_sleepers(&forkb_lock, algo, K, th, forkb_sleeper, forkb_tid))
@@ -67,14 +71,9 @@ static int forkb_child(const char *algo)
 
 int main(int argc, char **argv)
 {
-    const char *child = getenv("LIBLOCK_PARKING_CHILD");
-    if (child) {
-        th_watchdog(120);
-        return strncmp(child, "forkb:", 6) == 0 ? forkb_child(child + 6) : 127;
-    }
-    parking_self = argv[0];
-    th_watchdog(300);
-    setenv("LIBLOCK_WARN", "0", 1);
+    int rc = parking_start(argv, 300, forkb_child);
+    if (rc >= 0)
+        return rc;
     static const char *const bargers[] = {"oyama", "hybcomb"};
     for (size_t i = 0; i < sizeof bargers / sizeof *bargers; i++) {
         char what[128], spec[96];

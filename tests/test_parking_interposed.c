@@ -103,6 +103,16 @@ static int bb_child(int n)
     return bb_sum == expect ? 0 : 1;
 }
 
+/* The children: specs "stray" and "bb:THREADS". */
+static int child(const char *spec)
+{
+    if (strcmp(spec, "stray") == 0)
+        return stray_child();
+    if (strncmp(spec, "bb:", 3) == 0)
+        return bb_child(atoi(spec + 3));
+    return 127;
+}
+
 /* ---- the parent ---- */
 /* This program under the interposer at lib with LIBLOCK_LOCK=algo and
  * LIBLOCK_PARKING_CHILD=spec; checks that it exits 0 within 60 s. */
@@ -121,26 +131,14 @@ static void run_interposed(const char *lib, const char *algo, const char *spec, 
 
 int main(int argc, char **argv)
 {
-    const char *child = getenv("LIBLOCK_PARKING_CHILD");
-    if (child) {
-        th_watchdog(120);
-        if (strcmp(child, "stray") == 0)
-            return stray_child();
-        if (strncmp(child, "bb:", 3) == 0)
-            return bb_child(atoi(child + 3));
-        return 127;
-    }
-    parking_self = argv[0];
-    th_watchdog(600);
-    setenv("LIBLOCK_WARN", "0", 1);
+    int rc = parking_start(argv, 600, child);
+    if (rc >= 0)
+        return rc;
     if (parking_sanitized()) {
         th_skip("the interposer cannot be preloaded into a sanitizer build");
         return TH_SKIPPED;
     }
-    char lib[4200];
-    th_interposer_path(argv[0], lib, sizeof lib);
-    char *real = realpath(lib, NULL);
-    CHECK(real != NULL, "interposer not found at %s (run make)", lib);
+    char *real = th_interposer(argv[0]);
     if (!real)
         return th_report("test_parking_interposed");
 

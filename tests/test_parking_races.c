@@ -11,14 +11,9 @@
 
 int main(int argc, char **argv)
 {
-    const char *child = getenv("LIBLOCK_PARKING_CHILD");
-    if (child) {
-        th_watchdog(120);
-        return parking_count_child(child);
-    }
-    parking_self = argv[0];
-    th_watchdog(600);
-    setenv("LIBLOCK_WARN", "0", 1);
+    int rc = parking_start(argv, 600, parking_count_child);
+    if (rc >= 0)
+        return rc;
     static const char *const parkers[] = {"spin", "ttas", "ticket", "clh", "mcs"};
     long per = th_scale_small() ? 1000 : 10000;
     for (size_t i = 0; i < sizeof parkers / sizeof *parkers; i++) {

@@ -21,9 +21,12 @@ static void *wl_waiter(void *arg)
     return NULL;
 }
 
-/* Child: three long pure-spin waits; stderr is checked by the parent. */
-static int warn_child(void)
+/* Child (spec "warn"): three long pure-spin waits; stderr is checked by
+ * the parent. */
+static int warn_child(const char *spec)
 {
+    if (strcmp(spec, "warn") != 0)
+        return 127;
     liblock_attr_t a;
     liblock_attr_init(&a);
     liblock_attr_setwait(&a, LIBLOCK_WAIT_SPIN);
@@ -45,12 +48,9 @@ static int warn_child(void)
 
 int main(int argc, char **argv)
 {
-    const char *child = getenv("LIBLOCK_PARKING_CHILD");
-    if (child) {
-        th_watchdog(120);
-        return strcmp(child, "warn") == 0 ? warn_child() : 127;
-    }
-    th_watchdog(120);
+    int rc = parking_start(argv, 120, warn_child);
+    if (rc >= 0)
+        return rc;
     for (int off = 0; off <= 1; off++) {
         th_context = off ? "pure-spin warning, LIBLOCK_WARN=0" : "pure-spin warning";
         int fd[2];
