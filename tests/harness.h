@@ -140,6 +140,17 @@ static inline int th_join_by(pthread_t th, uint64_t deadline_ns)
     return pthread_timedjoin_np(th, NULL, &ts);
 }
 
+/* Whether the list of names separated by spaces or commas contains name. */
+static inline int th_list_has(const char *list, const char *name)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save, *tok = strtok_r(buf, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save))
+        if (strcmp(tok, name) == 0)
+            return 1;
+    return 0;
+}
+
 /* Algorithm filter: argv names (or LIBLOCK_TEST_ALGOS="a b c"); none = all. */
 static inline int th_selected(int argc, char **argv, const char *name)
 {
@@ -152,14 +163,8 @@ static inline int th_selected(int argc, char **argv, const char *name)
             return 1;
     }
     const char *env = getenv("LIBLOCK_TEST_ALGOS");
-    if (!any && env && *env) {
-        char buf[1024];
-        snprintf(buf, sizeof buf, "%s", env);
-        for (char *save, *tok = strtok_r(buf, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save))
-            if (strcmp(tok, name) == 0)
-                return 1;
-        return 0;
-    }
+    if (!any && env && *env)
+        return th_list_has(env, name);
     return !any;
 }
 
@@ -262,6 +267,18 @@ static inline char *th_interposer(const char *self)
     char *real = realpath(lib, NULL);
     CHECK(real != NULL, "interposer not found at %s (run make)", lib);
     return real;
+}
+
+/* In a child about to run a program under the interposer: forget the
+ * interposer settings (lock, policy, condition and semaphore kinds) it may
+ * have inherited, so that only those the test sets apply. */
+static inline void th_unset_interposer_env(void)
+{
+    static const char *const vars[] = {"LIBLOCK_LOCK",          "LIBLOCK_WAIT",          "LIBLOCK_COND",
+                                       "LIBLOCK_SEM",           "LIBLOCK_COND_FIFO_PROB", "LIBLOCK_SEM_FIFO_PROB",
+                                       "LIBLOCK_COND_GENERIC",  "LIBLOCK_INTERPOSE_API", NULL};
+    for (const char *const *v = vars; *v; v++)
+        unsetenv(*v);
 }
 
 /* Another program of the test's build: BUILD/tests/test_x -> BUILD/tests/name. */

@@ -58,11 +58,8 @@ static int run_child(const char *prog, const char *lib, const char *algo, const 
     if (pid < 0)
         return -1;
     if (pid == 0) {
-        static const char *const clear[] = {"LIBLOCK_LOCK", "LIBLOCK_WAIT", "LIBLOCK_COND", "LIBLOCK_SEM",
-                                            "LIBLOCK_COND_FIFO_PROB", "LIBLOCK_SEM_FIFO_PROB",
-                                            "LIBLOCK_COND_GENERIC", "LIBLOCK_INTERPOSE_API", "LD_PRELOAD", NULL};
-        for (const char *const *c = clear; *c; c++)
-            unsetenv(*c);
+        th_unset_interposer_env();
+        unsetenv("LD_PRELOAD");
         if (lib) {
             setenv("LD_PRELOAD", lib, 1);
             setenv("LIBLOCK_LOCK", algo, 1);

@@ -72,11 +72,7 @@ static int run_child(const char *prog, const char *lib, const char *algo, const 
     if (pid < 0)
         return -1;
     if (pid == 0) {
-        static const char *const clear[] = {"LIBLOCK_LOCK", "LIBLOCK_WAIT", "LIBLOCK_COND", "LIBLOCK_SEM",
-                                            "LIBLOCK_COND_FIFO_PROB", "LIBLOCK_SEM_FIFO_PROB",
-                                            "LIBLOCK_COND_GENERIC", "LIBLOCK_INTERPOSE_API", NULL};
-        for (const char *const *c = clear; *c; c++)
-            unsetenv(*c);
+        th_unset_interposer_env();
         setenv("LD_PRELOAD", lib, 1);
         if (algo) {
             setenv("LIBLOCK_LOCK", algo, 1);
