@@ -4,6 +4,7 @@
  * paper's, docs/malthusian-bench.md lists the choices it leaves open).
  */
 #include "malthus.h"
+#include "common.h" /* parse_double */
 
 #include <errno.h>
 #include <getopt.h>
@@ -53,7 +54,9 @@ static int bad(const char *fmt, const char *arg)
     return 2;
 }
 
-static int parse_long(const char *s, long lo, long hi, long *out)
+/* A whole number in [lo, hi], in decimal digits only (unlike common.h's
+ * parse_long, which takes 1e5: malthus has always refused that). */
+static int parse_whole(const char *s, long lo, long hi, long *out)
 {
     char *end;
     errno = 0;
@@ -64,16 +67,6 @@ static int parse_long(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
-static int parse_double(const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= lo && v <= hi))
-        return -1;
-    *out = v;
-    return 0;
-}
 
 
 enum {
@@ -119,7 +112,7 @@ int malthus_options(int argc, char **argv)
             C.policy_name = optarg;
             break;
         case 't':
-            if (parse_long(optarg, 1, 4096, &v))
+            if (parse_whole(optarg, 1, 4096, &v))
                 return bad("-t wants a thread count in 1..4096, not '%s'", optarg);
             C.threads = (int)v;
             break;
@@ -146,18 +139,18 @@ int malthus_options(int argc, char **argv)
             C.probe = 0;
             break;
         case 'F':
-            if (parse_long(optarg, 0, 1, &v))
+            if (parse_whole(optarg, 0, 1, &v))
                 return bad("-F wants 0 or 1, not '%s'", optarg);
             C.fairness = (int)v;
             break;
         case 's':
-            if (parse_long(optarg, 0, 1L << 40, &v))
+            if (parse_whole(optarg, 0, 1L << 40, &v))
                 return bad("-s wants a seed in 0..2^40, not '%s'", optarg);
             C.seed = (uint64_t)v;
             break;
 #define LONGOPT(code, field, lo, hi, what)                                     \
     case code:                                                                 \
-        if (parse_long(optarg, lo, hi, &v))                                    \
+        if (parse_whole(optarg, lo, hi, &v))                                   \
             return bad("--" what " wants an integer in " #lo ".." #hi ", not '%s'", optarg); \
         C.field = v;                                                           \
         break;
@@ -177,7 +170,7 @@ int malthus_options(int argc, char **argv)
             LONGOPT(O_SWAPS, swaps, 0, 100000000, "swaps")
             LONGOPT(O_UPDATES, updates, 0, 100000000, "updates")
         case O_CONSUMERS:
-            if (parse_long(optarg, 1, 4096, &v))
+            if (parse_whole(optarg, 1, 4096, &v))
                 return bad("--consumers wants an integer in 1..4096, not '%s'", optarg);
             C.consumers = (int)v;
             break;
