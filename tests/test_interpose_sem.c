@@ -387,6 +387,19 @@ static void test_buffer(void)
 }
 
 /* ---------------------------------------------------------------- wake-up order */
+/* Wait until *v, read under m, exceeds i (a thread has got that far). */
+static void wait_above(pthread_mutex_t *m, const int *v, int i)
+{
+    for (;;) {
+        pthread_mutex_lock(m);
+        int k = *v;
+        pthread_mutex_unlock(m);
+        if (k > i)
+            return;
+        usleep(200);
+    }
+}
+
 static void test_sem_order(const char *want)
 {
     th_context = "semaphore wake-up order";
@@ -403,14 +416,7 @@ static void test_sem_order(const char *want)
     }
     for (int i = 0; i < 3; i++) { /* one unit at a time: the woken thread records itself */
         CHECK_EQ(E(sem_post(&s)), 0);
-        for (;;) {
-            pthread_mutex_lock(&om);
-            int k = n;
-            pthread_mutex_unlock(&om);
-            if (k > i)
-                break;
-            usleep(200);
-        }
+        wait_above(&om, &n, i);
     }
     for (int i = 0; i < 3; i++) {
         pthread_join(t[i], NULL);
@@ -445,28 +451,14 @@ static void test_cond_order(const char *want)
     pthread_t t[3];
     for (int i = 0; i < 3; i++) {
         pthread_create(&t[i], NULL, co_waiter, (void *)(intptr_t)(i + 1));
-        for (;;) { /* waiter i+1 increments under the mutex, then queues and releases it in the wait */
-            pthread_mutex_lock(&co_mutex);
-            int k = co_waiting;
-            pthread_mutex_unlock(&co_mutex);
-            if (k > i)
-                break;
-            usleep(200);
-        }
+        wait_above(&co_mutex, &co_waiting, i); /* waiter i+1 increments under the mutex, then queues and releases it in the wait */
     }
     for (int i = 0; i < 3; i++) {
         pthread_mutex_lock(&co_mutex);
         co_tokens++;
         pthread_cond_signal(&co_cond);
         pthread_mutex_unlock(&co_mutex);
-        for (;;) {
-            pthread_mutex_lock(&co_mutex);
-            int k = co_n;
-            pthread_mutex_unlock(&co_mutex);
-            if (k > i)
-                break;
-            usleep(200);
-        }
+        wait_above(&co_mutex, &co_n, i);
     }
     for (int i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
