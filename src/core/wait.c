@@ -45,7 +45,10 @@ __thread struct ll_cancel *ll_cancel_tls __attribute__((tls_model("initial-exec"
 
 /* ---- the spin budget ------------------------------------------------------------
  * Spin-then-park should spin for about what parking costs (the 2-competitive
- * rule of seed 001 section 5, Karlin et al.): the time from the futex_wake
+ * rule of A. R. Karlin, K. Li, M. S. Manasse and S. Owicki, "Empirical
+ * Studies of Competitive Spinning for a Shared-Memory Multiprocessor",
+ * SOSP 1991, as applied in D. Dice, "Malthusian Locks", EuroSys 2017 (extended version, arXiv:1511.06035),
+ * section 5.1): the time from the futex_wake
  * of a sleeping waiter until it runs.  A lock hands over to a waiter on
  * another CPU (one on the releaser's own CPU is not running anyway), so the
  * cost that counts is a *cross-CPU* wake-up.  It is needed on first need
