@@ -2,7 +2,7 @@
  * test_handoff_sleep - with no more threads than CPUs, a default-policy
  * waiter does not go to sleep in an ordinary hand-off.
  *
- * Spin-then-park is every classic algorithm's default (issue 12) on the
+ * Spin-then-park is every classic algorithm's default on the
  * premise that a waiter spins through a hand-off and sleeps only when the
  * wait is long (a preempted holder, more threads than CPUs).  Two ways to
  * break that have been found, both invisible to a correctness test and

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# test_rcl_interpose.sh BUILD - RCL under the interposer (issue 11 section 2,
-# docs/rcl.md "Under the interposer").  Programs are built here with cc;
+# test_rcl_interpose.sh BUILD - RCL under the interposer (docs/rcl.md,
+# "Under the interposer").  Programs are built here with cc;
 # each runs under `timeout`, so a hang fails the test instead of stalling it.
 #
 #  - exit: a shared library whose destructor locks and unlocks a mutex (run

@@ -1,4 +1,4 @@
-"""The hand-off bound of `liblock bench apps` (issue 12): is each FIFO lock's
+"""The hand-off bound of `liblock bench apps`: is each FIFO lock's
 slowdown on a program explained by one wake-up per lock acquisition?
 
 A strict FIFO lock hands the lock to the longest waiter, which with more
