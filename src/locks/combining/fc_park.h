@@ -2,6 +2,10 @@
  * fc_park.h - Flat Combining's spin-then-park protocol (included by
  * flat-combining.c after its types; not a public header).
  *
+ * Source: ours.  Hendler, Incze, Shavit and Tzafrir (SPAA 2010) only spin;
+ * the lock() callers' sleeping is glibc's mutex protocol (U. Drepper,
+ * "Futexes Are Tricky", 2011, mutex #2) on barge_sleep.h's side word.
+ *
  * Policies: spin, yield and spin-then-park (the default: docs/api.md,
  * waiting defaults).  A waiter watches three things (combiner lock, its request,
  * its active flag), which the waiting layer's one-word park cannot
