@@ -1,9 +1,10 @@
 /*
- * malthus - the workloads of Dave Dice's "Malthusian Locks" (EuroSys 2017,
- * its evaluation), on any liblock algorithm and waiting policy, fixed-time,
- * reporting throughput, the fairness metrics of the lock (docs/fairness.md),
- * voluntary context switches and CPU utilisation (getrusage), with a
- * ping-pong probe before and after (bench/probe.h).  One run per
+ * malthus - the workloads of D. Dice, "Malthusian Locks", EuroSys 2017
+ * (extended version, arXiv:1511.06035), section 6, on any liblock
+ * algorithm and waiting policy, fixed-time, reporting throughput, the
+ * fairness metrics of the lock (docs/fairness.md), voluntary context
+ * switches and CPU utilisation (getrusage), with a ping-pong probe before
+ * and after (bench/probe.h).  One run per
  * invocation; `liblock bench malthus` (tools/liblock_cli/_malthus.py)
  * interleaves runs and summarises them.  This file is the harness; the
  * parts are listed in malthus.h.
