@@ -24,7 +24,7 @@
  * first release clears (a count would keep the parent's sleepers counted
  * in the child, where they do not exist, and a "waking" bit set in the
  * parent would stay set for ever, so the child's own sleepers would never
- * be woken; tests/test_parking.c, fork case).
+ * be woken; tests/test_parking_fork.c, fork case).
  *
  * No lost wake-up.  Every operation named here is seq_cst, so they fall in
  * one total order S.  Take a release D that frees the lock (its RMW on the
