@@ -299,6 +299,7 @@ struct ll_exit_hook {
 
 /* initial-exec: one %fs-relative load instead of a __tls_get_addr call in
  * the -fPIC library (a few bytes of static TLS, fine for LD_PRELOAD too). */
+#define LL_TLS_IE __attribute__((tls_model("initial-exec"))) /* the same for the algorithms' own */
 extern __thread ll_thread_t *ll_self_tls __attribute__((tls_model("initial-exec")));
 ll_thread_t *ll_self_slow(void);          /* creates the record; NULL on ENOMEM */
 static inline ll_thread_t *ll_self(void)

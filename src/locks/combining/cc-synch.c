@@ -162,7 +162,7 @@ static __thread struct {
     const liblock_t *combining; /* lock whose delegated CSs this thread is running */
     int hooked;
     struct ll_exit_hook hook;
-} ccs_tls;
+} ccs_tls LL_TLS_IE;
 
 static void ccs_thread_exit(ll_thread_t *self, void *arg)
 {

@@ -140,8 +140,8 @@ _Static_assert(sizeof(struct dsm_hold) <= LL_NODE_BYTES, "dsm-synch hold too lar
 
 static void *dsm_lock_marker(void *arg) { return arg; }
 
-static __thread struct ll_trec_tls dsm_tls;
-static __thread const liblock_t *dsm_combining;
+static __thread struct ll_trec_tls dsm_tls LL_TLS_IE;
+static __thread const liblock_t *dsm_combining LL_TLS_IE;
 
 static struct ll_trec *dsm_alloc_rec(void) { return ll_alloc_aligned(sizeof(struct dsm_rec)); }
 

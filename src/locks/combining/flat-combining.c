@@ -115,8 +115,8 @@ struct fc_lock {
 enum { FC_FREE = 0, FC_LOCKED = 1 }; /* lock_word */
 #define FC_YIELD_NS 1000000 /* spin-then-park: yield this long before parking (fc_spin_step) */
 
-static __thread struct ll_trec_tls fc_tls;
-static __thread const liblock_t *fc_combining;
+static __thread struct ll_trec_tls fc_tls LL_TLS_IE;
+static __thread const liblock_t *fc_combining LL_TLS_IE;
 
 static struct ll_trec *fc_alloc_rec(void) { return ll_alloc_aligned(sizeof(struct fc_rec)); }
 

@@ -154,7 +154,7 @@ struct oy_lock {
 
 static void *oy_lock_marker(void *arg) { return arg; }
 
-static __thread const liblock_t *oy_combining;
+static __thread const liblock_t *oy_combining LL_TLS_IE;
 
 static int oy_init(liblock_t *l, const liblock_attr_t *attr)
 {
