@@ -102,6 +102,15 @@
  *     calls per insert (one thread: 1.63x -> 1.49x glibc; 8 threads:
  *     3.22x -> 2.87x, 5 rounds).
  *
+ *  8. Uncontended unlock.  When no batch was handed to the holder (its
+ *     node's rest is nil) unlock() first tries what oy_release would do
+ *     first, CAS(word, LOCKED, FREE) (seq_cst, change 7), then the wake-up
+ *     check of change 7; if the word holds a stack, oy_release as before.
+ *     It skips oy_release's statistics (such a release serves nobody).
+ *     A request's `seen` time (change 4) is stored only under yield, the
+ *     only policy whose asleep() reads it, and lock() fills in its marker
+ *     request only when it is about to push it.
+ *
  * Parameter: MAX_COMBINER_CS, env LIBLOCK_OYAMA_MAX_COMBINER_CS (read at
  * liblock_init), default 3 x the number of online CPUs.  With
  * spin-then-park the futex wake-ups of served requesters are made at the
@@ -333,10 +342,11 @@ static uint32_t oy_wait(liblock_t *l, struct oy_lock *s, struct oy_req *n, int f
 }
 
 /* Take the lock or push `n`; returns 1 if we own the lock, 0 if pushed. */
-static int oy_acquire_or_push(struct oy_lock *s, struct oy_req *n)
+static int oy_acquire_or_push(struct oy_lock *s, struct oy_req *n, int policy)
 {
     n->skips = 0;
-    atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
+    if (policy == LIBLOCK_WAIT_YIELD) /* only asleep() under yield reads it */
+        atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
     uintptr_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
     for (;;) {
         if (w == OY_FREE) {
@@ -366,7 +376,7 @@ static void *oy_execute(liblock_t *l, void *(*cs)(void *), void *arg)
     n.rest = NULL;
     atomic_store_explicit(&n.state, OY_WAIT, memory_order_relaxed);
     int foreign_ok = ll_may_run_foreign(self);
-    if (!oy_acquire_or_push(s, &n) && oy_wait(l, s, &n, foreign_ok) == OY_DONE)
+    if (!oy_acquire_or_push(s, &n, l->_wait) && oy_wait(l, s, &n, foreign_ok) == OY_DONE)
         return n.ret;
     /* we own the lock (took it, or were handed it with the rest of a
      * batch): run ours, then what is pending if we may */
@@ -420,13 +430,13 @@ static int oy_lock(liblock_t *l, void *hold)
     if (oy_combining == l)
         return EDEADLK;
     struct oy_req *n = hold;
-    n->cs = oy_lock_marker;
-    n->arg = NULL;
-    n->rest = NULL;
-    atomic_store_explicit(&n->state, OY_WAIT, memory_order_relaxed);
+    n->rest = NULL; /* what unlock hands on: nothing, unless a holder hands us a batch */
     if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK && lock_barging(s))
         return 0;
-    if (!oy_acquire_or_push(s, n))
+    n->cs = oy_lock_marker; /* the request, read only once pushed */
+    n->arg = NULL;
+    atomic_store_explicit(&n->state, OY_WAIT, memory_order_relaxed);
+    if (!oy_acquire_or_push(s, n, l->_wait))
         oy_wait(l, s, n, 0); /* a marker is never run: OWNER */
     return 0;
 }
@@ -446,7 +456,17 @@ static int oy_trylock(liblock_t *l, void *hold)
 static int oy_unlock(liblock_t *l, void *hold)
 {
     struct oy_req *n = hold;
-    oy_release(l, LL_STATE(l, struct oy_lock), n->rest, 1, 0); /* runs no queued request */
+    struct oy_lock *s = LL_STATE(l, struct oy_lock);
+    if (LL_LIKELY(n->rest == NULL)) {
+        /* change 8: nothing handed to us; oy_release's first step */
+        uintptr_t expect = OY_LOCKED;
+        if (LL_LIKELY(atomic_compare_exchange_strong_explicit(&s->word, &expect, OY_FREE, memory_order_seq_cst,
+                                                              memory_order_relaxed))) {
+            barge_wake(&s->ls);
+            return 0;
+        }
+    }
+    oy_release(l, s, n->rest, 1, 0); /* runs no queued request */
     return 0;
 }
 
