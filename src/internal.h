@@ -31,6 +31,10 @@
 #define LL_ALIGNED _Alignas(LL_CACHELINE)
 #define LL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define LL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* The contended part of a lock or unlock, split off so that the uncontended
+ * part compiles without saving registers or a stack frame (GCC does not
+ * shrink-wrap a function whose slow path loops). */
+#define LL_SLOW __attribute__((noinline, cold))
 
 /* LL_KEEP_ERRNO; at the top of a scope restores errno when the scope is
  * left.  Lock, unlock and condition calls must leave the caller's errno as

@@ -190,13 +190,21 @@ static void ccs_thread_exit(ll_thread_t *self, void *arg)
     ccs_tls.hooked = 0;
 }
 
-static struct ccs_node *spare_pop(void)
+static LL_SLOW struct ccs_node *spare_new(void);
+
+static inline struct ccs_node *spare_pop(void)
 {
     struct ccs_node *n = ccs_tls.spares;
     if (LL_LIKELY(n != NULL)) {
         ccs_tls.spares = n->spare_next;
         return n;
     }
+    return spare_new();
+}
+
+/* No spare: register the exit hook if needed, allocate one. */
+static struct ccs_node *spare_new(void)
+{
     if (!ccs_tls.hooked) {
         ll_thread_t *self = ll_self();
         if (!self)
@@ -253,7 +261,7 @@ static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, in
  * time) before every yield so a combiner can tell we are being scheduled,
  * and take over an orphaned combiner role: our own node always; another
  * thread's only if foreign_ok (change 6). */
-static uint32_t wait_node(liblock_t *l, struct ccs_lock *s, struct ccs_node *n, int policy, int foreign_ok)
+static LL_SLOW uint32_t wait_node(liblock_t *l, struct ccs_lock *s, struct ccs_node *n, int policy, int foreign_ok)
 {
     if (policy != LIBLOCK_WAIT_YIELD)
         return ll_wait_while(&n->state, CCS_WAIT, policy);
@@ -333,7 +341,7 @@ static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, in
 
 /* Enqueue with request (cs, arg); returns our node, and whether the lock was
  * free (we are the combiner without waiting).  NULL on ENOMEM. */
-static struct ccs_node *enqueue(struct ccs_lock *s, void *(*cs)(void *), void *arg, int policy, int *was_free)
+static inline __attribute__((always_inline)) struct ccs_node *enqueue(struct ccs_lock *s, void *(*cs)(void *), void *arg, int policy, int *was_free)
 {
     struct ccs_node *n = spare_pop();
     if (LL_UNLIKELY(!n))

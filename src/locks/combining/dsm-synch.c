@@ -186,7 +186,7 @@ static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, in
 /* Wait for DONE or COMBINE on our node; with yield, check in before each
  * yield and take over an orphaned combiner role (as in cc-synch.c): our
  * own node always, another thread's only if foreign_ok. */
-static uint32_t wait_node(liblock_t *l, struct dsm_lock *s, struct dsm_node *n, int policy, int foreign_ok)
+static LL_SLOW uint32_t wait_node(liblock_t *l, struct dsm_lock *s, struct dsm_node *n, int policy, int foreign_ok)
 {
     if (policy != LIBLOCK_WAIT_YIELD)
         return ll_wait_while(&n->state, DSM_WAIT, policy);

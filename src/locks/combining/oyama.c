@@ -393,12 +393,19 @@ static void *oy_execute(liblock_t *l, void *(*cs)(void *), void *arg)
  * the other policies, so a stream of execute() requests (which keeps the
  * word from ever being FREE) cannot starve it.  Returns 1 if it got the
  * lock, 0 if the caller must queue. */
-static int lock_barging(struct oy_lock *s)
+static LL_SLOW int lock_barging_slow(struct oy_lock *s);
+
+static inline int lock_barging(struct oy_lock *s)
 {
     uintptr_t w0 = OY_FREE; /* the uncontended case first: no clock read */
     if (LL_LIKELY(atomic_compare_exchange_strong_explicit(&s->word, &w0, OY_LOCKED, memory_order_acquire,
                                                           memory_order_relaxed)))
         return 1;
+    return lock_barging_slow(s);
+}
+
+static int lock_barging_slow(struct oy_lock *s)
+{
     for (int sleeps = 0; sleeps < OY_LOCK_PATIENCE; sleeps++) {
         uint64_t start = ll_cycles();
         unsigned n = 0;
