@@ -1,6 +1,6 @@
 /*
- * malthus - the workloads of the Malthusian-locks paper (seed 001 section 7;
- * digest 001-malthusian-locks-digest.md section 4.3), on any liblock
+ * malthus - the workloads of D. Dice, "Malthusian Locks", EuroSys 2017
+ * (extended version, arXiv:1511.06035), section 6, on any liblock
  * algorithm and waiting policy, fixed-time, reporting throughput, the
  * fairness metrics of the lock (docs/fairness.md), voluntary context
  * switches and CPU utilisation (getrusage), with a ping-pong probe before

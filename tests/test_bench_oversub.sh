@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_bench_oversub.sh BUILD - the instruments of issue 12 run and produce
+# test_bench_oversub.sh BUILD - the oversubscription instruments run and produce
 # well-formed output (never how fast anything is): the wake-up probe
 # program; lockbench's hand-off counter and wake-up probe fields; `liblock
 # bench oversubscription` and `liblock bench apps` at a tiny scale (one
@@ -137,7 +137,7 @@ assert [s for s in summ if s["algorithm"] == "mcs"][0]["ceiling_at_t_median"] ==
 meta = json.load(open(os.path.join(d, "meta.json")))
 assert "mcs" in meta["targets"], meta
 assert os.path.exists(os.path.join(d, "oversubscription.png"))
-assert "issue 12 targets" in out and "T = 3 threads" in out and "ceiling" in out and "bench/altprobe.h" in out, out
+assert "oversubscription targets" in out and "T = 3 threads" in out and "ceiling" in out and "bench/altprobe.h" in out, out
 PY
 else fail "liblock bench oversubscription failed"; cat "$tmp/ov.out" >&2; fi
 # the Markdown report of that directory: one row per algorithm, the ceiling column
@@ -177,7 +177,7 @@ assert len(summ) == 3 * len(apps), summ
 meta = json.load(open(os.path.join(d, "meta.json")))
 assert set(meta["targets"]) == {"posix", "ttas"}, meta["targets"]
 assert os.path.exists(os.path.join(d, "apps.png"))
-assert "issue 12 target" in out and "bbuf:" in out, out
+assert "application target" in out and "bbuf:" in out, out
 PY
 else fail "liblock bench apps failed"; cat "$tmp/ap.out" >&2; fi
 if python3 tools/liblock bench apps --threads-list 1 > /dev/null 2> "$tmp/e"; then

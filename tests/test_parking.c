@@ -1,6 +1,7 @@
 /*
  * test_parking - the classic locks' waiting protocols when threads outnumber
- * CPUs (issue 12) and the issue 11 section 3 defects on them.
+ * CPUs, and the misuses ordinary programs make of them (a stray unlock,
+ * destroy while in use).
  *
  *  1. oversubscription: every classic algorithm with its default policy,
  *     8 and 32 threads, each doing a fixed number of critical sections

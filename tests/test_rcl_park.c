@@ -22,7 +22,7 @@
  *            an API lock without LIBLOCK_RCL_DIRECT still sends requests.
  *   coloc    a thread confined to the server's CPU and one on another CPU
  *            use one lock (execute and lock/unlock): exact counts.
- *   deleg    issue 11 scenarios for a delegated CS: hand-over-hand (A:
+ *   deleg    delegation-semantics scenarios for a delegated CS: hand-over-hand (A:
  *            lock L, lock P, unlock L, unlock P; B: execute(L, cs) where cs
  *            locks P) with P a pthread mutex and with P an mcs liblock
  *            lock; A holds M then L while B's CS locks M; a CS signals a

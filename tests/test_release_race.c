@@ -1,6 +1,6 @@
 /*
  * test_release_race - one release against one sleeper, for every algorithm
- * under its default waiting policy (issue 12: no lost wake-up).
+ * under its default waiting policy (no lost wake-up).
  *
  * A stress of many threads hides most lost wake-ups: a sleeper that a
  * release missed is usually woken by the next release, which comes within
