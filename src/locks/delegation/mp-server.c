@@ -2,8 +2,9 @@
  * mp-server - a dedicated server thread per lock runs every critical
  * section, requested through one cache line per client, with the two x86
  * optimisations of Petrovic's thesis: client back-off between polls and
- * streaming-store (MOVNTI) replies (seed 004 chapter 7, section 7.1,
- * Algorithm 5, and section 7.1.2).
+ * streaming-store (MOVNTI) replies.  Source: D. Petrovic, "Efficient
+ * Communication and Synchronization on Manycore Processors", PhD thesis
+ * no. 6552, EPFL, 2015, sections 6.1.2 and 7.1 (Algorithm 5).
  *
  * This file is the registry adapter only.  The runtime (requests, the
  * server thread, waiting, direct mode, start-up and fork) is
@@ -15,7 +16,7 @@
 const struct ll_ops ll_ops_mp_server = {
     .name = "mp-server",
     .description = "dedicated server thread per lock, one line per client; optional client back-off and streaming-store replies",
-    .source = "seed 004 chapter 7 (Algorithm 5 with back-off and streaming stores), digest 004 sections 8, 11, 13.1",
+    .source = "Petrovic, Efficient Communication and Synchronization on Manycore Processors (PhD thesis, EPFL 2015), sections 6.1.2 and 7.1, Algorithm 5 with back-off and streaming stores",
     .props = LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) | LL_POLICY_BIT(LIBLOCK_WAIT_PARK),

@@ -7,7 +7,7 @@
  */
 #include "mpserver.h"
 
-__thread const liblock_t *ll_mps_serving;
+__thread const liblock_t *ll_mps_serving LL_TLS_IE;
 
 /* Direct mode: run cs on the calling thread under the lock word. */
 static void *run_own(liblock_t *l, struct mps_lock *s, void *(*cs)(void *), void *arg)
