@@ -80,7 +80,7 @@ PROFILE_SO := $(if $(PROFILE_SRCS),$(BUILD)/lib/liblock-profile.so)
 # Acquisition counter preloaded by `liblock bench apps` (bench/lockcount/).
 LOCKCOUNT_SO := $(BUILD)/lib/liblock-lockcount.so
 
-.PHONY: all deps test demo memcached-rcl install clean sanitizer-test sanitizer-build ubsan-preload FORCE
+.PHONY: all deps test demo benchmarks memcached-rcl install clean sanitizer-test sanitizer-build ubsan-preload FORCE
 all: $(LIB_SO) $(LIB_A) $(INTERPOSE_SO) $(PROFILE_SO) $(LOCKCOUNT_SO) $(TEST_BINS) $(TEST_CXX_BINS) $(POSIX_BINS) $(BENCH_BINS) $(APP_BINS) $(TOOL_BINS)
 
 # The registry is generated from the file names in src/locks/: NAME.c must
@@ -207,6 +207,12 @@ sanitizer-test: sanitizer-build
 demo: deps
 	$(MAKE) all
 	@scripts/demo.sh $(BUILD)
+
+# Regenerate BENCHMARKS.md: every section's benchmark (about 25 minutes on 2 CPUs), raw output
+# under $(BUILD)/results/, the reduced CSVs in bench/report/ (docs/bench.md, "liblock bench report").
+# BENCHMARKS_ARGS: options, e.g. --only headline,apps, --from-csv or --quick.
+benchmarks: all
+	LIBLOCK_BUILD=$(abspath $(BUILD)) tools/liblock bench report $(BENCHMARKS_ARGS)
 
 # liblock transform on Debian's memcached: profile it under memcslap Get and Set, transform the
 # critical sections of its hot locks, run its own tests natively, under rcl and mcs, then memcslap
