@@ -47,9 +47,8 @@
  * stopping an RCL server creates or joins SCHED_FIFO threads on the server
  * CPU, which do not run while a FIFO thread of another process with the
  * same or a higher priority keeps that CPU busy (an RCL server of an older
- * build that never yields, any real-time busy loop) - this, not a lock,
- * is what kept three cc-synch/dsm-synch runs of 2026-11-25 from finishing
- * (docs/bench-results/ccsynch-hang/benchmarks-section.md).  So lockbench
+ * build that never yields, any real-time busy loop) - then the run hangs
+ * for a reason that is not the lock under test.  So lockbench
  * starts a server only for an algorithm with LIBLOCK_PROP_SERVER (rcl), not
  * for every delegating one (the combining locks and mp-server have no use
  * for it), and a server the lock does not bind anyway is not stopped: it
