@@ -4,6 +4,8 @@ section reductions of `liblock bench report` that need no benchmark run
 with every algorithm, the run line, and that a missing or bad input is a
 clear error that leaves the old report untouched."""
 import os
+import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -114,6 +116,40 @@ class RenderFile(unittest.TestCase):
         with open(self.out) as f:
             self.assertIn("| mcs | spin-then-park |", f.read())
         self.assertEqual(sorted(os.listdir(self.d)), ["BENCHMARKS.md", "interposer.csv", "t.md.in"])
+
+
+class Command(unittest.TestCase):
+    """`liblock bench report --from-csv` end to end: exit status and files."""
+
+    def run_report(self, d, *extra):
+        return subprocess.run([sys.executable, os.path.join(clitest.TOOLS, "liblock"), "bench", "report", "--from-csv",
+                               "--csv-dir", d, "--template", os.path.join(d, "t.md.in"),
+                               "--output", os.path.join(d, "B.md")] + list(extra),
+                              capture_output=True, text=True, timeout=60)
+
+    def test_from_csv(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "t.md.in"), "w") as f:
+                f.write("{{table interposer}}\n{{cell interposer posix glibc_ns}}×\n")
+            with open(os.path.join(d, "B.md"), "w") as f:
+                f.write("old\n")
+            p = self.run_report(d)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("interposer.csv is missing", p.stderr)
+            self.assertIn("not written", p.stderr)
+            with open(os.path.join(d, "B.md")) as f:
+                self.assertEqual(f.read(), "old\n")
+            _report_csv.write(os.path.join(d, "interposer.csv"), META, FIELDS,
+                              [dict(ROWS[0], glibc_ns=""), ROWS[1]])
+            p = self.run_report(d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(os.path.join(d, "B.md")) as f:
+                text = f.read()
+            self.assertIn("| posix | park | – | 6.23 | 1.27× |", text)
+            self.assertTrue(text.endswith("\n–\n"), text)     # a missing number takes no unit
+            p = self.run_report(d, "--only", "headline")
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("takes no --only", p.stderr)
 
 
 class Reductions(unittest.TestCase):

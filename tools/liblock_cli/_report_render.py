@@ -99,7 +99,9 @@ def t_threads(rows, meta):
     for r in rows:
         cells = []
         for t in ts:
-            if r["algorithm"] == "posix":
+            if _f(r.get(f"t{t}_cs_per_s")) is None:
+                cells.append(r.get(f"t{t}_note") or "–")
+            elif r["algorithm"] == "posix":
                 cells.append(rate(r.get(f"t{t}_cs_per_s")) + " CS/s")
             else:
                 cells.append(ratio(r.get(f"t{t}_ratio")))
@@ -297,6 +299,7 @@ def render(template, load, sections=None):
     # total_duration must see every section, so resolve it last
     text = PLACEHOLDER.sub(lambda m: m.group(0) if m.group(1) == "total_duration" else sub(m), template)
     text = PLACEHOLDER.sub(sub, text)
+    text = text.replace("–×", "–")  # a missing number takes no unit
     left = re.search(r"\{\{[^}]*\}\}", text)
     if left:
         raise ReportError(f"unknown placeholder {left.group(0)} in the template")

@@ -97,8 +97,9 @@ def regimes(before, after, out):
             if fn == "runs.csv" or fn.endswith("-raw.csv"):
                 for r in _report_sections._read_csv(os.path.join(dirpath, fn)):
                     g = r.get("regime")
-                    if g is None and r.get("probe_before_ns"):
-                        g = _runner.regime_of(_report_sections._f(r.get("probe_before_ns")))
+                    for k in ("probe_ns", "probe_before_ns"):  # runs that record a probe but no regime
+                        if not g and _report_sections._f(r.get(k)):
+                            g = _runner.regime_of(_report_sections._f(r.get(k)))
                     if g:
                         counts[g] = counts.get(g, 0) + 1
     text = "ping-pong probe " + ", ".join(parts) if parts else "no probe"
@@ -172,7 +173,8 @@ def run(args, env):
                 try:
                     took = run_section(s, env, reg, results, csv_dir, args.quick, env.root or os.getcwd())
                     print(f"  {s.name}: {took:.0f} s", file=sys.stderr, flush=True)
-                except (_report_sections.SectionError, OSError, ValueError, KeyError) as e:
+                except (_report_sections.SectionError, OSError, ValueError, KeyError, subprocess.SubprocessError,
+                        SystemExit) as e:  # SystemExit: a program of the build is missing (Env.program)
                     failed.append(s.name)
                     print(f"  {s.name}: FAILED: {e} (its old CSV, if any, is kept)", file=sys.stderr, flush=True)
             print(f"liblock bench report: sections ran in {(time.time() - total0) / 60:.1f} min", file=sys.stderr)

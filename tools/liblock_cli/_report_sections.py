@@ -90,7 +90,9 @@ def reduce_headline(out, reg):
             row[key + "_ratio"] = _f(s.get("ratio_vs_posix"))
         elif key + "_cycles" not in row:
             row[key + "_note"] = s.get("excluded") or f"no {dom} run"
-    _check_all("headline", reg, {a for a, r in rows.items() if any(k.endswith("_cycles") for k in r)})
+        if key + "_cycles" in row:
+            row.pop(key + "_note", None)
+    _check_all("headline", reg, {s["algorithm"] for s in summary})  # run; a cell may still say why it has no number
     fields = ["algorithm", "policy"] + [f"{p}_{m}" for p in HEADLINE_POINTS.values() for m in ("cycles", "ratio", "note")]
     return fields, list(rows.values())
 
@@ -103,13 +105,19 @@ def reduce_threads(out, reg):
     ts = sorted({int(s["threads"]) for s in summary})
     rows = {a["name"]: {"algorithm": a["name"], "policy": a["default_policy"]} for a in reg}
     for s in summary:
-        if s.get("regime") != dom or s["algorithm"] not in rows or s.get("n") in ("", "0"):
+        if s["algorithm"] not in rows:
             continue
         t = int(s["threads"])
-        rows[s["algorithm"]][f"t{t}_cs_per_s"] = _f(s.get("throughput_cs_per_s_median"))
-        rows[s["algorithm"]][f"t{t}_ratio"] = _f(s.get("throughput_ratio_vs_posix"))
-    _check_all("threads", reg, {a for a, r in rows.items() if len(r) > 2})
-    return ["algorithm", "policy"] + [f"t{t}_{m}" for t in ts for m in ("cs_per_s", "ratio")], list(rows.values())
+        row = rows[s["algorithm"]]
+        if s.get("regime") == dom and s.get("n") not in ("", "0"):
+            row[f"t{t}_cs_per_s"] = _f(s.get("throughput_cs_per_s_median"))
+            row[f"t{t}_ratio"] = _f(s.get("throughput_ratio_vs_posix"))
+            row.pop(f"t{t}_note", None)
+        elif f"t{t}_cs_per_s" not in row:
+            row[f"t{t}_note"] = s.get("excluded") or f"no {dom} run"
+    _check_all("threads", reg, {s["algorithm"] for s in summary})  # run; a cell may still say why it has no number
+    return (["algorithm", "policy"] + [f"t{t}_{m}" for t in ts for m in ("cs_per_s", "ratio", "note")],
+            list(rows.values()))
 
 
 # ---------------------------------------------------------- oversubscription
