@@ -12,7 +12,7 @@ Experiments (docs/bench.md, BENCHMARKS.md):
   multi-rpc    many clients claim one server slot by CAS (TAS vs TTAS), client delay sweep
   cost-model   local locking vs delegation over a (shared lines, context lines) grid, break-even
   oversubscription  every algorithm, default policy, 8 and 32 threads: throughput vs posix, FIFO
-               hand-off vs the wake-up probe, issue 12's targets
+               hand-off vs the wake-up probe, against their targets
   apps         real programs (C++ bounded buffer, Python queue.Queue, sqlite3) under the interposer,
                time / glibc's
   rcl-latency  RCL round trip / ping-pong probe (bench/rcl_latency), one or more builds interleaved
@@ -20,7 +20,9 @@ Experiments (docs/bench.md, BENCHMARKS.md):
                (`liblock malthus` is the old spelling of the same command)
   startup      what the interposer adds to a process's start: /bin/true and a shell loop of 200 /bin/true,
                plain vs interposed (warm: figures handed down; cold: no cache), medians
-  report DIR...  print BENCHMARKS.md's tables from oversubscription / apps results directories
+  report       regenerate BENCHMARKS.md: every section's benchmark, reduced to bench/report/*.csv
+               (`make benchmarks`; --only, --from-csv, --quick); with DIR...: print the tables of
+               oversubscription / apps results directories
 """
 import os
 import sys
