@@ -87,7 +87,8 @@ def t_headline(rows, meta):
     pts = [("high1", "high, 1 line"), ("low1", "low, 1 line"), ("high5", "high, 5 lines"), ("low5", "low, 5 lines")]
     body = []
     for r in rows:
-        cells = [f"{num(r.get(p + '_cycles'), 0)} ({ratio(r.get(p + '_ratio'))})"
+        cells = [(num(r.get(p + "_cycles"), 0) + (f" ({ratio(r.get(p + '_ratio'))})"
+                                                   if _f(r.get(p + "_ratio")) is not None else ""))
                  if _f(r.get(p + "_cycles")) is not None else (r.get(p + "_note") or "–") for p, _ in pts]
         body.append([r["algorithm"], r["policy"]] + cells)
     return _table(["algorithm", "policy"] + [h for _, h in pts], body, ["---", "---"] + ["--:"] * len(pts))

@@ -108,7 +108,7 @@ def regimes(before, after, out):
     return text
 
 
-def run_section(sec, env, reg, results, csv_dir, quick, root):
+def run_section(sec, env, reg, results, csv_dir, quick, root, rev):
     out = os.path.join(results, sec.name)
     if os.path.isdir(out):
         shutil.rmtree(out)
@@ -139,7 +139,7 @@ def run_section(sec, env, reg, results, csv_dir, quick, root):
     took = time.time() - t0
     after = _runner.probes(env)
     fields, rows = sec.reduce(out, reg)
-    meta = {"section": sec.name, "commit": commit(root), "machine": machine(), "date_utc": date,
+    meta = {"section": sec.name, "commit": rev, "machine": machine(), "date_utc": date,
             "regimes": regimes(before, after, out), "command": "; ".join(dict.fromkeys(shown)),
             "duration_s": f"{took:.0f}", "quick": "1" if quick else "0"}
     _report_csv.write(os.path.join(csv_dir, sec.name + ".csv"), meta, fields, rows)
@@ -166,12 +166,14 @@ def run(args, env):
             reg = registry(env)
             todo = [s for s in known.values() if (not only or s.name in only) and s.name not in skip]
             total0 = time.time()
+            root = env.root or os.getcwd()
+            rev = commit(root)  # the tree the build came from, taken before anything runs
             print(f"liblock bench report: {len(todo)} section(s){' (quick)' if args.quick else ''}; raw results in "
                   f"{results}, CSVs in {csv_dir}", file=sys.stderr)
             for s in todo:
                 print(f"  {s.name} ...", file=sys.stderr, flush=True)
                 try:
-                    took = run_section(s, env, reg, results, csv_dir, args.quick, env.root or os.getcwd())
+                    took = run_section(s, env, reg, results, csv_dir, args.quick, root, rev)
                     print(f"  {s.name}: {took:.0f} s", file=sys.stderr, flush=True)
                 except (_report_sections.SectionError, OSError, ValueError, KeyError, subprocess.SubprocessError,
                         SystemExit) as e:  # SystemExit: a program of the build is missing (Env.program)
