@@ -1,6 +1,6 @@
 # liblock build.  `make` builds into build/; `make test`; `make demo`;
 # `make install PREFIX=...`.  Sources are found by wildcard, so adding an
-# algorithm (src/locks/NAME.c), a test (tests/test_NAME.c) or a benchmark
+# algorithm (src/locks/FAMILY/NAME.c), a test (tests/test_NAME.c) or a benchmark
 # program (bench/NAME.c) needs no change here.
 
 CC       ?= cc
@@ -44,9 +44,9 @@ CFLAGS_ALL := $(BASEFLAGS) $(OPT) $(DEFS) $(EXTRA_CFLAGS)
 FLAGS_STAMP := $(BUILD)/flags.stamp
 $(shell mkdir -p $(BUILD); echo '$(CFLAGS_ALL) $(SHIM_LIBS)' | cmp -s - $(FLAGS_STAMP) || echo '$(CFLAGS_ALL) $(SHIM_LIBS)' > $(FLAGS_STAMP))
 
-LOCK_SRCS := $(sort $(wildcard src/locks/*.c))
-LOCK_NAMES := $(basename $(notdir $(LOCK_SRCS)))
-LIB_SRCS  := $(sort $(wildcard src/platform/*.c src/core/*.c src/rcl/*.c src/mpserver/*.c src/transport/*.c)) $(LOCK_SRCS)
+LOCK_SRCS := $(sort $(wildcard src/locks/*/*.c))
+LOCK_NAMES := $(basename $(sort $(notdir $(LOCK_SRCS))))
+LIB_SRCS  := $(sort $(wildcard src/platform/*.c src/core/*.c src/runtime/rcl/*.c src/runtime/mpserver/*.c src/runtime/transport/*.c)) $(LOCK_SRCS)
 LIB_OBJS  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/registry.o
 # The shared interception layer (src/shim/) is compiled twice: as is for the
 # interposer, with -DLL_SHIM_PROFILE (into $(BUILD)/obj-profile) for the profiler.
@@ -99,7 +99,7 @@ $(BUILD)/obj/gen/registry.o: $(BUILD)/gen/registry.c src/internal.h include/libl
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
-$(BUILD)/obj/%.o: %.c src/internal.h include/liblock.h $(wildcard src/*/*.h) $(FLAGS_STAMP)
+$(BUILD)/obj/%.o: %.c src/internal.h include/liblock.h $(wildcard src/*/*.h src/*/*/*.h) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
@@ -125,7 +125,7 @@ INTERPOSE_WRAP := $(foreach f,mutex_init mutex_destroy mutex_lock mutex_trylock 
 
 ifneq ($(PROFILE_SRCS),)
 PROFILE_OBJS := $(patsubst %.c,$(BUILD)/obj-profile/%.o,$(SHIM_SRCS) $(PROFILE_SRCS))
-$(BUILD)/obj-profile/%.o: %.c src/internal.h include/liblock.h $(wildcard src/*/*.h) $(FLAGS_STAMP)
+$(BUILD)/obj-profile/%.o: %.c src/internal.h include/liblock.h $(wildcard src/*/*.h src/*/*/*.h) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -DLL_SHIM_PROFILE -c $< -o $@
 $(PROFILE_SO): $(PROFILE_OBJS) $(LIB_OBJS)

@@ -24,8 +24,8 @@
 #include <pthread.h>
 #include <sched.h>
 
-#if __has_include("../src/locks/hybcomb.h")
-#include "../src/locks/hybcomb.h"
+#if __has_include("../src/locks/hybrid/hybcomb.h")
+#include "../src/locks/hybrid/hybcomb.h"
 #define HAVE_HYBCOMB_H 1
 int ll_hybcomb_stats(const liblock_t *l, struct ll_hybcomb_stats *out) __attribute__((weak));
 #endif

@@ -206,7 +206,7 @@ extern __thread struct ll_cancel *ll_cancel_tls __attribute__((tls_model("initia
 /* The policy to wait with for a thread last seen on CPU their_cpu (a hint):
  * under spin-then-park, park at once when that thread is on the caller's
  * own CPU my_cpu -- it cannot run while the caller spins there
- * (src/locks/cr.h, "Same-CPU waiters"). */
+ * (src/locks/restricting/cr.h, "Same-CPU waiters"). */
 static inline int ll_policy_behind(int policy, int their_cpu, int my_cpu)
 {
     return policy == LIBLOCK_WAIT_SPIN_THEN_PARK && my_cpu >= 0 && their_cpu == my_cpu ? LIBLOCK_WAIT_PARK : policy;
@@ -431,7 +431,7 @@ static inline uint64_t ll_rand(ll_thread_t *self)
 /* ======================================================================
  * algorithm ops (one table per file in src/locks/)
  *
- * A file src/locks/foo-bar.c defines `const struct ll_ops ll_ops_foo_bar`
+ * A file src/locks/FAMILY/foo-bar.c defines `const struct ll_ops ll_ops_foo_bar`
  * (dashes become underscores); the build generates the registry from the
  * file names, so adding an algorithm is adding one file.
  *

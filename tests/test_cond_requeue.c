@@ -16,7 +16,7 @@
  *     sleeps (EBUSY), then succeeding.
  * Policies: the default (spin-then-park, requeue) and yield (the ordinary
  * path on the same lock kind), so both paths of one condition are run.
- * 4. mcs's fast hand-over (src/locks/mcs.c) with requeued waiters: the
+ * 4. mcs's fast hand-over (src/locks/queue/mcs.c) with requeued waiters: the
  *    token stress and the barrier once more in a child process with the
  *    spin budget cut to 0 (LIBLOCK_SPIN_NS=0, read once per process), so
  *    that first and second waiters park and announce at nearly every

@@ -1,6 +1,6 @@
 /*
  * test_fastwake - the fast hand-over of mcscr, mcscrn, lifocr and mcs
- * (src/core/fastwake.c, src/locks/cr.h, lifocr.c and mcs.c "Fast
+ * (src/core/fastwake.c, src/locks/restricting/cr.h, lifocr.c and mcs.c "Fast
  * hand-over"): the grant to the successor that linked itself (mcscr,
  * mcscrn, mcs) or to the popped waiter (lifocr) is a plain store plus a
  * read of the waiter's parking announcement, made safe by an asymmetric

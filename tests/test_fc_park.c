@@ -3,7 +3,7 @@
  * lock() caller that goes to sleep is woken, in both of its protocols:
  * the asymmetric barrier (the default where membarrier(2) has the private
  * expedited command: releases and combining passes use plain stores, the
- * sleepers a heavy barrier; src/locks/fc_park.h, "Asymmetric") and
+ * sleepers a heavy barrier; src/locks/combining/fc_park.h, "Asymmetric") and
  * the symmetric one (LIBLOCK_FC_ASYM=0: exchange and CAS on the hot path).
  *
  *   1. Parked by a holder: the main thread holds the lock with

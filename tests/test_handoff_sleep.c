@@ -10,8 +10,8 @@
  * as a same-CPU round trip (2 us, shorter than a cross-CPU hand-off: mcs
  * ran at 0.28 M critical sections/s instead of 2.0 M), and a CLH waiter
  * that read "far back" on a predecessor that was only waking up and slept
- * at once, which then sustained itself (84 K sleeps/s; src/locks/clh.c,
- * "Far sleepers"; hyblock had the same, src/locks/hyblock.c, "Places").
+ * at once, which then sustained itself (84 K sleeps/s; src/locks/queue/clh.c,
+ * "Far sleepers"; hyblock had the same, src/locks/hybrid/hyblock.c, "Places").
  *
  * So: two threads pinned to two different CPUs take turns on a lock (short
  * critical and non-critical sections, so nearly every release hands over),
@@ -20,7 +20,7 @@
  * the acquisitions.  Before the fixes: clh 10-13 %, hyblock 60-97 %.
  * Now: under 0.1 % for most locks (a timer tick that preempts the
  * holder), 0.35-1.9 % for hybcomb, whose lock() callers sleep at once for
- * two spin budgets after a wake-up (src/locks/barge_sleep.h).  This
+ * two spin budgets after a wake-up (src/locks/combining/barge_sleep.h).  This
  * counts sleeps, not time.  Algorithms with a server thread (rcl) are
  * left out: with it, two clients on two CPUs are more threads than CPUs.
  * Skipped with fewer than two CPUs; each algorithm runs once more if the

@@ -29,7 +29,7 @@
  * Usage: test_hybrid
  */
 #include "harness.h"
-#include "locks/hybcomb.h"
+#include "locks/hybrid/hybcomb.h"
 
 #include <stdatomic.h>
 

@@ -1,5 +1,5 @@
 /*
- * test_mailbox - the message transport of seed 004 (src/transport/mailbox.h),
+ * test_mailbox - the message transport of seed 004 (src/runtime/transport/mailbox.h),
  * with more threads than CPUs:
  *
  *  fifo      one receiver, 12 senders on their own lanes, each sending
@@ -18,7 +18,7 @@
  * Usage: test_mailbox
  */
 #include "harness.h"
-#include "transport/mailbox.h"
+#include "runtime/transport/mailbox.h"
 
 #define NSEND 12
 

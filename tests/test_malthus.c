@@ -27,7 +27,7 @@
  */
 #include "harness.h"
 #include "internal.h"
-#include "locks/cr.h"
+#include "locks/restricting/cr.h"
 
 #include <sched.h>
 
@@ -749,7 +749,7 @@ static void test_loiter_patience(void)
             if (ll_hold_find(ll_self(), &p.lock))
                 liblock_unlock(&p.lock);
             CHECK(th_join_by(th, th_now_ns() + 20000000000ull) == 0, "loiter: standby stranded");
-            /* the documented bound (src/locks/loiter.c, "Patience measure"):
+            /* the documented bound (src/locks/restricting/loiter.c, "Patience measure"):
              * a standby is admitted after at most PATIENCE + 1 admissions of
              * others -- the standby reads the admissions counter racily, and
              * this thread sees it queued (tail) a little before it watches */

@@ -19,7 +19,7 @@
  */
 #include "harness.h"
 #include "internal.h"
-#include "locks/cr.h"
+#include "locks/restricting/cr.h"
 
 #include <sched.h>
 

@@ -1,6 +1,6 @@
 /*
  * test_mps_oversub - mp-server's direct mode (issue 12; header of
- * src/locks/mp-server.c, "Direct mode"; src/mpserver/direct.c).
+ * src/locks/delegation/mp-server.c, "Direct mode"; src/runtime/mpserver/direct.c).
  *
  *  1. lock/trylock/unlock never post a request: 4 threads, exact count, and
  *     the server has served nothing (before direct mode: two requests per

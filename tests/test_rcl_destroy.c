@@ -168,7 +168,7 @@ int main(void)
     int first = 0;
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
     /* sanitizer runtimes spin on their own locks without regard to
-     * priorities: their builds keep servers degraded (src/rcl/registry.c) */
+     * priorities: their builds keep servers degraded (src/runtime/rcl/registry.c) */
     th_skip("normal (SCHED_FIFO) servers under a sanitizer: degraded mode only");
     first = 1;
 #endif

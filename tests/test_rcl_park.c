@@ -223,7 +223,7 @@ static void test_race(void)
 }
 
 /* ---- direct ------------------------------------------------------------------------
- * Direct lock/unlock (src/rcl/client.c): clients take the lock word with a
+ * Direct lock/unlock (src/runtime/rcl/client.c): clients take the lock word with a
  * CAS and sleep on it (value 3) when a client holds it; a delegated CS
  * still excludes them; a request skipped for a held lock sets `want` and
  * makes clients queue behind it; the unlock wakes an idle-parked server. */

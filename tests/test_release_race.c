@@ -29,11 +29,11 @@
  * client going to sleep: each round the arrival delegates a critical
  * section that spins a random 0-8 us on the server, while the arrival,
  * with the spin budget at its minimum, goes to sleep after its first polls;
- * the one reply must wake it.  Both protocols of src/rcl/client.c,
+ * the one reply must wake it.  Both protocols of src/runtime/rcl/client.c,
  * "Parking": spin-then-park (asymmetric: a plain store of the reply, the
  * sleeper's membarrier) and park (symmetric: the reply's exchange).
  * Checked to fail: without the sleeper's heavy barrier (park_reply in
- * src/rcl/client.c) the asymmetric configuration strands the arrival
+ * src/runtime/rcl/client.c) the asymmetric configuration strands the arrival
  * within a few hundred to two thousand rounds.
  * For hybcomb the same race with a combiner's reply: each round the main
  * thread calls execute(), and its own critical section, run as combiner
@@ -41,7 +41,7 @@
  * has registered; the arrival's request (spinning a random 0-32 us) is then
  * run by the main thread as combiner and answered with one message on the
  * arrival's reply lane, while the arrival, spin budget at its minimum,
- * goes to sleep on that lane.  Both protocols of src/transport/mailbox.h,
+ * goes to sleep on that lane.  Both protocols of src/runtime/transport/mailbox.h,
  * "Parking": asymmetric (the default; a plain store of the reply, the
  * sleeper's membarrier) and symmetric (LIBLOCK_HYBCOMB_ASYM=0: the reply's
  * exchange).  Checked to fail: with the combiner's look at `parked` taken
@@ -56,7 +56,7 @@
  * Configurations: every algorithm with its default policy; for
  * flat-combining also a fresh lock every round (each round's first sleep
  * then also switches the lock's releases from a plain store to an exchange,
- * src/locks/fc_park.h, "Asymmetric") and the symmetric protocol
+ * src/locks/combining/fc_park.h, "Asymmetric") and the symmetric protocol
  * (LIBLOCK_FC_ASYM=0).  Checked to fail: fc_park.h without the heavy
  * barrier at that switch, or without any barrier, strands the arrival
  * within a few thousand rounds.
@@ -64,7 +64,7 @@
  */
 #include "harness.h"
 #include "internal.h"
-#include "locks/hybcomb.h"
+#include "locks/hybrid/hybcomb.h"
 
 #include <sched.h>
 #include <sys/resource.h>

@@ -1,7 +1,7 @@
 /*
  * test_same_cpu - waiters of concurrency-restricting locks do not spin
  * behind a thread of their own CPU (docs/malthusian.md, "Waiters behind a
- * thread of their own CPU park at once"; src/locks/cr.h, "Same-CPU
+ * thread of their own CPU park at once"; src/locks/restricting/cr.h, "Same-CPU
  * waiters").  The spin budget is set to 30 s (LIBLOCK_SPIN_NS), so a waiter
  * that spins stays runnable ('R') for 30 s, and one that parks is seen
  * sleeping ('S' in /proc/self/task/TID/stat) as soon as it has run.  Every
@@ -159,7 +159,7 @@ static void unlocker_parks(void)
     printf("lifocr: an unlocker that granted a waiter of its own CPU parked in its next lock()\n");
 }
 
-#include "locks/cr.h"
+#include "locks/restricting/cr.h"
 int ll_lifocr_stats(const liblock_t *l, struct ll_cr_stats *out);
 
 static int lifocr_top_is_node(liblock_t *l)

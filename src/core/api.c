@@ -7,7 +7,7 @@
  * by a thread that does not hold the lock, and gives queue locks a node that
  * survives from liblock_lock() to liblock_unlock() at another call site.
  */
-#include "../internal.h"
+#include "internal.h"
 #include "fairness.h"
 
 #include <stdlib.h>

@@ -93,7 +93,7 @@
  * (_kind = LL_COND_KIND_LIFO), implemented in cond_lifo.c; the functions
  * here check arguments and dispatch on _kind.
  */
-#include "../internal.h"
+#include "internal.h"
 #include "cond_lifo.h"
 #include "fairness.h"
 

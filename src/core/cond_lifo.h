@@ -5,7 +5,7 @@
 #ifndef LIBLOCK_COND_LIFO_H
 #define LIBLOCK_COND_LIFO_H
 
-#include "../internal.h"
+#include "internal.h"
 
 #define LL_COND_KIND_POSIX 0u
 #define LL_COND_KIND_LIFO 1u /* explicit waiter queue, append with probability P */

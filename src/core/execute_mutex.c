@@ -12,7 +12,7 @@
  * plain run keeps glibc's behaviour.  (A program linked with liblock.a binds
  * the call at link time and always gets this version.)
  */
-#include "../internal.h"
+#include "internal.h"
 
 static void *glibc_execute(pthread_mutex_t *m, void *(*cs)(void *), void *ctx)
 {

@@ -7,7 +7,7 @@
 #ifndef LIBLOCK_FAIRNESS_H
 #define LIBLOCK_FAIRNESS_H
 
-#include "../internal.h"
+#include "internal.h"
 
 struct ll_fairness;
 

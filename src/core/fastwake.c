@@ -38,11 +38,11 @@
  * a word the waiter can find when it parks (the argument above holds for
  * whichever thread the waker turns out to be: the barrier reaches every
  * CPU).  mcscr, mcscrn: the waiter's MCS predecessor's node, whose `next`
- * shares the line (src/locks/cr.h, "Fast hand-over"; mcs likewise,
- * src/locks/mcs.c); lifocr: the waiter's own node, which the owner that
- * pops it reads (src/locks/lifocr.c); the mailbox transport's asymmetric
+ * shares the line (src/locks/restricting/cr.h, "Fast hand-over"; mcs likewise,
+ * src/locks/queue/mcs.c); lifocr: the waiter's own node, which the owner that
+ * pops it reads (src/locks/restricting/lifocr.c); the mailbox transport's asymmetric
  * messages (hybcomb's replies): the receiver's lane, whose line the sender
- * reads in every send (src/transport/mailbox.h, "Parking").
+ * reads in every send (src/runtime/transport/mailbox.h, "Parking").
  * Every other hand-over keeps the swap, which sees LL_PARKED as before: the
  * announcing waiter still sets it.
  *
@@ -56,7 +56,7 @@
  * park: it yields until the value changes (never a lost wake-up, only CPU
  * time).
  */
-#include "../internal.h"
+#include "internal.h"
 
 static _Atomic int state; /* 0 unknown, 1 on, -1 off */
 

@@ -14,13 +14,13 @@
  * free ones go to a process-wide pool that new holds are taken from, and are
  * never freed: a waiter may still write into the node of the thread it
  * queued behind after that thread has handed over, returned and exited (the
- * parking announcement of the fast hand-over, src/locks/cr.h), and a late
+ * parking announcement of the fast hand-over, src/locks/restricting/cr.h), and a late
  * write must land in a node, not in freed memory.  Memory stays bounded by
  * the most holds ever in use at once.  A thread that exits holding a lock
  * keeps that one record out of the pool on purpose: another thread may
  * still be linked to it.
  */
-#include "../internal.h"
+#include "internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -30,7 +30,7 @@
  * swap) is release, so everything the waker wrote before waking (typically:
  * the critical section's effects) is visible to the waiter when it returns.
  */
-#include "../internal.h"
+#include "internal.h"
 
 __thread unsigned long ll_parks_tls __attribute__((tls_model("initial-exec")));
 __thread struct ll_cancel *ll_cancel_tls __attribute__((tls_model("initial-exec")));

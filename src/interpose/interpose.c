@@ -12,7 +12,7 @@
  * API) and LiTL (Guiroux et al., USENIX ATC'16), which made it a library.
  * Written here from those descriptions; no code taken from either.
  */
-#include "../shim/shim.h"
+#include "shim/shim.h"
 #include <unistd.h>
 
 /* For tools: which preload library this process runs under. */

@@ -30,8 +30,8 @@
  * never earlier, whatever the library's own threads do (src/core/thread.c,
  * "the end of the process").
  */
-#include "../internal.h"
-#include "../rcl/rcl.h"
+#include "internal.h"
+#include "runtime/rcl/rcl.h"
 
 #include <dlfcn.h>
 #include <errno.h>

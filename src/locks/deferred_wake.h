@@ -16,7 +16,7 @@
 #ifndef LIBLOCK_DEFERRED_WAKE_H
 #define LIBLOCK_DEFERRED_WAKE_H
 
-#include "../internal.h"
+#include "internal.h"
 
 #define LL_DEFER_MAX 32
 

@@ -35,7 +35,7 @@
  * caller reads the environment and the file into its own buffer); callers
  * (ll_cycles_per_ns, ll_spin_budget_cycles) keep their own once-only state.
  */
-#include "../internal.h"
+#include "internal.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -24,7 +24,7 @@
  * if the command answers EPERM there.  Callers that find it unavailable
  * (old kernel, seccomp filter) keep a symmetric protocol instead.
  */
-#include "../internal.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <linux/membarrier.h>

@@ -8,7 +8,7 @@
  * each CPU ("0,0,1,1" gives CPUs 0-1 node 0 and CPUs 2-3 node 1) so that
  * NUMA-aware algorithms can be exercised on a one-node machine.
  */
-#include "../internal.h"
+#include "internal.h"
 
 #include <linux/futex.h>
 #include <sched.h>

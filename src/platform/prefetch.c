@@ -3,7 +3,7 @@
  */
 #include "prefetch.h"
 
-#include "../internal.h"
+#include "internal.h"
 
 int ll_prefetchw_ok;
 

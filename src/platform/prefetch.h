@@ -7,7 +7,7 @@
  * exclusive.  PREFETCHW asks for the line exclusive at once, so the load
  * and the store that follow both hit.  The queue locks' arrival is that
  * pattern: it reads its predecessor's node (its CPU, whether its grant is
- * pending) and then links itself into the same line (src/locks/cr.h,
+ * pending) and then links itself into the same line (src/locks/restricting/cr.h,
  * cr_arrive).  It is only a hint: it changes no value and no ordering.
  *
  * PREFETCHW is used where CPUID reports it (leaf 0x80000001, ECX bit 8,

@@ -23,7 +23,7 @@
  * UMWAIT at 100 us by default) expires.  Spurious returns are normal: the
  * caller re-checks in a loop.
  */
-#include "../internal.h"
+#include "internal.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>

@@ -14,7 +14,7 @@
  * for it.  Writing from a signal handler is best effort: a handler that
  * interrupted the allocator or libdw may not be able to finish.
  */
-#include "../shim/shim.h"
+#include "shim/shim.h"
 #include "profile.h"
 
 #include <fcntl.h>

@@ -4,7 +4,7 @@
  * (pthread_create is wrapped; the main thread counts from the constructor)
  * and the per-thread cache-miss counters (perf_event_open).
  */
-#include "../shim/shim.h"
+#include "shim/shim.h"
 #include "profile.h"
 
 #include <linux/perf_event.h>

@@ -43,7 +43,7 @@
  * waits with glibc mutexes.
  */
 #include "shim.h"
-#include "../core/cond_lifo.h" /* ll_cond_hook_tls, ll_ts_diff_ns */
+#include "core/cond_lifo.h" /* ll_cond_hook_tls, ll_ts_diff_ns */
 
 static inline _Atomic uintptr_t *cptr(pthread_cond_t *c) { return (_Atomic uintptr_t *)(void *)&c->__data.__wseq; }
 static inline int cond_pshared(const pthread_cond_t *c) { return *(const volatile unsigned *)&c->__data.__wrefs & 1; }

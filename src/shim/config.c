@@ -5,7 +5,7 @@
  * LIBLOCK_STRICT; and the choice of algorithm for one lock site.
  */
 #include "shim.h"
-#include "../rcl/rcl.h" /* rcl_direct_default */
+#include "runtime/rcl/rcl.h" /* rcl_direct_default */
 
 struct shim_cfg shim_cfg;
 _Atomic int shim_cfg_ready;

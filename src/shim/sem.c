@@ -29,7 +29,7 @@
  * "Cancellation").  Destroy waits for woken waiters to leave and is EBUSY
  * only while one is still queued. */
 #include "shim.h"
-#include "../core/cond_lifo.h" /* ll_sem_debug_queued, for tests */
+#include "core/cond_lifo.h" /* ll_sem_debug_queued, for tests */
 
 #define IP_SEM_MAGIC 0x4c4c53454d495053ull /* "LLSEMIPS" */
 _Static_assert(sizeof(sem_t) >= 4 * sizeof(uint64_t), "sem_t holds our two marker words after glibc's 16 bytes");

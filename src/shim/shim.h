@@ -171,7 +171,7 @@
  * configuration check re-entered from the configuration's own set-up sees
  * "inactive" instead of waiting for itself, so neither recursion nor
  * self-deadlock is possible (tests/test_interpose_malloc.c).
- * The liblock objects linked into this .so (src/core, src/locks/posix.c ...)
+ * The liblock objects linked into this .so (src/core, src/locks/classic/posix.c ...)
  * call pthread_mutex_* themselves; the Makefile links them with
  * -Wl,--wrap=<fn> so those calls reach __wrap_<fn> below, which calls glibc.
  *
@@ -211,7 +211,7 @@
 #ifndef LL_SHIM_H
 #define LL_SHIM_H
 
-#include "../internal.h"
+#include "internal.h"
 #include "site_config.h"
 
 #include <dlfcn.h>
@@ -330,7 +330,7 @@ struct shim_algo *shim_algo_for(const struct shim_site *s);
 int shim_algo_ready(struct shim_algo *a);
 void shim_debug_site(const struct shim_site *s, const struct shim_algo *a);
 
-extern const struct ll_ops ll_ops_posix; /* src/locks/posix.c (IP_FAST_GLIBC) */
+extern const struct ll_ops ll_ops_posix; /* src/locks/classic/posix.c (IP_FAST_GLIBC) */
 
 /* ---- site.c: where a lock comes from ------------------------------------------- */
 #define SHIM_SITE_FRAMES 8
@@ -425,7 +425,7 @@ _Static_assert(offsetof(struct ip_mutex, track) + sizeof(int) <= 2 * LL_CACHELIN
  *                 thread's cached node;
  *  IP_FAST_GLIBC  the posix algorithm, not tracked: glibc's lock/unlock
  *                 called directly on the glibc mutex its state begins with
- *                 (src/locks/posix.c);
+ *                 (src/locks/classic/posix.c);
  *  IP_FAST_TRACK  tracked (w->track: a delegating algorithm's, or a mixed
  *                 configuration's) with per-hold nodes: IP_FAST_NODE's path
  *                 plus what w_lock/w_unlock add for it (the rcl bind check,
@@ -452,7 +452,7 @@ enum { IP_FAST_NONE = 0, IP_FAST_FN, IP_FAST_GLIBC, IP_FAST_NODE, IP_FAST_TRACK 
 #define IP_OWNERLESS(w) 0
 #endif
 /* The glibc mutex of a lock of the posix algorithm: the first member of its
- * state (src/locks/posix.c asserts it). */
+ * state (src/locks/classic/posix.c asserts it). */
 #define IP_POSIX_MUTEX(w) ((pthread_mutex_t *)(w)->lock._state)
 
 #ifdef LL_SHIM_PROFILE
@@ -589,7 +589,7 @@ void sem_fork_child(void);
 
 /* ---- measurement hooks (the profiler; empty for the interposer) --------------------- */
 #ifdef LL_SHIM_PROFILE
-#include "../profile/hooks.h"
+#include "profile/hooks.h"
 #else
 struct lp_tok {
     char unused;

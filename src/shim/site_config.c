@@ -11,7 +11,7 @@
  * name or `glibc`.  Every problem is reported as one line naming the file
  * and line; nothing is half-applied (the caller gets all rules or none).
  */
-#include "../internal.h"
+#include "internal.h"
 #include "site_config.h"
 
 #include <ctype.h>

@@ -21,8 +21,8 @@
 #ifndef LIBLOCK_LOCKS_CR_H
 #define LIBLOCK_LOCKS_CR_H
 
-#include "../internal.h"
-#include "../platform/prefetch.h"
+#include "internal.h"
+#include "platform/prefetch.h"
 
 struct cr_node {
     _Atomic(struct cr_node *) next; /* MCS link (written by the next arrival, or by the owner when grafting) */

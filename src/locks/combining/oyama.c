@@ -117,9 +117,9 @@
  * cond_wait from inside a critical section run through execute() returns
  * EPERM (it may be running on another thread, which must not sleep).
  */
-#include "../internal.h"
+#include "internal.h"
 #include "barge_sleep.h"
-#include "deferred_wake.h"
+#include "locks/deferred_wake.h"
 
 #define OY_FREE ((uintptr_t)0)
 #define OY_LOCKED ((uintptr_t)1)

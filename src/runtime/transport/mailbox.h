@@ -97,7 +97,7 @@
  * ll_mbox_post returns the word to wake instead of waking, so a sender can
  * make the system call later (hybcomb does, after handing the combiner
  * role on).  hybcomb's replies use the asymmetric protocol when its client
- * says so in its request (src/locks/hybcomb.c); hyblock's messages may
+ * says so in its request (src/locks/hybrid/hybcomb.c); hyblock's messages may
  * reach a lane before its owner has decided how to wait there, so they
  * stay symmetric.
  *
@@ -119,7 +119,7 @@
 #ifndef LIBLOCK_TRANSPORT_MAILBOX_H
 #define LIBLOCK_TRANSPORT_MAILBOX_H
 
-#include "../internal.h"
+#include "internal.h"
 
 #define LL_MBOX_CAP 4u               /* words per lane (a power of two) */
 #define LL_MBOX_CHUNK 64u            /* lanes allocated at a time */

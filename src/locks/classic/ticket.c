@@ -57,7 +57,7 @@
  * Policies: spin-then-park (default), spin (proportional pause: about
  * (ticket - serving) * 8 pauses between reads), yield.
  */
-#include "../internal.h"
+#include "internal.h"
 
 #define TICKET_SLOTS 4096u /* global waiting array, 16 KiB */
 #define TICKET_NEAR 2u     /* waiters this close to the head spin before parking */

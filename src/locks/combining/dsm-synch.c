@@ -93,7 +93,7 @@
  * node's word; the short wait for a successor to link itself spins or
  * yields).  FIFO and starvation-free.
  * Memory: the two nodes live in a per-thread, per-lock record
- * (src/locks/thread_records.h): orphaned at thread exit and adopted by the
+ * (src/locks/combining/thread_records.h): orphaned at thread exit and adopted by the
  * next thread that uses the lock (the adopter continues the toggle, so the
  * argument above still holds), freed at destroy.
  * Condition variables: supported for liblock_lock holders (generic path);
@@ -101,7 +101,7 @@
  * EPERM (it may be running on the combiner, which must not sleep).
  */
 #include "thread_records.h"
-#include "deferred_wake.h"
+#include "locks/deferred_wake.h"
 
 enum { DSM_WAIT = 1, DSM_DONE = 2, DSM_COMBINE = 3, DSM_ORPHAN = 4 };
 enum { COMB_OWN = 0, COMB_OWN_DONE = 1, COMB_FOREIGN = 2 };

@@ -2,7 +2,7 @@
  * direct.c - mp-server's direct mode: the lock word that lets a thread run
  * its own critical section when the server thread is not running (issue
  * 12, oversubscription).  Not in seed 004.  The algorithm, why it is
- * needed and when it applies are in the header of src/locks/mp-server.c
+ * needed and when it applies are in the header of src/locks/delegation/mp-server.c
  * ("Direct mode"); this file has the lock word and the withdrawable wait.
  *
  * The lock word is mps_lock.locked, with bits (mpserver.h)
@@ -42,7 +42,7 @@
  * a claimed one is always replied to.
  */
 #include "mpserver.h"
-#include "../platform/nt_store.h"
+#include "platform/nt_store.h"
 
 int ll_mps_direct_default(int policy, int pinned)
 {

@@ -48,7 +48,7 @@
  */
 #ifndef LIBLOCK_TAS_PARK_H
 #define LIBLOCK_TAS_PARK_H
-#include "../internal.h"
+#include "internal.h"
 
 #define TAS_FREE 0u
 #define TAS_HELD 1u

@@ -76,7 +76,7 @@
  * server's: a cost on the server's path of every reply that only the rare
  * sleeper needs.  Such clients park only after the spin budget, so the
  * cost moves to them, as flat combining's requesters do
- * (src/locks/fc_park.h, "Asymmetric").
+ * (src/locks/combining/fc_park.h, "Asymmetric").
  * No lost wake-up: the client sleeps only if futex_wait finds parked == 1.
  * Take its last `parked := 1` (Sc) and its last load of fn before that
  * sleep (Lc: after the heavy barrier B in the asymmetric protocol), which

@@ -1,5 +1,5 @@
 /*
- * hybcomb.h - statistics of a hybcomb lock (src/locks/hybcomb.c), for
+ * hybcomb.h - statistics of a hybcomb lock (src/locks/hybrid/hybcomb.c), for
  * tests and `liblock bench delegation` (combining rate, CAS per operation).
  * Counters are kept by the thread in the combiner role (no atomics) except
  * the registration counters, which are relaxed atomic increments on the

@@ -158,9 +158,9 @@
  * a call.
  * Condition variables: supported (it is an ordinary lock; generic path).
  */
-#include "../internal.h"
-#include "deferred_wake.h"
-#include "../platform/prefetch.h"
+#include "internal.h"
+#include "locks/deferred_wake.h"
+#include "platform/prefetch.h"
 
 #include <stdlib.h>
 

@@ -62,7 +62,7 @@
  */
 #ifndef LIBLOCK_BARGE_SLEEP_H
 #define LIBLOCK_BARGE_SLEEP_H
-#include "../internal.h"
+#include "internal.h"
 
 struct barge_sleep {
     _Atomic uint32_t seq;

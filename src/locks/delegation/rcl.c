@@ -5,7 +5,7 @@
  *
  * This file is the registry adapter only.  The runtime (servers, request
  * arrays, servicing-thread pools, management and backup threads, client
- * ids) is src/rcl/, whose header comments (server.c, client.c) give the
+ * ids) is src/runtime/rcl/, whose header comments (server.c, client.c) give the
  * invariants and the memory-ordering argument.
  *
  * Mapping: a lock is bound at init to the server given by
@@ -17,9 +17,9 @@
  * around liblock_lock sections.
  * Policies (client waiting): spin-then-park (default: spin about
  * ll_spin_budget_cycles(), then sleep until the server wakes the client),
- * spin, park, yield (src/rcl/client.c, "Parking").
+ * spin, park, yield (src/runtime/rcl/client.c, "Parking").
  */
-#include "../rcl/rcl.h"
+#include "runtime/rcl/rcl.h"
 
 static int rcl_destroy_op(liblock_t *l) { return rcl_lock_destroy(l); }
 

@@ -1,13 +1,13 @@
 /*
  * mpserver.h - data shared by the mp-server algorithm's client side
- * (src/locks/mp-server.c: the ops table, requests, waiting) and its server
- * thread (src/mpserver/server.c).  The algorithm, its invariants and the
- * memory-ordering argument are in the header of src/locks/mp-server.c.
+ * (src/locks/delegation/mp-server.c: the ops table, requests, waiting) and its server
+ * thread (src/runtime/mpserver/server.c).  The algorithm, its invariants and the
+ * memory-ordering argument are in the header of src/locks/delegation/mp-server.c.
  */
 #ifndef LIBLOCK_MPSERVER_H
 #define LIBLOCK_MPSERVER_H
 
-#include "../internal.h"
+#include "internal.h"
 
 #define MPS_CHUNK 64        /* slots per chunk (allocated on demand) */
 #define MPS_MAX_CHUNKS 1024 /* => 65536 simultaneously live threads per lock */

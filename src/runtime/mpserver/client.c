@@ -3,7 +3,7 @@
  * fixed or adaptive back-off of seed 004 section 7.1.2, sleeping (spin-then-
  * park, park), and trylock's withdrawable wait.  The algorithm, invariants
  * (I4: sleeping clients and server) and memory-ordering argument are in the
- * header of src/locks/mp-server.c.
+ * header of src/locks/delegation/mp-server.c.
  */
 #include "mpserver.h"
 

@@ -2,7 +2,7 @@
  * hybcomb - HybComb, hybrid combining: combiner identity in shared memory,
  * requests and replies by message (Petrovic's thesis, seed 004 section
  * 6.1.3, Algorithm 4; digest 004 sections 9 and 13.3), over the
- * shared-memory transport of src/transport/mailbox.h.
+ * shared-memory transport of src/runtime/transport/mailbox.h.
  *
  * Algorithm 4 (thread id, node my_node = {id, n_ops = MAX_OPS, done = false};
  * lock = {last_registered_combiner, departed_combiner}, both first pointing
@@ -230,10 +230,10 @@
  * unlock hands over); inside a critical section run by execute() on the
  * combiner role, cond_wait returns EPERM, as on cc-synch.
  */
-#include "../internal.h"
-#include "../transport/mailbox.h"
-#include "barge_sleep.h"
-#include "deferred_wake.h"
+#include "internal.h"
+#include "runtime/transport/mailbox.h"
+#include "locks/combining/barge_sleep.h"
+#include "locks/deferred_wake.h"
 #include "hybcomb.h"
 
 #include <stdlib.h>

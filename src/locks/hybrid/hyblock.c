@@ -2,7 +2,7 @@
  * hyblock - HybLock, the hybrid queue lock: lock state in shared memory,
  * hand-over by message (Petrovic's thesis, seed 004 section 6.1.1,
  * Algorithm 3; digest 004 section 7), over the shared-memory mailboxes of
- * src/transport/mailbox.h.
+ * src/runtime/transport/mailbox.h.
  *
  * Algorithm 3, for thread id with thread-local next (initially nil):
  *   acquire: prev = SWAP(lock, id); if prev != UNLOCKED: send(prev, id);
@@ -103,8 +103,8 @@
  * one more is EAGAIN.  The lock word packs a mailbox address below 2^48
  * with the level in the top 16 bits.
  */
-#include "../internal.h"
-#include "../transport/mailbox.h"
+#include "internal.h"
+#include "runtime/transport/mailbox.h"
 
 #define HYB_ALLOW 1ull
 #define HYB_READY1 2ull /* spin-then-park: "you are first in line" */

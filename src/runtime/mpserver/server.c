@@ -1,11 +1,11 @@
 /*
  * server.c - the mp-server's server thread: scan the client slots, run
  * requests, reply, sleep when idle.  One thread per mp-server lock, started
- * on the lock's first request (src/locks/mp-server.c, whose header has the
+ * on the lock's first request (src/locks/delegation/mp-server.c, whose header has the
  * algorithm, the invariants and the memory-ordering argument).
  */
 #include "mpserver.h"
-#include "../platform/nt_store.h"
+#include "platform/nt_store.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -1,13 +1,13 @@
 /*
- * rcl.h - internal interface of the Remote Core Locking runtime (src/rcl/).
- * The design argument is in the header comment of src/rcl/server.c; the
- * client side is src/rcl/client.c; src/locks/rcl.c is the registry adapter.
+ * rcl.h - internal interface of the Remote Core Locking runtime (src/runtime/rcl/).
+ * The design argument is in the header comment of src/runtime/rcl/server.c; the
+ * client side is src/runtime/rcl/client.c; src/locks/delegation/rcl.c is the registry adapter.
  */
 #ifndef LIBLOCK_RCL_H
 #define LIBLOCK_RCL_H
 
-#include "../internal.h"
-#include "../platform/local_atomic.h"
+#include "internal.h"
+#include "platform/local_atomic.h"
 
 /* The public opaque liblock_server_t is the runtime's server record. */
 #define rcl_server liblock_server

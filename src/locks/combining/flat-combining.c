@@ -57,7 +57,7 @@
  * LIBLOCK_FC_ASYM (default 1; fc_park.h).
  * Policies: spin, yield and spin-then-park (the default: docs/api.md,
  * waiting defaults).  Spin-then-park is this lock's own protocol, in
- * src/locks/fc_park.h with its argument (who sleeps where, who wakes
+ * src/locks/combining/fc_park.h with its argument (who sleeps where, who wakes
  * them, and the asymmetric barrier that keeps locked instructions off
  * the hot path where membarrier(2) exists).
  * Guarantees: neither FIFO (a pass runs the list head to tail, and the list
@@ -66,14 +66,14 @@
  * by the next combiner that makes a pass, but combiners that may not run
  * foreign requests make none, so a requester may lose the combiner lock
  * indefinitely to lock() callers.
- * Memory: records are per thread and per lock (src/locks/thread_records.h):
+ * Memory: records are per thread and per lock (src/locks/combining/thread_records.h):
  * orphaned at thread exit and adopted by the next thread, freed at destroy.
  * Condition variables: supported for liblock_lock holders (generic path);
  * cond_wait from inside a critical section run through execute() returns
  * EPERM (it may be running on the combiner, which must not sleep).
  */
 #include "thread_records.h"
-#include "deferred_wake.h"
+#include "locks/deferred_wake.h"
 #include "barge_sleep.h"
 
 struct fc_rec {

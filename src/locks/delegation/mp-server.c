@@ -9,7 +9,7 @@
  * stores"); digest 004 sections 8, 11 and 13.1.  Adaptive back-off is ours
  * (the thesis tunes the delay by hand and leaves run-time adaptation as
  * future work).  Files: this one (ops, requests, start-up, fork),
- * src/mpserver/server.c (the server thread), src/mpserver/client.c (how a
+ * src/runtime/mpserver/server.c (the server thread), src/runtime/mpserver/client.c (how a
  * client waits).  docs/hybrid.md, "The optimised delegation server", says
  * when to use it and why it is a separate algorithm and not RCL options.
  *
@@ -140,7 +140,7 @@
  * delegation` reproduces seed 004 so).  Otherwise the lock is in direct
  * mode (below).
  *
- * Direct mode (ours, issue 12; src/mpserver/direct.c has the lock word and
+ * Direct mode (ours, issue 12; src/runtime/mpserver/direct.c has the lock word and
  * its no-lost-wake-up argument).  Why: delegation pays only while the
  * server thread is on a CPU.  With more threads than CPUs it is an ordinary
  * thread that the scheduler runs 1/(threads on its CPU) of the time; a
@@ -212,8 +212,8 @@
  * held, as with glibc.  exit: the server is not stopped,
  * so exit handlers and other threads are served until the process ends.
  */
-#include "../mpserver/mpserver.h"
-#include "../platform/nt_store.h"
+#include "runtime/mpserver/mpserver.h"
+#include "platform/nt_store.h"
 
 #include <stdlib.h>
 #include <string.h>

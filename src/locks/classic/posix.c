@@ -18,7 +18,7 @@
  * and its increment is not seen (destroy racing with the start of a lock()
  * is undefined, as in POSIX).
  */
-#include "../internal.h"
+#include "internal.h"
 
 struct posix_lock {
     pthread_mutex_t m;

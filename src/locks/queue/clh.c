@@ -98,7 +98,7 @@
  * until the word reads 0.
  * Policies: spin, yield, spin-then-park (default).  FIFO, starvation-free.
  */
-#include "../internal.h"
+#include "internal.h"
 
 #include <stdlib.h>
 

@@ -66,7 +66,7 @@
  * ahead of it.
  *
  * Fast hand-over under spin-then-park (not in the paper; the argument is
- * src/core/fastwake.c's, as for mcscr in src/locks/cr.h).  The grant was
+ * src/core/fastwake.c's, as for mcscr in src/locks/restricting/cr.h).  The grant was
  * a swap on the successor's word, to see whether it had parked: a locked
  * instruction on a line the spinning successor holds, so the releaser
  * stalled for the transfer at every hand-off.  Now the successor says
@@ -121,7 +121,7 @@
  * threads already waiting for the lock, as if it had called lock() at the
  * signal, without having to be scheduled first.
  */
-#include "../internal.h"
+#include "internal.h"
 
 struct mcs_node {
     _Atomic(struct mcs_node *) next;

@@ -119,8 +119,8 @@
  * which does not own the lock in the API's sense: cond_wait from it returns
  * EPERM instead of putting the combiner to sleep.
  */
-#include "../internal.h"
-#include "deferred_wake.h"
+#include "internal.h"
+#include "locks/deferred_wake.h"
 
 #include <stdlib.h>
 

@@ -44,7 +44,7 @@
 #ifndef LIBLOCK_THREAD_RECORDS_H
 #define LIBLOCK_THREAD_RECORDS_H
 
-#include "../internal.h"
+#include "internal.h"
 
 #include <stdlib.h>
 
