@@ -75,9 +75,10 @@
  * client.c, "Parking");
  * the client's acquire load of fn == NULL makes ret and the CS's effects
  * visible.  The scan stops at the id watermark (1 + highest id in use),
- * then looks at the overflow slot.  After a scan that found nothing the
- * servicing thread pauses once (serve_loop), so an idle server does not
- * flood the clients' lines with reads.
+ * then looks at the overflow slot.  A scan that found nothing is followed
+ * at once by the next one while the server answered a request recently
+ * (within RCL_HOT_PASSES empty scans), and by a pause once it has been
+ * idle longer (serve_loop, "Polling").
  *
  * ---- Invariants and the argument for local atomics ----------------------
  * (I1) server->busy[], n_free, n_servicing, is_alive, timestamp and the
@@ -479,6 +480,10 @@ static int try_leave(struct rcl_server *s, struct rcl_sthread *me)
     return w == ST_EXIT ? -1 : 1;
 }
 
+/* Empty passes after the last answer that poll without a pause
+ * (serve_loop, "Polling"). */
+#define RCL_HOT_PASSES 256u
+
 static void serve_loop(struct rcl_server *s, struct rcl_sthread *me)
 {
     uint64_t idle_since = 0, slice_start = ll_cycles();
@@ -515,17 +520,22 @@ static void serve_loop(struct rcl_server *s, struct rcl_sthread *me)
             empty = 0;
             continue;
         }
-        /* Nothing was pending: pause once before the next pass.  Without
-         * it the pass loop re-reads the client's line every few cycles
-         * (probably competing with the client's stores of its next request
-         * for the line).  Measured on the 2-CPU development VM
-         * (bench/rcl_latency, docs/rcl.md "Speed"): the unpaused loop made
-         * the round trip depend on the phase of the client's own pause
-         * loop (0.8x to 1.8x the probe from one run to the next, an empty
-         * CS and a 5-line CS differing by up to 0.3x); the paused one
-         * keeps both at a median of ~1.07x.  Only an empty pass pauses,
-         * so a loaded server never slows down. */
-        ll_pause();
+        /* Polling.  Nothing was pending.  Right after an answer the next
+         * request (the same client's next one, or another client's) is
+         * expected within about one cross-CPU round trip, and the pass
+         * that sees it first determines its latency: a pause here would
+         * add up to its own length (on some CPUs a large part of that
+         * round trip) to the request's wait, depending on where in the
+         * pause the request lands.  So the first RCL_HOT_PASSES empty
+         * passes after an answer poll back to back (a pass only loads the
+         * slots' fn words: the pause never was part of any ordering
+         * argument, so dropping it changes no invariant).  A server idle for
+         * longer pauses once per empty pass, so it does not keep reading
+         * the clients' lines every few cycles, nor take the issue slots
+         * of a sibling hardware thread, while nothing is expected.  A pass
+         * that answered something never pauses. */
+        if (++empty > RCL_HOT_PASSES)
+            ll_pause();
         if (LL_UNLIKELY(atomic_load_explicit(&s->coloc_recent, memory_order_relaxed))) {
             /* a client shares this CPU: it runs only while we sleep, so
              * sleep as soon as nothing can be answered (docs/rcl.md) */
@@ -533,7 +543,7 @@ static void serve_loop(struct rcl_server *s, struct rcl_sthread *me)
             idle_since = 0;
             continue;
         }
-        if (s->idle_cycles && (++empty & 255) == 0) {
+        if (s->idle_cycles && (empty & 255) == 0) {
             uint64_t now = ll_cycles();
             if (!idle_since) {
                 idle_since = now;
