@@ -135,8 +135,10 @@ struct rcl_server {
     struct rcl_server *next_all;  /* list of every started server */
 };
 
-/* server.c: a server's threads */
+/* server.c: the servicing loop */
 void rcl_wake_idle(struct rcl_server *s);              /* a client found the server idle-parked (or dormant) */
+void rcl_serve_loop(struct rcl_server *s, struct rcl_sthread *me); /* a servicing thread's life (pool.c) */
+/* pool.c: a server's threads */
 int rcl_threads_start(struct rcl_server *s);           /* create its threads (servers_mutex held); an errno */
 void rcl_threads_stop(struct rcl_server *s);           /* end and join them (servers_mutex held) */
 void rcl_server_free_arrays(struct rcl_server *s);
