@@ -25,9 +25,9 @@
  * One array of LIBLOCK_RCL_SLOTS (default 4096 = 256 KB) one-line slots per
  * server, plus one overflow slot, on the server's NUMA node.  Slot i belongs
  * to client id i (ids are shared by all servers, allocated on a thread's
- * first request, reused after it exits; client.c); the overflow slot is
+ * first request, reused after it exits; ids.c); the overflow slot is
  * shared, under ovf_mutex, by threads that found every id taken (TRYLOCK
- * and UNLOCK requests only; client.c, "Client ids").  Client: write lock,
+ * and UNLOCK requests only; client.c, "Without a client id").  Client: write lock,
  * ctx, flags, then fn (release).  Server: read fn (acquire); run; release
  * the lock (I4); write ret, then clear fn (release; for a client that may
  * park, followed by the wake-up check of reply(), and a seq_cst exchange
@@ -326,7 +326,7 @@ static unsigned serve_pass(struct rcl_server *s, struct rcl_sthread *me)
     struct rcl_lock *seen[4];
     for (unsigned i = 0; i <= n; i++) {
         if (LL_UNLIKELY(i == n))
-            i = ovf; /* the overflow slot, last (client.c, "Client ids") */
+            i = ovf; /* the overflow slot, last (client.c, "Without a client id") */
         if (LL_LIKELY(atomic_load_explicit(&slots[i].fn, memory_order_relaxed) == NULL))
             continue;
         struct rcl_lock *lk = serve_one(s, me, i, &ops);
