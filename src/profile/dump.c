@@ -1,6 +1,6 @@
 /*
  * dump.c - the profiler's raw report (format "liblock-profile-raw/1",
- * /work/shared-contracts/profile-contract.md and docs/profile-runtime.md),
+ * described in docs/profile-runtime.md),
  * written to LIBLOCK_PROFILE_OUT (through a fresh temporary and rename) when the
  * program ends: exit() from any thread or return from main (on_exit), _exit
  * or _Exit (wrapped), a fatal signal (SIGSEGV, SIGABRT, SIGBUS, SIGFPE,

@@ -5,9 +5,10 @@
  * exists, forced elections), and starting and stopping a server's threads.
  * Servers as objects are in registry.c.
  *
- * Source: seed 000 (Lozi's thesis) chapter 4.1, Algorithm 11 (manager and
- * backup, text lost in the extraction, rebuilt from sections 4.1.2.1-4.1.2.2;
- * see shared/notes/000 section 4).
+ * Source: J.-P. Lozi, "Towards More Scalable Mutual Exclusion for
+ * Multicore Architectures", PhD thesis, UPMC (Paris 6), 2014, section 4.1,
+ * Algorithm 11 (manager and backup threads, written here from the prose of
+ * sections 4.1.2.1-4.1.2.2).
  *
  * ---- Threads of a server (all bound to the server's CPU) ----------------
  *   servicing threads  SCHED_FIFO, priority P.  Scan the request array and
