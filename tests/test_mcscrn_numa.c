@@ -19,15 +19,11 @@
  */
 #include "harness.h"
 #include "internal.h"
-#include "locks/restricting/cr.h"
+#include "cr_stats.h"
 
 #include <sched.h>
 
-static int stats_of(const liblock_t *l, struct ll_cr_stats *st)
-{
-    const char *a = liblock_algorithm(l);
-    return strcmp(a, "mcscrn") == 0 ? ll_mcscrn_stats(l, st) : ll_mcscr_stats(l, st);
-}
+static int stats_of(const liblock_t *l, struct cr_stats *st) { return cr_stats_of(l, st); }
 
 /* ---- 1. deterministic order ---- */
 struct order {
@@ -66,7 +62,7 @@ static void test_order(const char *p, const int *expect, int policy)
     pthread_t th[8];
     struct oarg args[8];
     for (int i = 0; i < 8; i++) {
-        struct ll_cr_stats st;
+        struct cr_stats st;
         stats_of(&o.lock, &st);
         const void *before = st.tail;
         args[i] = (struct oarg){&o, i};
@@ -86,7 +82,7 @@ static void test_order(const char *p, const int *expect, int policy)
         same &= o.log[i] == expect[i];
     }
     CHECK(same, "P=%s %s: admission order %s", p, liblock_wait_name(policy), buf);
-    struct ll_cr_stats st;
+    struct cr_stats st;
     stats_of(&o.lock, &st);
     if (strcmp(p, "0") == 0) {
         CHECK_EQ(st.remote_culls, 3);
@@ -132,7 +128,7 @@ static void *run_thread(void *arg)
     }
 }
 
-static double same_node_fraction(const char *algo, struct ll_cr_stats *st, long per_node[2])
+static double same_node_fraction(const char *algo, struct cr_stats *st, long per_node[2])
 {
     static struct run r;
     memset(&r, 0, sizeof r);
@@ -202,7 +198,7 @@ int main(void)
     double fn = 0, fc = 0, best = 0;
     const int reps = 4;
     for (int rep = 0; rep < reps; rep++) {
-        struct ll_cr_stats st;
+        struct cr_stats st;
         long per[2];
         double f = same_node_fraction("mcscrn", &st, per);
         printf("  mcscrn: same-node successions %.3f, node 0 %ld / node 1 %ld admissions, home changes %llu, "

@@ -5,7 +5,6 @@
  * LIBLOCK_STRICT; and the choice of algorithm for one lock site.
  */
 #include "shim.h"
-#include "runtime/rcl/rcl.h" /* rcl_direct_default */
 
 struct shim_cfg shim_cfg;
 _Atomic int shim_cfg_ready;
@@ -173,7 +172,11 @@ static int delegates(const struct ll_ops *o) { return o && (o->props & LIBLOCK_P
 
 static void config_load(void)
 {
-    rcl_direct_default = 1; /* interposed mutexes: rcl lock/unlock without requests (docs/rcl.md) */
+    /* interposed mutexes: an algorithm's direct mode where it has one
+     * (lock/unlock without requests to a server: docs/rcl.md) */
+    for (const struct ll_ops *const *o = ll_registry; *o; o++)
+        if ((*o)->direct_default)
+            (*o)->direct_default();
     sem_config_load();
     const char *name = getenv("LIBLOCK_LOCK");
     if (name && *name) {

@@ -330,7 +330,6 @@ struct shim_algo *shim_algo_for(const struct shim_site *s);
 int shim_algo_ready(struct shim_algo *a);
 void shim_debug_site(const struct shim_site *s, const struct shim_algo *a);
 
-extern const struct ll_ops ll_ops_posix; /* src/locks/classic/posix.c (IP_FAST_GLIBC) */
 
 /* ---- site.c: where a lock comes from ------------------------------------------- */
 #define SHIM_SITE_FRAMES 8
@@ -423,9 +422,9 @@ _Static_assert(offsetof(struct ip_mutex, track) + sizeof(int) <= 2 * LL_CACHELIN
  *  IP_FAST_FN     node-less algorithm, not tracked: lockfn/unlockfn;
  *  IP_FAST_NODE   queue lock, not tracked: lockfn/unlockfn with the
  *                 thread's cached node;
- *  IP_FAST_GLIBC  the posix algorithm, not tracked: glibc's lock/unlock
- *                 called directly on the glibc mutex its state begins with
- *                 (src/locks/classic/posix.c);
+ *  IP_FAST_GLIBC  an algorithm with LL_OPS_GLIBC_STATE (posix), not
+ *                 tracked: glibc's lock/unlock called directly on the
+ *                 glibc mutex its state begins with;
  *  IP_FAST_TRACK  tracked (w->track: a delegating algorithm's, or a mixed
  *                 configuration's) with per-hold nodes: IP_FAST_NODE's path
  *                 plus what w_lock/w_unlock add for it (the rcl bind check,
@@ -451,8 +450,8 @@ enum { IP_FAST_NONE = 0, IP_FAST_FN, IP_FAST_GLIBC, IP_FAST_NODE, IP_FAST_TRACK 
 #else
 #define IP_OWNERLESS(w) 0
 #endif
-/* The glibc mutex of a lock of the posix algorithm: the first member of its
- * state (src/locks/classic/posix.c asserts it). */
+/* The glibc mutex of a lock whose algorithm has LL_OPS_GLIBC_STATE: the
+ * first member of its state (the algorithm asserts it). */
 #define IP_POSIX_MUTEX(w) ((pthread_mutex_t *)(w)->lock._state)
 
 #ifdef LL_SHIM_PROFILE

@@ -36,7 +36,7 @@ void mutex_set_fns(struct ip_mutex *w)
      * (track).  LIBLOCK_INTERPOSE_API=1 takes every algorithm this way (for
      * testing). */
     w->api = (o->props & LIBLOCK_PROP_DELEGATES) || cfg.force_api;
-    atomic_store_explicit(&w->bind, strcmp(o->name, "rcl") == 0, memory_order_relaxed);
+    atomic_store_explicit(&w->bind, o->bind != NULL, memory_order_relaxed);
     w->holds = w->api || o->node_size > 0;
     w->trylockfn = o->trylock;
     /* Holds a combining lock may ask about (ll_may_run_foreign) are counted
@@ -49,7 +49,7 @@ void mutex_set_fns(struct ip_mutex *w)
     w->fast = !normal                ? IP_FAST_NONE
               : w->track             ? (w->holds ? IP_FAST_TRACK : IP_FAST_NONE)
               : w->holds             ? IP_FAST_NODE
-              : o == &ll_ops_posix   ? IP_FAST_GLIBC
+              : o->flags & LL_OPS_GLIBC_STATE ? IP_FAST_GLIBC
                                      : IP_FAST_FN;
     int fn = w->fast == IP_FAST_FN || w->fast == IP_FAST_NODE || w->fast == IP_FAST_TRACK;
     w->lockfn = fn ? o->lock : NULL;
@@ -283,15 +283,16 @@ void reclaim_hold(ll_thread_t *s, struct ip_mutex *w)
 }
 
 /* ---- acquire / release on a wrapper -------------------------------------------- */
-/* An rcl lock is bound to its server, which is started then if needed, on
- * its first use, not when it is set up (a process that never locks starts
- * no server: docs/rcl.md).  Bind it here, inside set-up, so that a mutex
- * the server's start meets (an allocator's) stays glibc's as during any
- * set-up (see "Bootstrap"). */
+/* A lock whose algorithm has a bind hook (struct ll_ops; an RCL lock: its
+ * server, which is started then if needed) is bound on its first use, not
+ * when it is set up (a process that never locks starts no server:
+ * docs/rcl.md).  Bind it here, inside set-up, so that a mutex the server's
+ * start meets (an allocator's) stays glibc's as during any set-up (see
+ * "Bootstrap"). */
 void w_bind(struct ip_mutex *w)
 {
     ip_in_setup++;
-    liblock_server_of(&w->lock);
+    LL_OPS(&w->lock)->bind(&w->lock);
     ip_in_setup--;
     atomic_store_explicit(&w->bind, 0, memory_order_relaxed);
 }
