@@ -3,7 +3,7 @@
  * (included by src/shim/shim.h when compiled with LL_SHIM_PROFILE).
  *
  * What is recorded (docs/profile-runtime.md; the raw dump format is the
- * contract in src/profile/dump.c):
+ * contract in src/profile/report.c):
  *  - per thread (struct lp_table, mmap'd, reached through one thread-local
  *    pointer): per lock instance, by the instance's id, acquisitions, hold
  *    time and successful trylocks (struct lp_islot); per (lock site, call
@@ -307,7 +307,7 @@ static inline __attribute__((always_inline)) void lp_acq_core(pthread_mutex_t *m
             LP_ADD(r->wait_ns, wn);
     }
     /* the wait histogram counts contended acquisitions only: the report
-     * puts the others (wait 0) in bucket 0 (dump.c) */
+     * puts the others (wait 0) in bucket 0 (report.c) */
     if (cont)
         lp_hist_add(t, r, hidx, w, m, 0, wn, 1);
     /* An entry for m is left over only when another thread released it (a
