@@ -9,7 +9,9 @@
 # mcscr_...), nor the private prefixes of the runtimes and algorithm files
 # (mps_, ccs_, fc_, ...); and must include nothing from src/locks/ or
 # src/runtime/.  What such code needs of an algorithm is a field or a hook
-# of struct ll_ops, or a core function (src/internal.h).
+# of struct ll_ops, or a core function (src/internal.h).  And src/shim/ and
+# src/interpose/ include nothing of src/profile/: the profiler attaches
+# through the shim's observer contract (src/shim/observer.h).
 . "$(dirname "$0")/lib.sh" "$@"
 
 dirs="src/shim src/profile src/interpose"
@@ -37,6 +39,12 @@ for f in $(find $dirs -name '*.[ch]' | sort); do
     code=$(gcc -fpreprocessed -dD -E -P "$f" 2>/dev/null) || { fail "$f: gcc -fpreprocessed failed"; continue; }
     hit=$(echo "$code" | grep -nE '^\s*#\s*include\s*"(\.\./)*(src/)?(locks|runtime|rcl|mpserver|transport)/' | head -3)
     if [ -n "$hit" ]; then fail "$f includes an algorithm or runtime header: $hit"; else ok; fi
+    case "$f" in
+    src/profile/*) ;;
+    *)  # the profiler observes the shim (src/shim/observer.h); the shim never includes it
+        hit=$(echo "$code" | grep -nE '^\s*#\s*include\s*"(\.\./)*(src/)?profile/' | head -3)
+        if [ -n "$hit" ]; then fail "$f includes the profiler: $hit"; else ok; fi ;;
+    esac
     hit=$(echo "$code" | grep -noE "$re_name" | head -3 | paste -sd' ')
     if [ -n "$hit" ]; then fail "$f names an algorithm: $hit"; else ok; fi
     hit=$(echo "$code" | grep -noE "$re_prefix" | head -3 | paste -sd' ')

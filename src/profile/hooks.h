@@ -1,6 +1,8 @@
 /*
- * hooks.h - the profiler's measurement hooks on the shim's lock paths
- * (included by src/shim/shim.h when compiled with LL_SHIM_PROFILE).
+ * hooks.h - the profiler's measurement hooks on the shim's lock paths: the
+ * profiler's implementation of the observer contract of src/shim/observer.h
+ * (force-included into every object of the profiler build by the
+ * Makefile, with LL_SHIM_PROFILE).
  *
  * What is recorded (docs/profile-runtime.md; the raw dump format is the
  * contract in src/profile/report.c):
@@ -62,6 +64,9 @@
  */
 #ifndef LL_PROFILE_HOOKS_H
 #define LL_PROFILE_HOOKS_H
+
+#define SHIM_OBSERVER 1 /* the hooks of shim/observer.h are defined here */
+#include "shim/shim.h"
 
 #include <stdint.h>
 

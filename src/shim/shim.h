@@ -4,9 +4,10 @@
  * algorithms: src/interpose/) and build/lib/liblock-profile.so (measure
  * every lock of an unmodified program: src/profile/).  The files of src/shim
  * files are compiled twice: once as they are for the interposer, once with
- * -DLL_SHIM_PROFILE for the profiler, where the measurement hooks declared
- * at the end of this header are real calls (they are empty inline functions
- * otherwise, so the interposer pays nothing for them).
+ * -DLL_SHIM_PROFILE for the profiler, where the observer hooks of
+ * observer.h are the profiler's (src/profile/hooks.h, force-included by the
+ * Makefile; they are empty inline functions otherwise, so the interposer
+ * pays nothing for them).  The shim includes nothing of the profiler's.
  *
  * Files: real.c (bootstrap: the real glibc functions), config.c (the
  * environment), site_config.c (the LIBLOCK_CONFIG file parser), site.c
@@ -586,27 +587,7 @@ void shim_to_glibc_fork_child(void);
 extern struct ip_sem *shim_reg_sems;
 void sem_fork_child(void);
 
-/* ---- measurement hooks (the profiler; empty for the interposer) --------------------- */
-#ifdef LL_SHIM_PROFILE
-#include "profile/hooks.h"
-#else
-struct lp_tok {
-    char unused;
-};
-static inline void lp_lock_begin(struct lp_tok *t, struct ip_mutex *w, pthread_mutex_t *m) { (void)t; (void)w; (void)m; }
-static inline void lp_lock_end(struct lp_tok *t, struct ip_mutex *w, pthread_mutex_t *m, int r, void *ra)
-{
-    (void)t; (void)w; (void)m; (void)r; (void)ra;
-}
-static inline void lp_trylock_end(struct ip_mutex *w, pthread_mutex_t *m, int r, void *ra) { (void)w; (void)m; (void)r; (void)ra; }
-static inline void lp_unlock_begin(struct ip_mutex *w, pthread_mutex_t *m) { (void)w; (void)m; }
-static inline int lp_glibc_mine(const pthread_mutex_t *m) { (void)m; return 0; }
-static inline void lp_cond_begin(struct lp_tok *t, struct ip_mutex *w) { (void)t; (void)w; }
-static inline void lp_cond_end(struct lp_tok *t, struct ip_mutex *w, pthread_mutex_t *m) { (void)t; (void)w; (void)m; }
-static inline void lp_set_fast(pthread_mutex_t *m, const struct ip_mutex *w) { (void)m; (void)w; }
-static inline void lp_mutex_new(struct ip_mutex *w, const struct shim_site *s) { (void)w; (void)s; }
-static inline void lp_start(void) {}
-static inline void lp_fork_child(void) {}
-#endif
+/* ---- the observer's hooks (observer.h) ------------------------------------------- */
+#include "observer.h"
 
 #endif
