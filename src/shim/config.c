@@ -209,12 +209,9 @@ static void config_load(void)
     cfg.mixed = deleg && classic;
     cfg.debug_sites = ll_env_long("LIBLOCK_DEBUG_SITES", 0, 0, 1) == 1;
     cfg.need_site = cfg.file.nrules > 0 || cfg.debug_sites;
-#ifdef LL_SHIM_PROFILE
-    cfg.need_site = 1;
-    cfg.wrap = 1;
-#else
-    cfg.wrap = cfg.active;
-#endif
+    /* an observer sees every lock, glibc's included, by its site */
+    cfg.need_site = cfg.need_site || SHIM_OBSERVED;
+    cfg.wrap = cfg.active || SHIM_OBSERVED;
     if (!cfg.active)
         return;
     cond_config_load();

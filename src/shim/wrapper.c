@@ -5,7 +5,7 @@
  * per-thread nodes of queue locks, and acquire/release on it with POSIX
  * types (RECURSIVE/ERRORCHECK implemented here on top of the algorithm).
  *
- * In the profiler (LL_SHIM_PROFILE) a mutex left to glibc still gets a
+ * With an observer (SHIM_OBSERVED, observer.h: the profiler) a mutex left to glibc still gets a
  * wrapper, with algo == NULL ("glibc mode"): acquire/release call glibc's
  * own functions on the pthread_mutex_t itself (so every type, timed locks
  * and glibc's condition variables keep glibc's exact semantics), and the
@@ -146,8 +146,7 @@ struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
         ip_in_setup--;
         sp = &site;
     }
-#ifndef LL_SHIM_PROFILE
-    if (!a) {
+    if (!SHIM_OBSERVED && !a) {
         uintptr_t z = 0;
         if (atomic_compare_exchange_strong_explicit(pw, &z, IP_GLIBC, memory_order_acq_rel, memory_order_acquire)) {
             shim_to_glibc(SG_MUTEX, SG_CONFIG);
@@ -157,7 +156,6 @@ struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
             return NULL;
         return ip_untag(z);
     }
-#endif
     /* No wrapper allocated here: install reuses an idle one left at this
      * address first, so a loop that news and deletes std::mutex objects
      * allocates nothing and keeps getting the same address back. */
@@ -408,7 +406,6 @@ struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int i
     return use;
 }
 
-#ifdef LL_SHIM_PROFILE
 /* Glibc mode: glibc does the locking (recursion, error checks, timeouts);
  * the wrapper keeps owner/count of a RECURSIVE or ERRORCHECK mutex so the
  * profiler knows the outermost acquisition and release (a NORMAL one has
@@ -460,7 +457,6 @@ static int g_unlock(struct ip_mutex *w)
     }
     return r;
 }
-#endif
 
 /* Relock / owner checks for RECURSIVE and ERRORCHECK.  Returns -1 when the
  * caller must really acquire; otherwise the result of the call. */
@@ -480,10 +476,8 @@ int w_owner_check(struct ip_mutex *w, int try)
 
 int w_lock(struct ip_mutex *w)
 {
-#ifdef LL_SHIM_PROFILE
     if (SHIM_GLIBC(w))
         return g_lock(w);
-#endif
     int r = w_owner_check(w, 0);
     if (r >= 0)
         return r;
@@ -499,10 +493,8 @@ int w_lock(struct ip_mutex *w)
 
 int w_trylock(struct ip_mutex *w)
 {
-#ifdef LL_SHIM_PROFILE
     if (SHIM_GLIBC(w))
         return g_trylock(w);
-#endif
     int r = w_owner_check(w, 1);
     if (r >= 0)
         return r;
@@ -518,10 +510,8 @@ int w_trylock(struct ip_mutex *w)
 
 int w_unlock(struct ip_mutex *w)
 {
-#ifdef LL_SHIM_PROFILE
     if (SHIM_GLIBC(w))
         return g_unlock(w);
-#endif
     uintptr_t me = self_tag();
     uintptr_t owner = atomic_load_explicit(&w->owner, memory_order_relaxed);
     if (w->type != PTHREAD_MUTEX_NORMAL) {
@@ -560,7 +550,6 @@ static int ts_passed(clockid_t clk, const struct timespec *t, uint64_t *left_ns)
 int w_timedlock(struct ip_mutex *w, clockid_t clk, const struct timespec *abstime)
 {
     LL_KEEP_ERRNO;
-#ifdef LL_SHIM_PROFILE
     if (SHIM_GLIBC(w)) {
         int g = clk == CLOCK_REALTIME ? R.mutex_timedlock(GM(w), abstime)
                 : R.mutex_clocklock   ? R.mutex_clocklock(GM(w), clk, abstime)
@@ -569,7 +558,6 @@ int w_timedlock(struct ip_mutex *w, clockid_t clk, const struct timespec *abstim
             g_acquired(w);
         return g;
     }
-#endif
     int r = w_owner_check(w, 0);
     if (r >= 0)
         return r;
