@@ -25,8 +25,10 @@
  * a miss for every line an acquisition touches and a transfer between CPUs
  * for every shared line it writes.  An uncontended acquisition of a NORMAL
  * mutex on glibc writes glibc's mutex (as without the profiler) and
- * otherwise only the thread's own records; it reads the wrapper's line 1,
- * which stays shared.  A contended one also writes its instance record.
+ * otherwise only the thread's own records: with a descriptor (below, "the
+ * fast path") it reads no wrapper at all; without one it reads lines 1
+ * and 2 of the wrapper (shim.h), which stay shared.  A contended one also
+ * writes its instance record.
  *
  * No lock of the profiler's own is ever taken on the program's lock path:
  *  P1 An instance record's fields other than try_fail are written only by

@@ -357,14 +357,18 @@ void shim_module_offset(const void *addr, char *buf, size_t n);
 /* ---- the wrappers ------------------------------------------------------------- */
 struct lp_inst;
 struct lp_cs;
-#ifndef LL_SHIM_PROFILE
+/* One layout for both libraries.  Line 0 holds everything the
+ * interposer's uncontended NORMAL path touches; line 1 what the other
+ * paths of an algorithm's mutex use; line 2 what set-up and an observer
+ * read (an observer's glibc-mode NORMAL mutexes normally go through its
+ * own fast path, which touches no wrapper: observer.h). */
 struct ip_mutex {
-    /* first cache line: everything the uncontended NORMAL path touches */
+    /* line 0: everything the uncontended NORMAL path touches */
     liblock_t lock;
     int (*lockfn)(liblock_t *, void *);   /* IP_FAST_FN, _NODE, _TRACK: the algorithm's lock */
     int (*unlockfn)(liblock_t *, void *);
     _Atomic uintptr_t owner;              /* self_tag() of the holder, 0 when free */
-    /* second line */
+    /* line 1 */
     int fast;                             /* IP_FAST_*: the fast path (also in the pointer word's tag) */
     ll_hold_t *hold;                      /* node algorithms: the holder's node */
     int (*trylockfn)(liblock_t *, void *);
@@ -373,51 +377,18 @@ struct ip_mutex {
     int holds;                            /* algorithm needs per-hold nodes (node path) */
     int api;                              /* delegating algorithm: through the API layer */
     int track;                            /* count holds in the thread record (w_track_acquired) */
-    _Atomic int bind;                     /* rcl: not bound to a server yet (w_bind) */
+    _Atomic int bind;                     /* the algorithm's bind hook is still to run (w_bind) */
     uint64_t trk;                         /* track: serial of the thread whose count has this hold */
     const void *addr;                     /* the pthread_mutex_t it was made for (reuse table) */
-    struct shim_algo *algo;               /* what it runs on (NULL: glibc's mutex, profiler only) */
+    /* line 2 */
+    struct shim_algo *algo;               /* what it runs on (NULL: glibc's mutex, with an observer only) */
+    struct lp_inst *prof;                 /* observer: its record; NULL: not recorded */
+    int lp_hidx;                          /* observer: its lock site's index (the threads' records) */
+    uint32_t lp_iid;                      /* observer: its instance's id (the threads' records) */
     struct ip_mutex *prev, *next;         /* registry (fork) */
 };
 _Static_assert(offsetof(struct ip_mutex, owner) + sizeof(uintptr_t) <= LL_CACHELINE, "hot fields in one line");
-#else
-/* The profiler's layout (same fields, plus its own).  What costs a
- * profiled program most is not instructions but cache lines: a table of
- * thousands of locks taken by threads on different CPUs (memcached's item
- * and LRU locks) pays a miss or a transfer for every line an acquisition
- * touches, and a transfer for every line it writes.  So everything the
- * glibc-mode lock path reads is in one line (line 1), which that path
- * never writes (for a NORMAL mutex glibc's own owner field says who holds
- * it); what the profiler counts goes to the thread's own records
- * (src/profile/hooks.h).  On an algorithm, the acquisition touches the
- * algorithm's line (line 0) and writes owner as the interposer does. */
-struct ip_mutex {
-    /* line 0: the algorithm's lock and its functions (unused in glibc mode) */
-    liblock_t lock;
-    int (*lockfn)(liblock_t *, void *);   /* non-NULL: direct path (NORMAL type, no nodes) */
-    int (*unlockfn)(liblock_t *, void *);
-    int (*trylockfn)(liblock_t *, void *);
-    /* line 1: the lock path */
-    _Atomic uintptr_t owner __attribute__((aligned(LL_CACHELINE))); /* self_tag() of the holder, 0 when free */
-    unsigned count;                       /* recursion depth while held */
-    int type;                             /* PTHREAD_MUTEX_NORMAL/RECURSIVE/ERRORCHECK */
-    struct shim_algo *algo;               /* what it runs on (NULL: glibc's mutex) */
-    struct lp_inst *prof;                 /* its record; NULL: not recorded */
-    int lp_hidx;                          /* its lock site's index (the threads' records) */
-    uint32_t lp_iid;                      /* its instance's id (the threads' records) */
-    int track;                            /* count holds in the thread record (w_track_acquired) */
-    /* line 2 */
-    int fast;                             /* IP_FAST_*: the fast path (also in the pointer word's tag) */
-    ll_hold_t *hold;                      /* node algorithms: the holder's node */
-    int holds;                            /* algorithm needs per-hold nodes (node path) */
-    int api;                              /* delegating algorithm: through the API layer */
-    _Atomic int bind;                     /* rcl: not bound to a server yet (w_bind) */
-    uint64_t trk;                         /* track: serial of the thread whose count has this hold */
-    const void *addr;                     /* the pthread_mutex_t it was made for (reuse table) */
-    struct ip_mutex *prev, *next;         /* registry (fork) */
-};
-_Static_assert(offsetof(struct ip_mutex, track) + sizeof(int) <= 2 * LL_CACHELINE, "lock path in line 1");
-#endif
+_Static_assert(offsetof(struct ip_mutex, trk) + sizeof(uint64_t) <= 2 * LL_CACHELINE, "tracked path in line 1");
 
 /* The fast path of a mutex, chosen by mutex_set_fns for a NORMAL mutex:
  *  IP_FAST_FN     node-less algorithm, not tracked: lockfn/unlockfn;
