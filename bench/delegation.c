@@ -1,6 +1,7 @@
 /*
- * delegation - one run of the delegation benchmark of Petrovic's thesis
- * (seed 004 sections 6.2 and 7.2; digest 004 sections 10.2, 11.4): T
+ * delegation - one run of the delegation benchmark of D. Petrovic,
+ * "Efficient Communication and Synchronization on Manycore Processors",
+ * PhD thesis no. 6552, EPFL, 2015, sections 6.2 and 7.2: T
  * threads each do an operation on a shared object (bench/delegation/
  * objects.h: counter, stack, one- or two-lock MS queue) through
  * liblock_execute, then pause a random 0..P cycles (P = 1000 by default),
@@ -168,7 +169,7 @@ int main(int argc, char **argv)
         setenv("LIBLOCK_SERVERS", buf, 0);
     }
     if (c.object == OBJ_QUEUE2)
-        setenv("LIBLOCK_MPSERVER_STREAM", "0", 1); /* not valid with two servers (seed 004 section 7.1.2) */
+        setenv("LIBLOCK_MPSERVER_STREAM", "0", 1); /* not valid with two servers (Petrovic's thesis, section 7.1.3, "Streaming stores") */
     struct machine m;
     machine_describe(&m);
     double ghz = m.tsc_ghz > 0 ? m.tsc_ghz : 1.0;

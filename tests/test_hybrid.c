@@ -1,5 +1,6 @@
 /*
- * test_hybrid - what is particular to hyblock and hybcomb (seed 004; the
+ * test_hybrid - what is particular to hyblock and hybcomb (Petrovic, EPFL
+ * 2015, section 6.1; the
  * generic tests cover the rest: test_stress, test_mixed, test_delegation,
  * test_oversub, test_cond, test_api loop over the registry):
  *

@@ -17,73 +17,23 @@
  *     fairness between nodes; home changes are printed).  Counted in
  *     admissions, not time.
  */
-#include "harness.h"
-#include "internal.h"
-#include "cr_stats.h"
-
-#include <sched.h>
-
-static int stats_of(const liblock_t *l, struct cr_stats *st) { return cr_stats_of(l, st); }
+#include "cr_order.h"
 
 /* ---- 1. deterministic order ---- */
-struct order {
-    liblock_t lock;
-    int log[16];
-    int n;
-};
-struct oarg {
-    struct order *o;
-    int id;
-};
-
-static void *order_thread(void *arg)
-{
-    struct oarg *a = arg;
-    ll_pin_self(a->id % 2);
-    if (liblock_lock(&a->o->lock) == 0) {
-        a->o->log[a->o->n++] = a->id;
-        liblock_unlock(&a->o->lock);
-    }
-    return NULL;
-}
-
 static void test_order(const char *p, const int *expect, int policy)
 {
-    static struct order o;
-    memset(&o, 0, sizeof o);
+    static struct cr_order o;
     setenv("LIBLOCK_CR_FAIRNESS", p, 1);
-    liblock_attr_t a;
-    liblock_attr_init(&a);
-    liblock_attr_setwait(&a, policy);
-    CHECK_EQ(liblock_init(&o.lock, "mcscrn", &a), 0);
+    cr_queue_in_order(&o, "mcscrn", policy, 8); /* main on CPU 0, waiter i on CPU i % 2 */
     unsetenv("LIBLOCK_CR_FAIRNESS");
-    ll_pin_self(0);
-    liblock_lock(&o.lock);
-    pthread_t th[8];
-    struct oarg args[8];
-    for (int i = 0; i < 8; i++) {
-        struct cr_stats st;
-        stats_of(&o.lock, &st);
-        const void *before = st.tail;
-        args[i] = (struct oarg){&o, i};
-        pthread_create(&th[i], NULL, order_thread, &args[i]);
-        do {
-            sched_yield();
-            stats_of(&o.lock, &st);
-        } while (st.tail == before);
-    }
-    liblock_unlock(&o.lock);
-    for (int i = 0; i < 8; i++)
-        CHECK(th_join_by(th[i], th_now_ns() + 20000000000ull) == 0, "waiter %d stranded", i);
-    char buf[128] = "";
+    char buf[128];
+    cr_order_str(&o, buf, sizeof buf);
     int same = o.n == 8;
-    for (int i = 0; i < o.n; i++) {
-        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%d ", o.log[i]);
+    for (int i = 0; i < o.n; i++)
         same &= o.log[i] == expect[i];
-    }
     CHECK(same, "P=%s %s: admission order %s", p, liblock_wait_name(policy), buf);
     struct cr_stats st;
-    stats_of(&o.lock, &st);
+    cr_stats_of(&o.lock, &st);
     if (strcmp(p, "0") == 0) {
         CHECK_EQ(st.remote_culls, 3);
         CHECK_EQ(st.home_changes, 1);
@@ -154,7 +104,7 @@ static double same_node_fraction(const char *algo, struct cr_stats *st, long per
     long same = 0;
     for (long i = 1; i < r.logged; i++)
         same += r.node_log[i] == r.node_log[i - 1];
-    stats_of(&r.lock, st);
+    cr_stats_of(&r.lock, st);
     per_node[0] = r.per_node[0];
     per_node[1] = r.per_node[1];
     CHECK_EQ(liblock_destroy(&r.lock), 0);

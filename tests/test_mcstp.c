@@ -1,6 +1,8 @@
 /*
  * test_mcstp - behaviour of mcs-tp beyond test_stress:
- *   - the thesis's last_lock fix (seed 000 section 3.5, line 38): a waiter
+ *   - the last_lock fix of Lozi's thesis ("Towards More Scalable Mutual
+ *     Exclusion for Multicore Architectures", UPMC 2014, section 3.5,
+ *     Algorithm 4, line 38): a waiter
  *     that times out while the holder keeps the lock must reclaim its place
  *     in the queue.  Run in a child process with a watchdog: with the fix
  *     the child finishes; with the fix disabled (LIBLOCK_MCSTP_UNSAFE_

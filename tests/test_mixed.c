@@ -1,6 +1,6 @@
 /*
  * test_mixed - every algorithm of the catalogue, with DEFAULT attributes,
- * in the situations ordinary programs create (issue 11, "Tests"); each
+ * in the situations ordinary programs create; each
  * (algorithm, scenario) pair in its own child process with a time bound
  * (scenario.h), so a deadlock or a convoy fails that pair and names it:
  *

@@ -17,9 +17,11 @@
  * (pthread_cond_*), c11.c (mtx_*, cnd_*), sem.c (sem_*), fork.c (fork
  * handlers and the constructor).
  *
- * Source: the deployment method of seed 001 (Malthusian locks: every lock of
- * an unmodified program replaced through interposition of the pthread mutex
- * API) and LiTL (Guiroux et al., USENIX ATC'16), which made it a library.
+ * Source: the deployment method of D. Dice, "Malthusian Locks", EuroSys 2017 (extended version, arXiv:1511.06035),
+ * section 6: every lock of an unmodified program replaced through
+ * LD_PRELOAD interposition of the pthread mutex API; and LiTL (H. Guiroux,
+ * R. Lachaize and V. Quema, "Multicore Locks: the Case Is Not Closed Yet",
+ * USENIX ATC 2016), which made it a library.
  * Written here from those descriptions; no code taken from either.
  *
  * What is replaced: pthread_mutex_{init,destroy,lock,trylock,timedlock,
@@ -29,7 +31,7 @@
  * them; leaving them to glibc would hand glibc a mutex it does not own.)
  * With LIBLOCK_SEM=fifo|mostly-lifo also sem_{init,destroy,wait,trywait,
  * timedwait,clockwait,post,getvalue} for private semaphores, on liblock's
- * semaphores (seed 001 section 6.11; see "sem_*" below).  Without it every
+ * semaphores (Malthusian Locks, section 6.11; see "sem_*" below).  Without it every
  * sem_* call goes to glibc untouched.
  *
  * ---- Where the state lives (the cheap path) --------------------------------
@@ -137,7 +139,7 @@
  * CLOCK_MONOTONIC are converted to CLOCK_REALTIME for liblock_cond_timedwait
  * at the time of the call (a realtime clock jump during the wait moves it).
  * LIBLOCK_COND=mostly-lifo makes every liblock_cond_t with
- * liblock_condattr_setfifo(LIBLOCK_COND_FIFO_PROB) (seed 001 section 6.10:
+ * liblock_condattr_setfifo(LIBLOCK_COND_FIFO_PROB) (Malthusian Locks, section 6.10:
  * queued at the tail with that probability, else at the head; signal wakes
  * the head; src/core/cond_lifo.c).  It applies to waits that use the
  * liblock_cond_t (our mutex, algorithm with LIBLOCK_PROP_COND); the glibc

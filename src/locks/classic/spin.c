@@ -1,7 +1,9 @@
 /*
  * spin - test-and-set spinlock with PAUSE, and a futex under spin-then-park.
  *
- * Source: seed 000 section 3.2, Algorithm 1: lock spins on CAS(l, 0, 1) with
+ * Source: J.-P. Lozi, "Towards More Scalable Mutual Exclusion for Multicore
+ * Architectures", PhD thesis, UPMC (Paris 6), 2014, section 3.2,
+ * Algorithm 1 (basic spinlock): lock spins on CAS(l, 0, 1) with
  * pause() between attempts; unlock stores 0.  (Under spin and yield we use
  * an atomic exchange, which is the same test-and-set and never fails
  * spuriously.)  Under spin-then-park (the default) a waiter retries with
@@ -99,7 +101,7 @@ static int spin_destroy(liblock_t *l)
 const struct ll_ops ll_ops_spin = {
     .name = "spin",
     .description = "test-and-set spinlock with pause; futex sleep under spin-then-park",
-    .source = "seed 000 section 3.2, Algorithm 1; Drepper 2011 (futex mutex)",
+    .source = "Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), section 3.2, Algorithm 1; Drepper, Futexes Are Tricky, 2011",
     .props = LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),

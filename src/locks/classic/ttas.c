@@ -2,9 +2,13 @@
  * ttas - test-and-test-and-set spinlock with bounded exponential back-off,
  * and a futex under spin-then-park.
  *
- * Source: seed 000 section 3.2 (the variant that reads before the CAS) and
- * section 3.10 (back-off locks); Anderson 1990 for the back-off; Drepper
- * 2011 for the futex protocol (tas_park.h, which argues it).
+ * Source: J.-P. Lozi, "Towards More Scalable Mutual Exclusion for Multicore
+ * Architectures", PhD thesis, UPMC (Paris 6), 2014, section 3.2 (the
+ * variant that reads before the CAS) and section 3.10 (back-off locks);
+ * T. E. Anderson, "The Performance of Spin Lock Alternatives for
+ * Shared-Memory Multiprocessors", IEEE TPDS 1(1), 1990, for the back-off;
+ * U. Drepper, "Futexes Are Tricky", 2011, for the futex protocol
+ * (tas_park.h, which argues it).
  *
  * Invariant: word != 0 exactly while a thread holds the lock (2 = held and
  * a thread may sleep on the word: spin-then-park only).
@@ -125,7 +129,7 @@ static int ttas_destroy(liblock_t *l)
 const struct ll_ops ll_ops_ttas = {
     .name = "ttas",
     .description = "test-and-test-and-set spinlock with bounded exponential back-off; futex sleep under spin-then-park",
-    .source = "seed 000 sections 3.2 and 3.10; Anderson 1990; Drepper 2011 (futex mutex)",
+    .source = "Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), sections 3.2 and 3.10; Anderson, IEEE TPDS 1990; Drepper, Futexes Are Tricky, 2011",
     .props = LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),

@@ -1,7 +1,10 @@
 /*
  * cc-synch - CC-Synch combining lock (Fatourou and Kallimanis, PPoPP 2012).
  *
- * Source: seed 000 section 3.8, Algorithm 7 (digest 000 section 3.8).
+ * Source: P. Fatourou and N. D. Kallimanis, "Revisiting the Combining
+ * Synchronization Technique", PPoPP 2012; as given in J.-P. Lozi, "Towards
+ * More Scalable Mutual Exclusion for Multicore Architectures", PhD thesis,
+ * UPMC (Paris 6), 2014, section 3.8, Algorithm 7:
  *   execute(req): swap a fresh node in as the new tail; the previous tail,
  *   cur, becomes ours: write req into cur, link cur.next = fresh, wait on
  *   cur.wait.  If cur.completed, return cur.ret.  Otherwise we are the
@@ -102,8 +105,9 @@
  *     can at least run its own request.
  *
  * Parameter: MAX_COMBINER_CS, env LIBLOCK_CCSYNCH_MAX_COMBINER_CS (read at
- * liblock_init), default 3 x the number of online CPUs (seed 000 section
- * 5.1).  A combiner hands over after at most that many critical sections
+ * liblock_init), default 3 x the number of online CPUs (the thesis's
+ * setting, section 5.1).  A combiner hands over after at most that many
+ * critical sections
  * (2x with yield/spin-then-park when the successors sleep, see 4.).
  * Policies: spin, yield, spin-then-park (each waiter waits on its own node's
  * word).  FIFO (requests run in queue order) and starvation-free (a combiner
@@ -471,7 +475,7 @@ static void ccs_stats(const liblock_t *l, struct ll_stats *o)
 const struct ll_ops ll_ops_cc_synch = {
     .name = "cc-synch",
     .description = "CC-Synch combining lock: swap-based request queue, combiner hands over after MAX_COMBINER_CS",
-    .source = "seed 000 section 3.8, Algorithm 7; Fatourou and Kallimanis, PPoPP 2012",
+    .source = "Fatourou and Kallimanis, PPoPP 2012; Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), section 3.8, Algorithm 7",
     .props = LIBLOCK_PROP_FIFO | LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND |
              LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |

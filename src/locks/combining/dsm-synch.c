@@ -4,7 +4,10 @@
  * waits on one of its own nodes (local spinning without cache coherence or
  * on NUMA).
  *
- * Source: seed 000 section 3.8, Algorithm 8 (digest 000 section 3.9).
+ * Source: P. Fatourou and N. D. Kallimanis, "Revisiting the Combining
+ * Synchronization Technique", PPoPP 2012; as given in J.-P. Lozi, "Towards
+ * More Scalable Mutual Exclusion for Multicore Architectures", PhD thesis,
+ * UPMC (Paris 6), 2014, section 3.8, Algorithm 8:
  *   execute(req): toggle; my = nodes[toggle]; my = {WAIT, next nil, req};
  *   pred = swap(tail, my); if pred: pred.next = my, wait on my; if my was
  *   run, return its result.  Otherwise (no pred, or handed the role) we are
@@ -22,12 +25,12 @@
  * difference is whom the role goes to: the paper's rule hands it to a
  * thread that enqueued some time ago and, with more threads than cores, has
  * often been descheduled since (every critical section then waits for it to
- * be scheduled again: measured here, 8 threads on 2 cores with yield cost
- * ~100x more per critical section than with this rule), while a thread
- * that is linking itself right now is running.  Cost: one CAS when the
+ * be scheduled again, a time slice or more, against the few hundred cycles
+ * of a critical section run by a running combiner), while a thread that is
+ * linking itself right now is running.  Cost: one CAS when the
  * combiner empties the queue.
  *
- * The thesis's finding (seed 000 footnote to Algorithm 8): the paper resets
+ * The thesis's finding (its footnote to Algorithm 8): the paper resets
  * tmp.next = nil between lines 36 and 37, i.e. after the hand-over.  That
  * write can lose an update: once tmp's owner has been released it may run
  * two more operations (toggling back to tmp, which is legal as soon as its
@@ -87,8 +90,8 @@
  * taker runs the orphaned node's request first).
  *
  * Parameter: MAX_COMBINER_CS, env LIBLOCK_DSMSYNCH_MAX_COMBINER_CS (read at
- * liblock_init), default 3 x the number of online CPUs (seed 000 section
- * 5.1).
+ * liblock_init), default 3 x the number of online CPUs (the thesis's
+ * setting, section 5.1).
  * Policies: spin, yield, spin-then-park (each waiter waits on its own
  * node's word; the short wait for a successor to link itself spins or
  * yields).  FIFO and starvation-free.
@@ -402,7 +405,7 @@ static void dsm_stats(const liblock_t *l, struct ll_stats *o)
 const struct ll_ops ll_ops_dsm_synch = {
     .name = "dsm-synch",
     .description = "DSM-Synch combining lock: CC-Synch with two local nodes per thread per lock",
-    .source = "seed 000 section 3.8, Algorithm 8; Fatourou and Kallimanis, PPoPP 2012",
+    .source = "Fatourou and Kallimanis, PPoPP 2012; Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), section 3.8, Algorithm 8",
     .props = LIBLOCK_PROP_FIFO | LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND |
              LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |

@@ -2,7 +2,11 @@
  * flat-combining - Flat Combining used as a lock (Hendler, Incze, Shavit
  * and Tzafrir, SPAA 2010).
  *
- * Source: seed 000 section 3.7, Algorithm 6 (digest 000 section 3.7).
+ * Source: D. Hendler, I. Incze, N. Shavit and M. Tzafrir, "Flat Combining
+ * and the Synchronization-Parallelism Tradeoff", SPAA 2010; as given in
+ * J.-P. Lozi, "Towards More Scalable Mutual Exclusion for Multicore
+ * Architectures", PhD thesis, UPMC (Paris 6), 2014, section 3.7,
+ * Algorithm 6:
  * Each thread owns one publication record per lock {req, ret, active, age,
  * next}; the lock is a publication list (push at the head with CAS), a
  * combiner lock word and a pass counter.
@@ -53,7 +57,7 @@
  *
  * Parameters (env, read at liblock_init): LIBLOCK_FC_CLEANUP_FREQUENCY
  * (default 100), LIBLOCK_FC_CLEANUP_OLD_THRESHOLD (default 10), the values
- * of the authors' code that the thesis used (seed 000 section 5.1);
+ * of the authors' code that the thesis used (its section 5.1);
  * LIBLOCK_FC_ASYM (default 1; fc_park.h).
  * Policies: spin, yield and spin-then-park (the default: docs/api.md,
  * waiting defaults).  Spin-then-park is this lock's own protocol, in
@@ -368,7 +372,7 @@ static void fc_stats(const liblock_t *l, struct ll_stats *o)
 const struct ll_ops ll_ops_flat_combining = {
     .name = "flat-combining",
     .description = "Flat Combining: publication list of per-thread records, one combiner at a time",
-    .source = "seed 000 section 3.7, Algorithm 6; Hendler, Incze, Shavit and Tzafrir, SPAA 2010",
+    .source = "Hendler, Incze, Shavit and Tzafrir, SPAA 2010; Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), section 3.7, Algorithm 6",
     .props = LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),

@@ -4,7 +4,10 @@
  * requests; the thread that holds the lock runs the pending requests before
  * it releases.
  *
- * Source: seed 000 section 3.6 (digest 000 section 3.6).
+ * Source: Y. Oyama, K. Taura and A. Yonezawa, "Executing Parallel Programs
+ * with Synchronization Bottlenecks Efficiently", PDSIA 1999; as described
+ * in J.-P. Lozi, "Towards More Scalable Mutual Exclusion for Multicore
+ * Architectures", PhD thesis, UPMC (Paris 6), 2014, section 3.6:
  *   execute(cs): if CAS(word, FREE, LOCKED): run cs, then release.
  *                else push a request node onto the stack held in the word
  *                (CAS word: LOCKED or top -> our node) and wait until run.
@@ -88,19 +91,15 @@
  *     as barge_sleep.h's no-lost-wake-up argument requires (a hand-over's
  *     wake-up only lets sleepers count their patience).  Why barge: with a
  *     queue, every lock()/unlock() hand-over with more threads than CPUs
- *     went to a parked thread and cost a wake-up (measured 30-60 us per critical
- *     section at 32 threads on 2 CPUs); barging lets the running threads
- *     take the lock, as posix does.  Why one wake-up at a time: with a
- *     plain count of sleepers every release made a futex_wake system call
- *     while anyone slept.  sqlite3 under the interposer (bench/apps, wall
- *     time x glibc, 3-5 interleaved rounds, 8 threads): 3.10x before,
- *     1.26x with the mark and no spinning while others sleep (1.29x at 32
- *     threads); bbuf at 32 threads 0.61x before, 0.82x now (0.58x at 8).
- *     The price is posix's: no order among lock() callers, bounded only by
- *     the patience.  The first attempt is a CAS before any clock read: rdtsc
- *     costs about 8 ns on the development VM, and sqlite3 makes 39 lock()
- *     calls per insert (one thread: 1.63x -> 1.49x glibc; 8 threads:
- *     3.22x -> 2.87x, 5 rounds).
+ *     goes to a parked thread and costs a wake-up, far longer than the
+ *     critical section; barging lets the running threads take the lock,
+ *     as posix does.  Why one wake-up at a time: with a plain count of
+ *     sleepers every release would make a futex_wake system call while
+ *     anyone slept (barge_sleep.h).  The price is posix's: no order among
+ *     lock() callers, bounded only by the patience.  The first attempt is
+ *     a CAS before any clock read: a clock read (rdtsc) costs several
+ *     nanoseconds, which is much of an uncontended lock() that programs
+ *     such as sqlite3 call many times per operation.
  *
  * Parameter: MAX_COMBINER_CS, env LIBLOCK_OYAMA_MAX_COMBINER_CS (read at
  * liblock_init), default 3 x the number of online CPUs.  With
@@ -483,7 +482,7 @@ static void oy_stats(const liblock_t *l, struct ll_stats *o)
 const struct ll_ops ll_ops_oyama = {
     .name = "oyama",
     .description = "Oyama lock: FREE/LOCKED/stack-of-requests word; the holder runs pending requests",
-    .source = "seed 000 section 3.6; Oyama, Taura and Yonezawa 1999",
+    .source = "Oyama, Taura and Yonezawa, PDSIA 1999; Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), section 3.6",
     .props = LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),

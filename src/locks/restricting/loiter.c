@@ -1,8 +1,8 @@
 /*
  * loiter - LOITER (Locking: Outer-Inner with ThRottling).
  *
- * Source: seed 001 (Dice, "Malthusian Locks"), appendix A.1; digest
- * shared/notes/001 section 2.2.
+ * Source: D. Dice, "Malthusian Locks", EuroSys 2017; extended version
+ * arXiv:1511.06035, appendix A.1 "LOITER Locks".
  *
  * Structure: an outer test-and-set word, an inner MCS queue lock and at most
  * one standby thread (the holder of the inner lock).
@@ -312,7 +312,7 @@ const struct ll_ops ll_ops_loiter = {
     .name = "loiter",
     .description = "LOITER: outer test-and-set lock with bounded arrival spin, inner MCS spin-then-park "
                    "lock, one standby, direct hand-off to an impatient standby",
-    .source = "seed 001 appendix A.1 (LOITER); Dice, Malthusian Locks, EuroSys 2017",
+    .source = "Dice, Malthusian Locks, EuroSys 2017 (extended version, arXiv:1511.06035), appendix A.1 (LOITER)",
     .props = LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),

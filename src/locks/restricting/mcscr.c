@@ -1,8 +1,8 @@
 /*
  * mcscr - MCS with concurrency restriction (the paper's MCSCR).
  *
- * Source: seed 001 (Dice, "Malthusian Locks", EuroSys 2017, extended),
- * section 4 "MCSCR"; digest shared/notes/001 section 2.1.
+ * Source: D. Dice, "Malthusian Locks", EuroSys 2017; extended version
+ * arXiv:1511.06035, section 4 "The MCSCR lock algorithm".
  *
  * Idea: when more threads circulate over a lock than it needs to stay
  * saturated, the surplus only adds cache, pipeline and CPU pressure.  MCSCR
@@ -50,8 +50,9 @@
  * Pending grants (not in the paper; cr.h has the full argument).  Under
  * spin-then-park a passive thread has usually gone to sleep by the time it
  * is reprovisioned; granting it the lock outright makes the lock wait, held
- * but idle, for its wake-up (tens of microseconds when the CPUs are
- * oversubscribed) while running threads queue behind it.  So (R) grants the
+ * but idle, for its wake-up (a cross-CPU wake-up, or a whole time slice
+ * when the CPUs are oversubscribed) while running threads queue behind
+ * it.  So (R) grants the
  * PS head *pending*: it holds the lock unless the first arrival behind it
  * takes it over first, in which case the arrival owns the lock and the
  * passive thread, once it runs, arrives again as a new arrival.  The lock
@@ -260,7 +261,7 @@ const struct ll_ops ll_ops_mcscr = {
     .name = "mcscr",
     .description = "MCS with concurrency restriction: culls surplus waiters into a passive set, "
                    "admits the eldest with probability LIBLOCK_CR_FAIRNESS",
-    .source = "seed 001 section 4 (MCSCR); Dice, Malthusian Locks, EuroSys 2017",
+    .source = "Dice, Malthusian Locks, EuroSys 2017 (extended version, arXiv:1511.06035), section 4 (MCSCR)",
     .props = LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),

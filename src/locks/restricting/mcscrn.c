@@ -1,8 +1,9 @@
 /*
  * mcscrn - NUMA-aware MCSCR (the paper's MCSCRN).
  *
- * Source: seed 001 (Dice, "Malthusian Locks"), section 9.1 (future work,
- * described in prose only); digest shared/notes/001 section 2.4.  Built on
+ * Source: D. Dice, "Malthusian Locks", EuroSys 2017; extended version
+ * arXiv:1511.06035, section 9.1 "Future Work" (described in prose only).
+ * Built on
  * mcscr.c: read its header first; the races of putting a list node into an
  * empty chain and the ordering argument are the same and are not repeated.
  *
@@ -52,20 +53,18 @@
  * empty, outright (the paper's) while it holds a waiter.
  *  - With one node, or every waiter on the home node, there is no locality
  *    to keep, and an outright grant makes the lock wait, held but idle, for
- *    a parked passive thread's wake-up (~17 us here) while running threads
- *    queue behind it: on this 2-CPU machine mcscrn ran at 0.04-0.09x posix
- *    with short critical sections at 8 and 32 threads for that reason alone
- *    (BENCHMARKS.md, oversubscription).  A pending grant lets the first
- *    arrival take the lock over instead, exactly as in mcscr, so on one node
- *    mcscrn is mcscr (the claim below is now true of the code, not only of
- *    the algorithm).
+ *    a parked passive thread's wake-up while running threads queue behind
+ *    it; with short critical sections and more threads than CPUs that
+ *    stall dominates.  A pending grant lets the first arrival take the lock
+ *    over instead, exactly as in mcscr, so on one node mcscrn is mcscr, in
+ *    the code as in the algorithm.
  *  - While waiters of another node exist (the remote list is not empty), a
  *    pending grant would let whichever thread runs next -- of either node --
- *    take the lock over: tried here (even with take-overs keyed to the home
- *    node), it removed the wake-up stalls that let waiters of one node queue
- *    up to be culled, and the share of successions within a node in
- *    tests/test_mcscrn_numa.c fell from ~0.9 to 0.07-0.8.  So then the
- *    grant is outright, as in the paper: mcscrn's purpose is that locality.
+ *    take the lock over (even with take-overs keyed to the home node): that
+ *    removes the wake-up stalls that let waiters of one node queue up to be
+ *    culled, and successions within a node, which tests/test_mcscrn_numa.c
+ *    checks, stop being the rule.  So then the grant is outright, as in the
+ *    paper: mcscrn's purpose is that locality.
  *    The remote list is emptied only by a home switch that finds no other
  *    node's waiter, so with two nodes contending the grants stay outright.
  *  - An arrival may take over a pending grant whatever its node (it cannot
@@ -312,7 +311,7 @@ const struct ll_ops ll_ops_mcscrn = {
     .name = "mcscrn",
     .description = "NUMA-aware MCSCR: culls waiters of other NUMA nodes into a remote list, "
                    "changes home node with probability LIBLOCK_CR_FAIRNESS",
-    .source = "seed 001 section 9.1 (MCSCRN); Dice, Malthusian Locks, EuroSys 2017",
+    .source = "Dice, Malthusian Locks, EuroSys 2017 (extended version, arXiv:1511.06035), section 9.1 (MCSCRN)",
     .props = LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),

@@ -1,6 +1,8 @@
 /*
  * client.c - the client side of Remote Core Locking: client ids, the
- * request path of liblock_execute (Algorithm 9 of seed 000 section 4.1),
+ * request path of liblock_execute (Algorithm 9 of J.-P. Lozi, "Towards
+ * More Scalable Mutual Exclusion for Multicore Architectures", PhD thesis,
+ * UPMC (Paris 6), 2014, section 4.1),
  * lock/trylock/unlock on an RCL lock, the condition-variable hooks, and
  * the binding of a lock to its server.
  *
@@ -131,12 +133,12 @@
  * execute() (not a servicing thread: those are scheduled by their server)
  * calls sched_yield() once every rcl_yield_every (LIBLOCK_RCL_YIELD_EVERY,
  * 1024) completed requests, after the reply, so never with a request
- * pending.  Alone on its CPU the call returns at once (~0.5 us per 1024
- * CSs); with other spinning clients on the CPU it hands the CPU over, so
- * they take turns every ~1024 CSs instead of every scheduler slice, and
- * their CS counts over short intervals stay balanced (measured: max/min
- * 2-3x without pacing at 32-64 clients on one CPU, ~1.3x with it).  The
- * count is thread-local: no shared write.
+ * pending.  Alone on its CPU the call returns at once (a system call per
+ * 1024 CSs); with other spinning clients on the CPU it hands the CPU over,
+ * so they take turns every ~1024 CSs instead of every scheduler slice, and
+ * their CS counts over short intervals stay balanced instead of following
+ * whichever client the scheduler happens to run.  The count is
+ * thread-local: no shared write.
  *
  * Local path (a servicing thread calling a lock of its OWN server:
  * nesting): local CAS on is_locked, sched_yield() while it is held so that
@@ -144,7 +146,7 @@
  * Only threads bound to the server CPU take this path, which is what makes
  * the local CAS correct (server.c, invariant I1).
  *
- * Direct lock/unlock (not in the thesis; issue 12).  On a DIRECT lock
+ * Direct lock/unlock (not in the thesis).  On a DIRECT lock
  * (lk->direct, fixed at init: every mutex under the interposer, which sets
  * rcl_direct_default, or any lock with LIBLOCK_RCL_DIRECT=1), liblock_lock/
  * trylock/unlock from an ordinary thread do not cost a request round trip
@@ -207,13 +209,15 @@
  * the unlocker's exchange (a full fence) precedes its load of `idle`, the
  * server's exchange of `idle` precedes its rescan of is_locked (Dekker).
  * Affinity: lock/trylock still call client_index() (a thread-local check
- * after the first call), so a thread that locks is kept off the server CPUs
- * as before, even if it never sends a request.
- * Before this, lock/unlock were requests (RCL_OP_LOCK / RCL_OP_UNLOCK):
- * one round trip each, a waiter's LOCK granted by the server even when its
- * client was preempted or parked (the lock then stayed held until it ran),
- * and waiters spinning on the application CPU with the holder.  On the
- * 2-CPU machine that made bbuf/sqlite >10x glibc (docs/rcl.md, "Speed").
+ * after the first call), so a thread that locks is kept off the server
+ * CPUs, even if it never sends a request.
+ * Why direct: with lock/unlock as requests (RCL_OP_LOCK / RCL_OP_UNLOCK,
+ * still used on locks that are not DIRECT), each costs a round trip, the
+ * server grants a waiter's LOCK even when its client is preempted or
+ * parked (the lock then stays held until that client runs), and waiters
+ * spin on the application CPUs with the holder; with more threads than
+ * CPUs, programs whose critical sections are short then run many times
+ * slower than on glibc's mutex (docs/rcl.md, "Speed").
  *
  * Condition variables (src/core/cond.c calls cond_release/cond_reacquire
  * around the POSIX wait):
@@ -825,7 +829,7 @@ int rcl_lock_unlock(liblock_t *l, void *node)
  * for its caller (server.c, hand_over_holds): memcached's lru_pull_tail
  * takes an item lock inside its delegated section and releases it after.
  * Only a lock marked `handed` is unlocked (the mark is cleared first, so
- * one hand-over allows one unlock); any other answers EPERM as before. */
+ * one hand-over allows one unlock); any other answers EPERM. */
 int rcl_unlock_handed(liblock_t *l)
 {
     struct rcl_lock *lk = l->_state;

@@ -4,11 +4,16 @@
  * Starting, stopping, finding and counting servers, default servers,
  * statistics and fork are in registry.c.
  *
- * Source: seed 000 (Lozi's thesis) chapter 4.1: Algorithm 9 (client),
- * Algorithm 10 (servicing thread), Algorithm 11 (manager and backup, text
- * lost in the extraction, rebuilt from sections 4.1.2.1-4.1.2.2; see
- * shared/notes/000 section 4); statistics from section 5.3.5.1; the 2011
- * CFSE paper (seed 003) for the single-server core.
+ * Source: J.-P. Lozi, "Towards More Scalable Mutual Exclusion for
+ * Multicore Architectures", PhD thesis, UPMC (Paris 6), 2014, section 4.1:
+ * Algorithm 9 (client), Algorithm 10 (servicing thread), Algorithm 11
+ * (manager and backup threads, written here from the prose of sections
+ * 4.1.2.1-4.1.2.2); the per-server statistics of section 5.3.5.1; the
+ * single-server core as in J.-P. Lozi, F. David, G. Thomas, J. Lawall and
+ * G. Muller, "Remote Core Locking: Migrating Critical-Section Execution to
+ * Improve the Performance of Multithreaded Applications", USENIX ATC 2012,
+ * and J.-P. Lozi, "Le Remote Core Lock (RCL) : une nouvelle technique de
+ * verrouillage pour les architectures multi-coeur", CFSE 2011.
  *
  * ---- Threads of a server (all bound to the server's CPU) ----------------
  *   servicing threads  SCHED_FIFO, priority P.  Scan the request array and
@@ -155,12 +160,13 @@
  * program's) run at the same SCHED_FIFO priority, and FIFO never takes the
  * CPU from a running thread for one of equal priority: without help, a busy
  * server would keep the other waiting until it idle-parks (5 ms), and
- * their managers' elections would reorder them only every tick (~10 ms
- * latency spikes were measured).  So a servicing thread calls sched_yield()
+ * their managers' elections would reorder them only every tick, so the
+ * other process would see latency spikes of a tick.  So a servicing
+ * thread calls sched_yield()
  * once it has run for LIBLOCK_RCL_SHARE_US (default 200 us; 0 = never)
  * since its last yield (checked every 64 passes): the other process's
  * server gets the CPU for its own slice, and when nothing else of that
- * priority is runnable the call returns at once (~0.5 us per 200 us).
+ * priority is runnable the call returns at once, a system call per share.
  *
  * ---- Process exit ---------------------------------------------------------
  * Servers are never stopped at exit: destructors and atexit handlers that
@@ -341,7 +347,7 @@ static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, 
      * The extra store before the reply goes to the lock's line, which this
      * thread's CAS of rcl_take made exclusively its own at the start of
      * the CS (a direct client polling the word meanwhile costs the reply
-     * one line transfer, which the old order paid right after it). */
+     * one line transfer, which a store after the reply would pay too). */
     t->nheld--;
     rcl_add32(s, &s->n_free, 1);
     atomic_store_explicit(&me->in_cs, 0, memory_order_relaxed);
@@ -518,12 +524,10 @@ static void serve_loop(struct rcl_server *s, struct rcl_sthread *me)
         /* Nothing was pending: pause once before the next pass.  Without
          * it the pass loop re-reads the client's line every few cycles
          * (probably competing with the client's stores of its next request
-         * for the line).  Measured on the 2-CPU development VM
-         * (bench/rcl_latency, docs/rcl.md "Speed"): the unpaused loop made
-         * the round trip depend on the phase of the client's own pause
-         * loop (0.8x to 1.8x the probe from one run to the next, an empty
-         * CS and a 5-line CS differing by up to 0.3x); the paused one
-         * keeps both at a median of ~1.07x.  Only an empty pass pauses,
+         * for the line), and the round trip then depends on the phase of
+         * the client's own pause loop, varying widely from one run to the
+         * next (bench/rcl_latency, docs/rcl.md "Speed"); with the pause it
+         * stays close to the ping-pong probe.  Only an empty pass pauses,
          * so a loaded server never slows down. */
         ll_pause();
         if (LL_UNLIKELY(atomic_load_explicit(&s->coloc_recent, memory_order_relaxed))) {
