@@ -11,7 +11,8 @@
 # src/runtime/.  What such code needs of an algorithm is a field or a hook
 # of struct ll_ops, or a core function (src/internal.h).  And src/shim/ and
 # src/interpose/ include nothing of src/profile/: the profiler attaches
-# through the shim's observer contract (src/shim/observer.h).
+# through the shim's observer contract (src/shim/observer.h), with no
+# #if LL_SHIM_PROFILE inside a shim function and one struct ip_mutex.
 . "$(dirname "$0")/lib.sh" "$@"
 
 dirs="src/shim src/profile src/interpose"
@@ -49,5 +50,17 @@ for f in $(find $dirs -name '*.[ch]' | sort); do
     if [ -n "$hit" ]; then fail "$f names an algorithm: $hit"; else ok; fi
     hit=$(echo "$code" | grep -noE "$re_prefix" | head -3 | paste -sd' ')
     if [ -n "$hit" ]; then fail "$f uses an algorithm's or runtime's identifier: $hit"; else ok; fi
+    # the observer's paths in the shim test the constant SHIM_OBSERVED
+    # (src/shim/observer.h), never #ifdef inside a function: braces are
+    # counted on the comment-stripped code
+    case "$f" in
+    src/shim/*)
+        hit=$(echo "$code" | awk '/^[ \t]*#[ \t]*if.*LL_SHIM_PROFILE/ { if (depth > 0) print NR": "$0 }
+            { n = gsub(/\{/, "{"); m = gsub(/\}/, "}"); depth += n - m }' | head -3 | paste -sd' ')
+        if [ -n "$hit" ]; then fail "$f: #if LL_SHIM_PROFILE inside a function or initializer: $hit"; else ok; fi ;;
+    esac
 done
+# one layout of the wrapper for both preload libraries
+n=$(gcc -fpreprocessed -dD -E -P src/shim/shim.h 2>/dev/null | grep -c '^struct ip_mutex {')
+if [ "$n" = 1 ]; then ok; else fail "src/shim/shim.h defines struct ip_mutex $n times (one layout wanted)"; fi
 finish
