@@ -31,6 +31,10 @@
 #define LL_ALIGNED _Alignas(LL_CACHELINE)
 #define LL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define LL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* The contended part of a lock or unlock, split off so that the uncontended
+ * part compiles without saving registers or a stack frame (GCC does not
+ * shrink-wrap a function whose slow path loops). */
+#define LL_SLOW __attribute__((noinline, cold))
 
 /* LL_KEEP_ERRNO; at the top of a scope restores errno when the scope is
  * left.  Lock, unlock and condition calls must leave the caller's errno as
@@ -299,6 +303,7 @@ struct ll_exit_hook {
 
 /* initial-exec: one %fs-relative load instead of a __tls_get_addr call in
  * the -fPIC library (a few bytes of static TLS, fine for LD_PRELOAD too). */
+#define LL_TLS_IE __attribute__((tls_model("initial-exec"))) /* the same for the algorithms' own */
 extern __thread ll_thread_t *ll_self_tls __attribute__((tls_model("initial-exec")));
 /* Nonzero on a servicing thread of the library: one that a runtime runs to
  * execute other threads' critical sections on a server CPU (an RCL server's

@@ -35,6 +35,8 @@ static int spin_init(liblock_t *l, const liblock_attr_t *attr)
     return 0;
 }
 
+static LL_SLOW int spin_lock_slow(struct spin_lock *s, int policy);
+
 static int spin_lock(liblock_t *l, void *node)
 {
     (void)node;
@@ -43,6 +45,16 @@ static int spin_lock(liblock_t *l, void *node)
     if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
         if (LL_LIKELY(tas_try_cas(&s->word)))
             return 0;
+    } else if (LL_LIKELY(!atomic_exchange_explicit(&s->word, TAS_HELD, memory_order_acquire))) {
+        return 0;
+    }
+    return spin_lock_slow(s, policy);
+}
+
+/* The first attempt failed. */
+static int spin_lock_slow(struct spin_lock *s, int policy)
+{
+    if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
         atomic_fetch_add_explicit(&s->waiters, 1, memory_order_relaxed);
         uint64_t start = ll_cycles(), budget = ll_spin_budget_cycles();
         do {
@@ -58,8 +70,6 @@ static int spin_lock(liblock_t *l, void *node)
         atomic_fetch_sub_explicit(&s->waiters, 1, memory_order_relaxed);
         return 0;
     }
-    if (LL_LIKELY(!atomic_exchange_explicit(&s->word, TAS_HELD, memory_order_acquire)))
-        return 0;
     atomic_fetch_add_explicit(&s->waiters, 1, memory_order_relaxed);
     unsigned n = 0;
     uint64_t start = 0;

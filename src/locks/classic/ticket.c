@@ -130,6 +130,8 @@ static void wait_parking(struct ticket_lock *s, uint32_t me)
     }
 }
 
+static LL_SLOW int ticket_wait(struct ticket_lock *s, uint32_t me, int policy);
+
 static int ticket_lock(liblock_t *l, void *node)
 {
     (void)node;
@@ -138,6 +140,12 @@ static int ticket_lock(liblock_t *l, void *node)
     int policy = l->_wait;
     if (LL_LIKELY(atomic_load_explicit(&s->serving, memory_order_seq_cst) == me))
         return 0;
+    return ticket_wait(s, me, policy);
+}
+
+/* Our ticket is not served yet. */
+static int ticket_wait(struct ticket_lock *s, uint32_t me, int policy)
+{
     if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
         wait_parking(s, me);
         return 0;

@@ -51,14 +51,23 @@ static inline bool ttas_attempt(struct ttas_lock *s, int parks)
                  : !atomic_exchange_explicit(&s->word, TAS_HELD, memory_order_acquire);
 }
 
+static LL_SLOW int ttas_lock_slow(struct ttas_lock *s, int policy);
+
 static int ttas_lock(liblock_t *l, void *node)
 {
     (void)node;
     struct ttas_lock *s = LL_STATE(l, struct ttas_lock);
     int policy = l->_wait;
-    int parks = policy == LIBLOCK_WAIT_SPIN_THEN_PARK;
-    if (LL_LIKELY(atomic_load_explicit(&s->word, memory_order_relaxed) == TAS_FREE && ttas_attempt(s, parks)))
+    if (LL_LIKELY(atomic_load_explicit(&s->word, memory_order_relaxed) == TAS_FREE &&
+                  ttas_attempt(s, policy == LIBLOCK_WAIT_SPIN_THEN_PARK)))
         return 0;
+    return ttas_lock_slow(s, policy);
+}
+
+/* The first attempt failed. */
+static int ttas_lock_slow(struct ttas_lock *s, int policy)
+{
+    int parks = policy == LIBLOCK_WAIT_SPIN_THEN_PARK;
     atomic_fetch_add_explicit(&s->waiters, 1, memory_order_relaxed);
     uint64_t start = parks ? ll_cycles() : 0, budget = parks ? ll_spin_budget_cycles() : 0;
     uint64_t slow_start = 0;

@@ -60,6 +60,14 @@
  * queued request (below), so delegated requests never run concurrently
  * with a lock()/unlock() section.  trylock is CAS(tail, nil, my).
  *
+ * Uncontended unlock: unlock() first CASes the tail from its own node to
+ * nil, when a relaxed load finds the tail still there: the CAS combine()
+ * ends with when that node has no successor, without the pass's bookkeeping
+ * (the combining scope and the statistics: such a pass ran no request).
+ * If the tail moved, a thread swapped our node out and is linking itself or
+ * waits on it, and combine() hands over as before.  The node's `seen` time
+ * (below) is stored only under yield, the only policy that reads it.
+ *
  * Delegation semantics (docs/api.md, "Delegated critical sections"), as in cc-synch.c change
  * 6: unlock() never runs another thread's critical section (its caller may
  * hold locks liblock cannot see, e.g. hand-over-hand with a native pthread
@@ -143,8 +151,8 @@ _Static_assert(sizeof(struct dsm_hold) <= LL_NODE_BYTES, "dsm-synch hold too lar
 
 static void *dsm_lock_marker(void *arg) { return arg; }
 
-static __thread struct ll_trec_tls dsm_tls;
-static __thread const liblock_t *dsm_combining;
+static __thread struct ll_trec_tls dsm_tls LL_TLS_IE;
+static __thread const liblock_t *dsm_combining LL_TLS_IE;
 
 static struct ll_trec *dsm_alloc_rec(void) { return ll_alloc_aligned(sizeof(struct dsm_rec)); }
 
@@ -181,7 +189,7 @@ static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, in
 /* Wait for DONE or COMBINE on our node; with yield, check in before each
  * yield and take over an orphaned combiner role (as in cc-synch.c): our
  * own node always, another thread's only if foreign_ok. */
-static uint32_t wait_node(liblock_t *l, struct dsm_lock *s, struct dsm_node *n, int policy, int foreign_ok)
+static LL_SLOW uint32_t wait_node(liblock_t *l, struct dsm_lock *s, struct dsm_node *n, int policy, int foreign_ok)
 {
     if (policy != LIBLOCK_WAIT_YIELD)
         return ll_wait_while(&n->state, DSM_WAIT, policy);
@@ -267,7 +275,7 @@ static inline struct dsm_rec *my_rec(struct dsm_lock *s)
     return (struct dsm_rec *)ll_trec_lookup(&dsm_tls, &s->recs, dsm_alloc_rec);
 }
 
-static inline struct dsm_node *prepare(struct dsm_rec *r, void *(*cs)(void *), void *arg)
+static inline struct dsm_node *prepare(struct dsm_rec *r, void *(*cs)(void *), void *arg, int policy)
 {
     r->toggle ^= 1;
     struct dsm_node *my = &r->nodes[r->toggle];
@@ -275,7 +283,8 @@ static inline struct dsm_node *prepare(struct dsm_rec *r, void *(*cs)(void *), v
     atomic_store_explicit(&my->next, NULL, memory_order_relaxed);
     my->cs = cs;
     my->arg = arg;
-    atomic_store_explicit(&my->seen, ll_cycles(), memory_order_relaxed);
+    if (policy == LIBLOCK_WAIT_YIELD) /* only asleep() under yield reads it */
+        atomic_store_explicit(&my->seen, ll_cycles(), memory_order_relaxed);
     return my;
 }
 
@@ -300,7 +309,7 @@ static void *dsm_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         return NULL;
     }
     int foreign_ok = ll_may_run_foreign(ll_self_tls);
-    struct dsm_node *my = prepare(r, cs, arg);
+    struct dsm_node *my = prepare(r, cs, arg, l->_wait);
     struct dsm_node *pred = atomic_exchange_explicit(&s->tail, my, memory_order_acq_rel);
     if (pred) {
         atomic_store_explicit(&pred->next, my, memory_order_release);
@@ -319,7 +328,7 @@ static int dsm_lock(liblock_t *l, void *hold)
     struct dsm_rec *r = my_rec(s);
     if (!r)
         return ENOMEM;
-    struct dsm_node *my = prepare(r, dsm_lock_marker, NULL);
+    struct dsm_node *my = prepare(r, dsm_lock_marker, NULL, l->_wait);
     struct dsm_node *pred = atomic_exchange_explicit(&s->tail, my, memory_order_acq_rel);
     if (pred) {
         atomic_store_explicit(&pred->next, my, memory_order_release);
@@ -338,7 +347,7 @@ static int dsm_trylock(liblock_t *l, void *hold)
     struct dsm_rec *r = my_rec(s);
     if (!r)
         return ENOMEM;
-    struct dsm_node *my = prepare(r, dsm_lock_marker, NULL);
+    struct dsm_node *my = prepare(r, dsm_lock_marker, NULL, l->_wait);
     struct dsm_node *expect = NULL;
     if (!atomic_compare_exchange_strong_explicit(&s->tail, &expect, my, memory_order_acq_rel,
                                                  memory_order_relaxed)) {
@@ -353,8 +362,16 @@ static int dsm_trylock(liblock_t *l, void *hold)
 static int dsm_unlock(liblock_t *l, void *hold)
 {
     struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
+    struct dsm_node *my = ((struct dsm_hold *)hold)->my;
     atomic_store_explicit(&s->holder, NULL, memory_order_relaxed);
-    combine(l, s, ((struct dsm_hold *)hold)->my, COMB_OWN_DONE, 0); /* runs no queued request */
+    /* Nobody queued: free the lock with the CAS combine() would end with
+     * (see "Uncontended unlock" in the header). */
+    struct dsm_node *expect = my;
+    if (LL_LIKELY(atomic_load_explicit(&s->tail, memory_order_relaxed) == my) &&
+        LL_LIKELY(atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
+                                                          memory_order_relaxed)))
+        return 0;
+    combine(l, s, my, COMB_OWN_DONE, 0); /* runs no queued request */
     return 0;
 }
 

@@ -119,8 +119,8 @@ struct fc_lock {
 enum { FC_FREE = 0, FC_LOCKED = 1 }; /* lock_word */
 #define FC_YIELD_NS 1000000 /* spin-then-park: yield this long before parking (fc_spin_step) */
 
-static __thread struct ll_trec_tls fc_tls;
-static __thread const liblock_t *fc_combining;
+static __thread struct ll_trec_tls fc_tls LL_TLS_IE;
+static __thread const liblock_t *fc_combining LL_TLS_IE;
 
 static struct ll_trec *fc_alloc_rec(void) { return ll_alloc_aligned(sizeof(struct fc_rec)); }
 
@@ -280,17 +280,25 @@ static void *fc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
     return r->ret;
 }
 
+static LL_SLOW int fc_lock_wait(struct fc_lock *s, int policy);
+
 static int fc_lock(liblock_t *l, void *hold)
 {
     (void)hold;
     struct fc_lock *s = LL_STATE(l, struct fc_lock);
     if (fc_combining == l)
         return EDEADLK;
-    int policy = l->_wait;
     uint32_t expect = FC_FREE;
-    if (atomic_compare_exchange_strong_explicit(&s->lock_word, &expect, FC_LOCKED, memory_order_acquire,
-                                                memory_order_relaxed))
+    if (LL_LIKELY(atomic_compare_exchange_strong_explicit(&s->lock_word, &expect, FC_LOCKED, memory_order_acquire,
+                                                          memory_order_relaxed)))
         return 0;
+    return fc_lock_wait(s, l->_wait);
+}
+
+/* The lock word was not free. */
+static int fc_lock_wait(struct fc_lock *s, int policy)
+{
+    uint32_t expect;
     atomic_fetch_add_explicit(&s->lock_waiters, 1, memory_order_relaxed); /* for destroy only */
     if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
         lock_stp(s);

@@ -101,6 +101,15 @@
  *     nanoseconds, which is much of an uncontended lock() that programs
  *     such as sqlite3 call many times per operation.
  *
+ *  8. Uncontended unlock.  When no batch was handed to the holder (its
+ *     node's rest is nil) unlock() first tries what oy_release would do
+ *     first, CAS(word, LOCKED, FREE) (seq_cst, change 7), then the wake-up
+ *     check of change 7; if the word holds a stack, oy_release as before.
+ *     It skips oy_release's statistics (such a release serves nobody).
+ *     A request's `seen` time (change 4) is stored only under yield, the
+ *     only policy whose asleep() reads it, and lock() fills in its marker
+ *     request only when it is about to push it.
+ *
  * Parameter: MAX_COMBINER_CS, env LIBLOCK_OYAMA_MAX_COMBINER_CS (read at
  * liblock_init), default 3 x the number of online CPUs.  With
  * spin-then-park the futex wake-ups of served requesters are made at the
@@ -153,7 +162,7 @@ struct oy_lock {
 
 static void *oy_lock_marker(void *arg) { return arg; }
 
-static __thread const liblock_t *oy_combining;
+static __thread const liblock_t *oy_combining LL_TLS_IE;
 
 static int oy_init(liblock_t *l, const liblock_attr_t *attr)
 {
@@ -332,10 +341,11 @@ static uint32_t oy_wait(liblock_t *l, struct oy_lock *s, struct oy_req *n, int f
 }
 
 /* Take the lock or push `n`; returns 1 if we own the lock, 0 if pushed. */
-static int oy_acquire_or_push(struct oy_lock *s, struct oy_req *n)
+static int oy_acquire_or_push(struct oy_lock *s, struct oy_req *n, int policy)
 {
     n->skips = 0;
-    atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
+    if (policy == LIBLOCK_WAIT_YIELD) /* only asleep() under yield reads it */
+        atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
     uintptr_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
     for (;;) {
         if (w == OY_FREE) {
@@ -365,7 +375,7 @@ static void *oy_execute(liblock_t *l, void *(*cs)(void *), void *arg)
     n.rest = NULL;
     atomic_store_explicit(&n.state, OY_WAIT, memory_order_relaxed);
     int foreign_ok = ll_may_run_foreign(self);
-    if (!oy_acquire_or_push(s, &n) && oy_wait(l, s, &n, foreign_ok) == OY_DONE)
+    if (!oy_acquire_or_push(s, &n, l->_wait) && oy_wait(l, s, &n, foreign_ok) == OY_DONE)
         return n.ret;
     /* we own the lock (took it, or were handed it with the rest of a
      * batch): run ours, then what is pending if we may */
@@ -382,12 +392,19 @@ static void *oy_execute(liblock_t *l, void *(*cs)(void *), void *arg)
  * the other policies, so a stream of execute() requests (which keeps the
  * word from ever being FREE) cannot starve it.  Returns 1 if it got the
  * lock, 0 if the caller must queue. */
-static int lock_barging(struct oy_lock *s)
+static LL_SLOW int lock_barging_slow(struct oy_lock *s);
+
+static inline int lock_barging(struct oy_lock *s)
 {
     uintptr_t w0 = OY_FREE; /* the uncontended case first: no clock read */
     if (LL_LIKELY(atomic_compare_exchange_strong_explicit(&s->word, &w0, OY_LOCKED, memory_order_acquire,
                                                           memory_order_relaxed)))
         return 1;
+    return lock_barging_slow(s);
+}
+
+static int lock_barging_slow(struct oy_lock *s)
+{
     for (int sleeps = 0; sleeps < OY_LOCK_PATIENCE; sleeps++) {
         uint64_t start = ll_cycles();
         unsigned n = 0;
@@ -419,13 +436,13 @@ static int oy_lock(liblock_t *l, void *hold)
     if (oy_combining == l)
         return EDEADLK;
     struct oy_req *n = hold;
-    n->cs = oy_lock_marker;
-    n->arg = NULL;
-    n->rest = NULL;
-    atomic_store_explicit(&n->state, OY_WAIT, memory_order_relaxed);
+    n->rest = NULL; /* what unlock hands on: nothing, unless a holder hands us a batch */
     if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK && lock_barging(s))
         return 0;
-    if (!oy_acquire_or_push(s, n))
+    n->cs = oy_lock_marker; /* the request, read only once pushed */
+    n->arg = NULL;
+    atomic_store_explicit(&n->state, OY_WAIT, memory_order_relaxed);
+    if (!oy_acquire_or_push(s, n, l->_wait))
         oy_wait(l, s, n, 0); /* a marker is never run: OWNER */
     return 0;
 }
@@ -445,7 +462,17 @@ static int oy_trylock(liblock_t *l, void *hold)
 static int oy_unlock(liblock_t *l, void *hold)
 {
     struct oy_req *n = hold;
-    oy_release(l, LL_STATE(l, struct oy_lock), n->rest, 1, 0); /* runs no queued request */
+    struct oy_lock *s = LL_STATE(l, struct oy_lock);
+    if (LL_LIKELY(n->rest == NULL)) {
+        /* change 8: nothing handed to us; oy_release's first step */
+        uintptr_t expect = OY_LOCKED;
+        if (LL_LIKELY(atomic_compare_exchange_strong_explicit(&s->word, &expect, OY_FREE, memory_order_seq_cst,
+                                                              memory_order_relaxed))) {
+            barge_wake(&s->ls);
+            return 0;
+        }
+    }
+    oy_release(l, s, n->rest, 1, 0); /* runs no queued request */
     return 0;
 }
 

@@ -221,7 +221,7 @@
 #include <string.h>
 #include <unistd.h>
 
-__thread const liblock_t *ll_mps_serving;
+__thread const liblock_t *ll_mps_serving LL_TLS_IE;
 _Atomic uint64_t ll_mps_generation = 1;
 
 

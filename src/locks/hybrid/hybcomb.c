@@ -458,7 +458,19 @@ static void register_node(liblock_t *l, struct hc_lock *s, struct hc_node *mine)
  * trylock does; spin for the budget while the queue is busy (not while
  * other lock() callers sleep), then sleep until a departure; after
  * HC_LOCK_PATIENCE sleeps, register in the queue. */
-static void lock_barging(liblock_t *l, struct hc_lock *s, struct hc_node *mine)
+static LL_SLOW void lock_barging_slow(liblock_t *l, struct hc_lock *s, struct hc_node *mine);
+
+static inline void lock_barging(liblock_t *l, struct hc_lock *s, struct hc_node *mine)
+{
+    /* the uncontended case first: the loop's first attempt, inline */
+    uintptr_t lr = atomic_load_explicit(&s->last_reg, memory_order_relaxed);
+    if (LL_LIKELY(lr & HC_FREE) && LL_LIKELY(atomic_compare_exchange_strong_explicit(
+                                       &s->last_reg, &lr, (uintptr_t)mine, memory_order_acq_rel, memory_order_relaxed)))
+        return;
+    lock_barging_slow(l, s, mine);
+}
+
+static void lock_barging_slow(liblock_t *l, struct hc_lock *s, struct hc_node *mine)
 {
     for (int sleeps = 0; sleeps < HC_LOCK_PATIENCE; sleeps++) {
         uint64_t start = 0;

@@ -194,6 +194,8 @@ static inline void announce(struct clh_qnode *mine, uint32_t state)
     }
 }
 
+static LL_SLOW void clh_wait(struct clh_qnode *mine, struct clh_qnode *pred, int policy);
+
 static int clh_lock(liblock_t *l, void *vnode)
 {
     struct clh_lock *s = LL_STATE(l, struct clh_lock);
@@ -207,28 +209,33 @@ static int clh_lock(liblock_t *l, void *vnode)
     atomic_store_explicit(&mine->waiter, NULL, memory_order_relaxed);
     uintptr_t p = atomic_exchange_explicit(&s->tail, (uintptr_t)mine, memory_order_acq_rel);
     struct clh_qnode *pred = (struct clh_qnode *)(p & ~CLH_FREE);
-    if (!(p & CLH_FREE)) {
-        if (!parks(policy)) {
-            ll_wait_while(&pred->wait, W_WAITING, policy);
-        } else {
-            uint32_t v = atomic_load_explicit(&pred->wait, memory_order_acquire) & ~LL_PARKED;
-            int told = 0;
-            while (v != W_RELEASED) {
-                if (v == W_HOLDING && !told) {
-                    announce(mine, W_FIRST); /* wakes our successor: it is second now */
-                    told = 1;
-                }
-                if (v == W_WAITING) /* we sleep at once: let pred promote us when it acquires */
-                    atomic_store_explicit(&pred->waiter, mine, memory_order_relaxed);
-                v = ll_wait_while(&pred->wait, v, v == W_WAITING ? LIBLOCK_WAIT_PARK : policy);
-            }
-        }
-    }
+    if (LL_UNLIKELY(!(p & CLH_FREE)))
+        clh_wait(mine, pred, policy);
     if (parks(policy))
         announce(mine, W_HOLDING);
     h->mine = mine;
     h->pred = pred;
     return 0;
+}
+
+/* Wait behind pred (the lock was not free). */
+static void clh_wait(struct clh_qnode *mine, struct clh_qnode *pred, int policy)
+{
+    if (!parks(policy)) {
+        ll_wait_while(&pred->wait, W_WAITING, policy);
+    } else {
+        uint32_t v = atomic_load_explicit(&pred->wait, memory_order_acquire) & ~LL_PARKED;
+        int told = 0;
+        while (v != W_RELEASED) {
+            if (v == W_HOLDING && !told) {
+                announce(mine, W_FIRST); /* wakes our successor: it is second now */
+                told = 1;
+            }
+            if (v == W_WAITING) /* we sleep at once: let pred promote us when it acquires */
+                atomic_store_explicit(&pred->waiter, mine, memory_order_relaxed);
+            v = ll_wait_while(&pred->wait, v, v == W_WAITING ? LIBLOCK_WAIT_PARK : policy);
+        }
+    }
 }
 
 static int clh_trylock(liblock_t *l, void *vnode)

@@ -189,7 +189,7 @@ static inline uint32_t rank_behind(struct mcs_node *pred)
 
 /* This thread slept in its last contended wait for an mcs lock (a hint;
  * "Fast hand-over" in the header). */
-static __thread bool slept_last;
+static __thread bool slept_last LL_TLS_IE;
 
 /* Link n behind pred with rank v (before the link store, everything the
  * holder may read: the announcement; see "Fast hand-over" in the header).

@@ -158,7 +158,7 @@ static inline bool take_pending(struct lifocr_lock *s)
 
 /* The lock this thread last granted to a waiter of its own CPU (see
  * "Same CPU" in the header); a hint, cleared by the next lock(). */
-static __thread const struct lifocr_lock *granted_same_cpu;
+static __thread const struct lifocr_lock *granted_same_cpu LL_TLS_IE;
 
 static int lifocr_lock(liblock_t *l, void *vnode)
 {
