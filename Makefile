@@ -50,7 +50,9 @@ LOCK_NAMES := $(basename $(sort $(notdir $(LOCK_SRCS))))
 LIB_SRCS  := $(sort $(wildcard src/platform/*.c src/core/*.c src/runtime/rcl/*.c src/runtime/mpserver/*.c src/runtime/transport/*.c)) $(LOCK_SRCS)
 LIB_OBJS  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/registry.o
 # The shared interception layer (src/shim/) is compiled twice: as is for the
-# interposer, with -DLL_SHIM_PROFILE (into $(BUILD)/obj-profile) for the profiler.
+# interposer, with -DLL_SHIM_PROFILE (into $(BUILD)/obj-profile) for the profiler,
+# whose hooks (src/profile/hooks.h, implementing src/shim/observer.h) are then
+# force-included: the shim includes nothing of the profiler's.
 SHIM_SRCS := $(sort $(wildcard src/shim/*.c))
 INTERPOSE_SRCS := $(sort $(wildcard src/interpose/*.c))
 PROFILE_SRCS := $(sort $(wildcard src/profile/*.c))
@@ -132,7 +134,7 @@ ifneq ($(PROFILE_SRCS),)
 PROFILE_OBJS := $(patsubst %.c,$(BUILD)/obj-profile/%.o,$(SHIM_SRCS) $(PROFILE_SRCS))
 $(BUILD)/obj-profile/%.o: %.c src/internal.h include/liblock.h $(wildcard src/*/*.h src/*/*/*.h) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -DLL_SHIM_PROFILE -c $< -o $@
+	$(CC) $(CFLAGS_ALL) -DLL_SHIM_PROFILE -include src/profile/hooks.h -c $< -o $@
 $(PROFILE_SO): $(PROFILE_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(PROFILE_OBJS) $(LIB_OBJS) -Wl,--as-needed $(LIBS) $(SHIM_LIBS) -ldl $(INTERPOSE_WRAP)

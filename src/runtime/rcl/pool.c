@@ -83,6 +83,7 @@ static void *sthread_main(void *arg)
     struct rcl_sthread *me = arg;
     struct rcl_server *s = me->server;
     rcl_tls.my_server = s;
+    ll_servicing_tls = 1; /* the interposer's pthread_create asks (internal.h) */
     rcl_tls.me = me;
     name_thread("srv", s->cpu);
     rcl_serve_loop(s, me);
@@ -223,6 +224,7 @@ static void *manager_main(void *arg)
     struct rcl_server *s = arg;
     name_thread("mgr", s->cpu);
     rcl_tls.my_server = s;
+    ll_servicing_tls = 1; /* the interposer's pthread_create asks (internal.h) */
     for (;;) {
         atomic_store_explicit(&s->is_alive, 0, memory_order_relaxed);
         uint32_t w = atomic_load_explicit(&s->mgr_word, memory_order_acquire);
@@ -261,6 +263,7 @@ static void *backup_main(void *arg)
     struct rcl_server *s = arg;
     name_thread("bkp", s->cpu);
     rcl_tls.my_server = s;
+    ll_servicing_tls = 1; /* the interposer's pthread_create asks (internal.h) */
     if (s->degraded) {
         struct sched_param sp = {.sched_priority = 0};
         sched_setscheduler(0, SCHED_IDLE, &sp);
