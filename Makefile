@@ -1,7 +1,8 @@
 # liblock build.  `make` builds into build/; `make test`; `make demo`;
 # `make install PREFIX=...`.  Sources are found by wildcard, so adding an
 # algorithm (src/locks/FAMILY/NAME.c), a test (tests/test_NAME.c) or a benchmark
-# program (bench/NAME.c) needs no change here.
+# program (bench/NAME.c, or bench/NAME/main.c with the other .c files of
+# bench/NAME/) needs no change here.
 
 CC       ?= cc
 CXX      ?= c++
@@ -49,7 +50,9 @@ LOCK_NAMES := $(basename $(sort $(notdir $(LOCK_SRCS))))
 LIB_SRCS  := $(sort $(wildcard src/platform/*.c src/core/*.c src/runtime/rcl/*.c src/runtime/mpserver/*.c src/runtime/transport/*.c)) $(LOCK_SRCS)
 LIB_OBJS  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/registry.o
 # The shared interception layer (src/shim/) is compiled twice: as is for the
-# interposer, with -DLL_SHIM_PROFILE (into $(BUILD)/obj-profile) for the profiler.
+# interposer, with -DLL_SHIM_PROFILE (into $(BUILD)/obj-profile) for the profiler,
+# whose hooks (src/profile/hooks.h, implementing src/shim/observer.h) are then
+# force-included: the shim includes nothing of the profiler's.
 SHIM_SRCS := $(sort $(wildcard src/shim/*.c))
 INTERPOSE_SRCS := $(sort $(wildcard src/interpose/*.c))
 PROFILE_SRCS := $(sort $(wildcard src/profile/*.c))
@@ -64,6 +67,10 @@ TEST_CXX_SRCS := $(sort $(wildcard tests/test_*.cc))
 TEST_CXX_BINS := $(patsubst tests/%.cc,$(BUILD)/tests/%,$(TEST_CXX_SRCS))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bin/%,$(BENCH_SRCS))
+# A benchmark program of several files: bench/NAME/main.c and the other
+# bench/NAME/*.c, linked into $(BUILD)/bin/NAME.
+BENCH_DIRS := $(patsubst bench/%/main.c,%,$(sort $(wildcard bench/*/main.c)))
+BENCH_BINS += $(addprefix $(BUILD)/bin/,$(BENCH_DIRS))
 # The application benchmark's programs (bench/apps/): ordinary programs that
 # know nothing of liblock, run under glibc and under the interposer.  The
 # sqlite3 one needs Debian's libsqlite3-dev (scripts/deps.sh).
@@ -127,7 +134,7 @@ ifneq ($(PROFILE_SRCS),)
 PROFILE_OBJS := $(patsubst %.c,$(BUILD)/obj-profile/%.o,$(SHIM_SRCS) $(PROFILE_SRCS))
 $(BUILD)/obj-profile/%.o: %.c src/internal.h include/liblock.h $(wildcard src/*/*.h src/*/*/*.h) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -DLL_SHIM_PROFILE -c $< -o $@
+	$(CC) $(CFLAGS_ALL) -DLL_SHIM_PROFILE -include src/profile/hooks.h -c $< -o $@
 $(PROFILE_SO): $(PROFILE_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(PROFILE_OBJS) $(LIB_OBJS) -Wl,--as-needed $(LIBS) $(SHIM_LIBS) -ldl $(INTERPOSE_WRAP)
@@ -150,6 +157,13 @@ $(BUILD)/tests/%: tests/%.cc $(LIB_A)
 $(BUILD)/bin/%: bench/%.c $(LIB_A) $(wildcard bench/*.h bench/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -fvisibility=default -Ibench $< -o $@ $(LIB_A) $(LIBS)
+
+define BENCH_DIR_RULE
+$(BUILD)/bin/$(1): $(wildcard bench/$(1)/*.c bench/$(1)/*.h) $(LIB_A) $(wildcard bench/*.h)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS_ALL) -fvisibility=default -Ibench $(sort $(wildcard bench/$(1)/*.c)) -o $$@ $$(LIB_A) $$(LIBS)
+endef
+$(foreach d,$(BENCH_DIRS),$(eval $(call BENCH_DIR_RULE,$(d))))
 
 $(LOCKCOUNT_SO): bench/lockcount/lockcount.c
 	@mkdir -p $(dir $@)
@@ -180,7 +194,7 @@ deps:
 # and script under a time bound, the sanitizer subsets at a smaller scale,
 # and prints "N passed, N failed".
 TSAN_TESTS ?= test_stress test_api test_cond test_wait test_lifo_cond test_fairness test_rcl test_rcl_park test_malthus test_fastwake test_mailbox test_hybrid test_mps_oversub test_fc_park test_cond_requeue test_release_race test_rcl_destroy
-ASAN_TESTS ?= test_threads test_api test_stress test_rcl test_rcl_park test_parking test_mps_oversub test_fastwake
+ASAN_TESTS ?= test_threads test_api test_stress test_rcl test_rcl_park test_parking_oversub test_parking_races test_parking_fifo test_parking_fork test_parking_stray test_parking_clh test_parking_destroy test_parking_warning test_mps_oversub test_fastwake
 TSAN_LIBS := -pthread -lm -fsanitize=thread $(filter-out -pthread -lm,$(LIBS))
 ASAN_LIBS := -pthread -lm -fsanitize=address,undefined $(filter-out -pthread -lm,$(LIBS))
 # The preload libraries cannot take ASan or TSan (their runtimes must be

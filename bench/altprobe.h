@@ -2,7 +2,7 @@
  * altprobe.h - the alternation probe: how many critical sections per second
  * two threads on two CPUs run when they take strict turns, with nothing but
  * a plain store to hand over.  The bound of every lock that hands the lock
- * to a running thread of the other CPU at each critical section (issue 12).
+ * to a running thread of the other CPU at each critical section.
  *
  * Why: with more threads than CPUs and short critical sections, a lock
  * that hands over directly (MCS, the Malthusian locks, MCS-TP) has two

@@ -1,12 +1,15 @@
 /*
  * chain.h - the dependent, non-prefetchable chain of cache lines that a
- * benchmark critical section walks (thesis section 5.2, seed 000; the
- * "shared variables" of seed 002 section 3.3).
+ * benchmark critical section walks (the microbenchmark of J.-P. Lozi,
+ * "Towards More Scalable Mutual Exclusion for Multicore Architectures",
+ * PhD thesis, UPMC (Paris 6), 2014, section 5.2; the "shared variables" of
+ * J.-P. Lozi, "Improving the Performance of Java Applications on Multicore
+ * Architectures", internship report, LIP6, 2010, section 3.3).
  *
  * A chain of K lines lives in a region of `slots` slots of two cache lines
  * each (128 bytes).  Only the first line of a slot is ever used, so no two
  * chain lines are adjacent and the adjacent-line / 128-byte-pair prefetchers
- * (seed 002: "two full cache lines between them") never bring in the next
+ * (the internship report: "two full cache lines between them") never bring in the next
  * chain line with the current one.  The K slots are drawn at random and
  * linked in random order, and each line stores the byte offset of the next
  * one: a walker can only compute the next address from the value it has just

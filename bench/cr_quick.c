@@ -1,6 +1,7 @@
 /*
  * cr_quick - a quick RandArray measurement of concurrency restriction
- * (seed 001 section 6.1): throughput of mcs (spin-then-park), mcscr
+ * (D. Dice, "Malthusian Locks", EuroSys 2017, extended version
+ * arXiv:1511.06035, section 6.1): throughput of mcs (spin-then-park), mcscr
  * (spin-then-park) and posix at 2 and 32 threads.
  *
  * RandArray: each thread loops  lock; CS; unlock; NCS  where the CS does

@@ -13,7 +13,7 @@
 # policy per algorithm: spin-then-park, else park, else yield (as in the
 # tests; pure spinning FIFO locks collapse with more threads than CPUs).
 # Environment: ROUNDS (3), E (10000), RECORDS (64000), ALGOS (all), THREADS.
-# The application benchmark of issue 12 (default policies, time / glibc, a
+# The application benchmark (default policies, time / glibc, a
 # bound per run, the programs' output checked) is `liblock bench apps`
 # (tools/liblock_cli/_apps.py, programs in bench/apps/, docs/bench.md).
 set -u

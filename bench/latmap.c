@@ -2,8 +2,11 @@
  * latmap - pointer-chasing latency map: what it costs to read a cache line
  * depending on where it sits (own L1/L2/LLC, another core's cache, DRAM).
  *
- * Source: seed 002 section 3.1 (the `memal` experiment, Yotov et al.'s
- * technique) and thesis section 2.5 (seed 000, Fig. 2.5/2.7a).
+ * Source: J.-P. Lozi, "Improving the Performance of Java Applications on
+ * Multicore Architectures", internship report, LIP6, 2010, section 3.1 (the
+ * `memal` experiment, Yotov et al.'s technique), and J.-P. Lozi, "Towards
+ * More Scalable Mutual Exclusion for Multicore Architectures", PhD thesis,
+ * UPMC (Paris 6), 2014, section 2.5 (Figures 2.5 and 2.7a).
  *
  * For a working set of S bytes, an "owner" thread pinned to CPU o writes
  * every line of the buffer (so each line is in o's caches in the modified

@@ -1,7 +1,10 @@
 /*
- * lockbench - the lock microbenchmark of the RCL thesis, section 5.2 (seed
- * 000; digest 000 section 8.2), with the context lines of seed 002 (section
- * 3.3, "benchmark.c").
+ * lockbench - the lock microbenchmark of J.-P. Lozi, "Towards More
+ * Scalable Mutual Exclusion for Multicore Architectures", PhD thesis, UPMC
+ * (Paris 6), 2014, section 5.2, with the context lines of J.-P. Lozi,
+ * "Improving the Performance of Java Applications on Multicore
+ * Architectures", internship report, LIP6, 2010 (section 3.3,
+ * "benchmark.c").
  *
  * T threads run critical sections on one lock through liblock_execute(), so
  * every algorithm of the registry runs unchanged, delegating ones included.
@@ -11,7 +14,8 @@
  * non-prefetchable chain (bench/chain.h); with C > 0 each thread also owns C
  * "context" lines that it touches before the critical section and that the
  * critical section touches again (on the server, for a delegation lock: the
- * cost RCL pays to fetch the caller's context, seed 002 equation (A)).
+ * cost RCL pays to fetch the caller's context, the internship report's
+ * equation (A)).
  *
  * Measured: the latency of every critical section including its acquisition
  * (cycle clock read before liblock_execute and after it returns), kept in a
@@ -47,15 +51,16 @@
  * stopping an RCL server creates or joins SCHED_FIFO threads on the server
  * CPU, which do not run while a FIFO thread of another process with the
  * same or a higher priority keeps that CPU busy (an RCL server of an older
- * build that never yields, any real-time busy loop) - then the run hangs
- * for a reason that is not the lock under test.  So lockbench
+ * build that never yields, any real-time busy loop) - and a run of a lock
+ * that needs no server would then hang for a reason that is not the
+ * lock's.  So lockbench
  * starts a server only for an algorithm with LIBLOCK_PROP_SERVER (rcl), not
  * for every delegating one (the combining locks and mp-server have no use
  * for it), and a server the lock does not bind anyway is not stopped: it
  * idle-parks (its threads sleep once nothing is asked of it for
  * LIBLOCK_RCL_IDLE_US) and ends with the process.
  *
- * For oversubscription (issue 12), --handoffs makes the critical section
+ * For oversubscription (more threads than CPUs), --handoffs makes the critical section
  * also record the index of its thread in one more shared line and count the
  * changes of that index: `handoffs` (the lock went to a different thread)
  * and `handoff_ns` = elapsed time / handoffs.  --wake-probe takes the

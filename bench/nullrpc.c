@@ -2,7 +2,9 @@
  * nullrpc - the round trip of a null RPC between two pinned threads: the
  * physical floor of a delegation round trip (RCL, combining) on this machine.
  *
- * Source: seed 002 section 3.2 (`null_rpc.c`, Figure 8): a client raises
+ * Source: J.-P. Lozi, "Improving the Performance of Java Applications on
+ * Multicore Architectures", internship report, LIP6, 2010, section 3.2
+ * (`null_rpc.c`, Figure 8): a client raises
  * `rpc_requested` and spins until `done_with_rpc`; the server spins on
  * `rpc_requested`, clears it and raises `done_with_rpc`; the client clears
  * `done_with_rpc` and starts over.  Waiting is a pause loop.  Layouts:

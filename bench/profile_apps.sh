@@ -4,7 +4,7 @@
 #
 #  memcached ($MEMCACHED, default Debian's binary; a build with debug
 #    information gives file:line sites): the thesis's Get and Set setups
-#    (seed 000 section 8.4) scaled to 2 CPUs: as in the thesis, the server
+#    (Lozi's RCL thesis, UPMC 2014, section 5.3.4) scaled to 2 CPUs: as in the thesis, the server
 #    on half the machine and the load generator on the other half, here
 #    `memcached -t 2` pinned to CPU 0 and memcslap (2 client threads) to
 #    CPU 1, on loopback; Get loads 30,000 keys then reads them (memcslap

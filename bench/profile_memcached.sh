@@ -16,8 +16,8 @@
 # memcslap on CPU 1 (taskset): the server's own CPU then bounds its
 # throughput, so the profiler's cost shows in it instead of in where the
 # scheduler happens to place 4 workers and 4 clients on 2 CPUs (which alone
-# moves glibc's Set rate by 2x between rounds here).  Run it under
-# `flock /work/bench.lock` on a shared machine.
+# moves glibc's Set rate a lot between rounds).  On a shared machine, run it
+# under flock(1) on a lock file that every benchmark run there takes.
 set -u
 build=${1:-build}
 cd "$(dirname "$0")/.." || exit 2

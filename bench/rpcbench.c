@@ -1,7 +1,9 @@
 /*
  * rpcbench - local locking vs delegation to a server core, with shared and
- * context lines: the multi-client RPC experiment and the cost model of seed
- * 002 (sections 3.3-3.4, `benchmark.c`; digest 002 A.7, A.8).
+ * context lines: the multi-client RPC experiment and the cost model of
+ * J.-P. Lozi, "Improving the Performance of Java Applications on Multicore
+ * Architectures", internship report, LIP6, 2010, sections 3.3-3.4
+ * (`benchmark.c`).
  *
  * Mode rpc (solution (b), delegation): one server thread pinned to the server
  * CPU; client threads pinned round-robin over the other CPUs.  A client

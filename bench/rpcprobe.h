@@ -3,8 +3,8 @@
  * one client thread gets through a server on another CPU when each critical
  * section is a request and a reply, sent with nothing but plain stores.
  * The bound of every lock that runs each critical section of a client on a
- * server CPU while that client waits (RCL, seed 000 and 003), here where
- * only one CPU is left for clients (issue 12).
+ * server CPU while that client waits (RCL: Lozi's thesis, UPMC 2014, section
+ * 4.1), here where only one CPU is left for clients.
  *
  * Why: with a dedicated server CPU on a 2-CPU machine, the clients share
  * the other CPU, so one of them runs at a time and each of its critical

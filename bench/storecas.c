@@ -6,7 +6,9 @@
  * store buffer), a store followed by a full fence (the writer waits until it
  * owns the line: the coherence cost), and a CAS.
  *
- * Source: thesis section 2.5 (seed 000, Fig. 2.7b; digest section 2): one
+ * Source: J.-P. Lozi, "Towards More Scalable Mutual Exclusion for Multicore
+ * Architectures", PhD thesis, UPMC (Paris 6), 2014, section 2.5 (Figure
+ * 2.7b): one
  * monitored thread times single operations on a shared variable while the
  * other threads write random values to the same variable.  Here the
  * monitored thread (thread 0, pinned to the first CPU) times EVERY one of

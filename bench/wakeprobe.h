@@ -3,7 +3,7 @@
  * takes to run after another thread wakes it, on this machine, now.
  *
  * Why: a FIFO lock under oversubscription hands the lock to a waiter that
- * is parked, so every hand-off pays at least one wake-up (issue 12).  The
+ * is parked, so every hand-off pays at least one wake-up.  The
  * only fair yardstick for such a hand-off is the wake-up itself, measured
  * in the same run (the machine's scheduling costs move with its load, as
  * the cache-line round trip of probe.h moves with its regime).

@@ -190,7 +190,9 @@ liblock_server_t *liblock_server_default(void);
 /* The server an RCL lock is bound to; NULL + EINVAL for other locks. */
 liblock_server_t *liblock_server_of(const liblock_t *lock);
 
-/* Per-server statistics (seed 000 section 5.3.5.1); see docs/rcl.md. */
+/* Per-server statistics (those of Lozi's RCL thesis, "Towards More Scalable
+ * Mutual Exclusion for Multicore Architectures", UPMC 2014, section
+ * 5.3.5.1); see docs/rcl.md. */
 typedef struct liblock_server_stats {
     int cpu;                  /* the server's CPU                                   */
     int degraded;             /* 1 = running without SCHED_FIFO (degraded mode)      */

@@ -140,6 +140,17 @@ static inline int th_join_by(pthread_t th, uint64_t deadline_ns)
     return pthread_timedjoin_np(th, NULL, &ts);
 }
 
+/* Whether the list of names separated by spaces or commas contains name. */
+static inline int th_list_has(const char *list, const char *name)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save, *tok = strtok_r(buf, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save))
+        if (strcmp(tok, name) == 0)
+            return 1;
+    return 0;
+}
+
 /* Algorithm filter: argv names (or LIBLOCK_TEST_ALGOS="a b c"); none = all. */
 static inline int th_selected(int argc, char **argv, const char *name)
 {
@@ -152,14 +163,8 @@ static inline int th_selected(int argc, char **argv, const char *name)
             return 1;
     }
     const char *env = getenv("LIBLOCK_TEST_ALGOS");
-    if (!any && env && *env) {
-        char buf[1024];
-        snprintf(buf, sizeof buf, "%s", env);
-        for (char *save, *tok = strtok_r(buf, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save))
-            if (strcmp(tok, name) == 0)
-                return 1;
-        return 0;
-    }
+    if (!any && env && *env)
+        return th_list_has(env, name);
     return !any;
 }
 
@@ -189,6 +194,55 @@ static inline int th_wait_child(pid_t pid, unsigned seconds, const char *what)
     return WEXITSTATUS(st);
 }
 
+/* Start prog in a child with the environment entries envs ("NAME=VALUE",
+ * NULL-terminated; NULL: none) added; stdout is flushed first so that the
+ * child does not repeat it.  Returns the child's pid (wait for it with
+ * th_wait_child), or -1 if fork failed. */
+static inline pid_t th_spawn(const char *prog, const char *const *envs)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (const char *const *e = envs; e && *e; e++)
+            putenv((char *)*e);
+        execl(prog, prog, (char *)NULL);
+        _exit(126);
+    }
+    return pid;
+}
+
+/* Whether thread tid of this process sleeps in the kernel ('S' in
+ * /proc/self/task/TID/stat): 1 yes, 0 no, -1 no such thread (it ended). */
+static inline int th_task_sleeping(pid_t tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] == 'S';
+}
+
+/* Section selector of a test made of named sections: whether section name
+ * runs (no arguments: every one; else those named), printing its name when
+ * it does, so that a watchdog failure shows which section hung. */
+static inline int th_section(int argc, char **argv, const char *name)
+{
+    int w = argc < 2;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            w = 1;
+    if (w) {
+        printf("  %s\n", name);
+        fflush(stdout);
+    }
+    return w;
+}
+
 /* The interposer of the build a test program belongs to:
  * BUILD/tests/test_x -> BUILD/lib/liblock-interpose.so, into lib. */
 static inline void th_interposer_path(const char *self, char *lib, size_t n)
@@ -196,6 +250,43 @@ static inline void th_interposer_path(const char *self, char *lib, size_t n)
     const char *slash = strrchr(self, '/');
     int len = slash ? (int)(slash - self) : 1;
     snprintf(lib, n, "%.*s/../lib/liblock-interpose.so", len, slash ? self : ".");
+}
+
+/* The interposer a test preloads: the one named by LIBLOCK_TEST_INTERPOSER
+ * (another build's, to show a test failing there), else the one of the
+ * test's own build (th_interposer_path).  Returns its real path (to free),
+ * or NULL after a failed check: the build always makes it. */
+static inline char *th_interposer(const char *self)
+{
+    char lib[4200];
+    const char *over = getenv("LIBLOCK_TEST_INTERPOSER");
+    if (over && *over)
+        snprintf(lib, sizeof lib, "%s", over);
+    else
+        th_interposer_path(self, lib, sizeof lib);
+    char *real = realpath(lib, NULL);
+    CHECK(real != NULL, "interposer not found at %s (run make)", lib);
+    return real;
+}
+
+/* In a child about to run a program under the interposer: forget the
+ * interposer settings (lock, policy, condition and semaphore kinds) it may
+ * have inherited, so that only those the test sets apply. */
+static inline void th_unset_interposer_env(void)
+{
+    static const char *const vars[] = {"LIBLOCK_LOCK",          "LIBLOCK_WAIT",          "LIBLOCK_COND",
+                                       "LIBLOCK_SEM",           "LIBLOCK_COND_FIFO_PROB", "LIBLOCK_SEM_FIFO_PROB",
+                                       "LIBLOCK_COND_GENERIC",  "LIBLOCK_INTERPOSE_API", NULL};
+    for (const char *const *v = vars; *v; v++)
+        unsetenv(*v);
+}
+
+/* Another program of the test's build: BUILD/tests/test_x -> BUILD/tests/name. */
+static inline void th_sibling_path(const char *self, const char *name, char *out, size_t n)
+{
+    const char *slash = strrchr(self, '/');
+    int len = slash ? (int)(slash - self) : 1;
+    snprintf(out, n, "%.*s/%s", len, slash ? self : ".", name);
 }
 
 #define TH_SKIPPED 77

@@ -61,12 +61,7 @@ static inline int sc_scenario_selected(const char *scen)
         list = getenv("LIBLOCK_TEST_SCENARIOS");
     if (!list || !*list)
         return 1;
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", list);
-    for (char *save, *tok = strtok_r(buf, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save))
-        if (strcmp(tok, scen) == 0)
-            return 1;
-    return 0;
+    return th_list_has(list, scen);
 }
 
 static inline int sc_algo_selected(const char *algo) { return th_selected(sc.argc, sc.argv, algo); }

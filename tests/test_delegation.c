@@ -1,6 +1,6 @@
 /*
  * test_delegation - semantics of a delegated critical section
- * (ARCHITECTURE.md section 8, issue 11): a critical section passed to
+ * (docs/api.md, "Delegated critical sections"): a critical section passed to
  * liblock_execute must behave as if it ran under the lock on its caller's
  * thread, whichever thread actually runs it (a combiner, an RCL servicing
  * thread).  Every scenario runs for every algorithm it applies to (the

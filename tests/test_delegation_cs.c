@@ -1,6 +1,6 @@
 /*
  * test_delegation_cs - what a delegated critical section may do and see
- * (ARCHITECTURE.md section 8, issue 11), for every algorithm it applies to,
+ * (docs/api.md, "Delegated critical sections"), for every algorithm it applies to,
  * each (algorithm, scenario) pair in its own child process with a time
  * bound (scenario.h); the lock-ordering and condition-variable scenarios
  * are in test_delegation.c:
@@ -312,8 +312,8 @@ static void tls_body(const char *algo, void *arg)
            "after %ld of %ld\n",
            algo, (long)atomic_load(&T.same_tag), calls, (long)atomic_load(&T.errno_kept), calls);
     if (!(sc_props(algo) & LIBLOCK_PROP_DELEGATES)) {
-        /* execute = lock, call, unlock on the caller's thread (ARCHITECTURE.md
-         * section 3); what errno holds afterwards is not documented: printed */
+        /* execute = lock, call, unlock on the caller's thread (docs/api.md);
+         * what errno holds afterwards is not documented: printed */
         CHECK_EQ(atomic_load(&T.same_tag), calls);
     }
     CHECK_EQ(liblock_destroy(&T.L), 0);

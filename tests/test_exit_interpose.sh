@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_exit_interpose.sh BUILD - mutexes used while a program exits, under
 # `liblock run --lock ALGO` for EVERY algorithm of build/bin/liblock-info
-# with its default waiting policy (issue 11, "Tests").
+# with its default waiting policy.
 #
 # The program (compiled here with cc into a temporary directory) links a
 # shared library whose destructor locks and unlocks a mutex the program's

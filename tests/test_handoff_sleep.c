@@ -2,7 +2,7 @@
  * test_handoff_sleep - with no more threads than CPUs, a default-policy
  * waiter does not go to sleep in an ordinary hand-off.
  *
- * Spin-then-park is every classic algorithm's default (issue 12) on the
+ * Spin-then-park is every classic algorithm's default on the
  * premise that a waiter spins through a hand-off and sleeps only when the
  * wait is long (a preempted holder, more threads than CPUs).  Two ways to
  * break that have been found, both invisible to a correctness test and
@@ -17,8 +17,7 @@
  * critical and non-critical sections, so nearly every release hands over),
  * and the voluntary context switches of both threads (getrusage
  * RUSAGE_THREAD: each sleep in the kernel is one) must stay under 5 % of
- * the acquisitions.  Before the fixes: clh 10-13 %, hyblock 60-97 %.
- * Now: under 0.1 % for most locks (a timer tick that preempts the
+ * the acquisitions.  Expected: under 0.1 % for most locks (a timer tick that preempts the
  * holder), 0.35-1.9 % for hybcomb, whose lock() callers sleep at once for
  * two spin budgets after a wake-up (src/locks/combining/barge_sleep.h).  This
  * counts sleeps, not time.  Algorithms with a server thread (rcl) are

@@ -83,17 +83,9 @@ static int run_child(const char *prog, const char *lib, const char *algo, const 
 
 static int driver(int argc, char **argv)
 {
-    char dir[4096], lib[4200], cxx[4200];
-    snprintf(dir, sizeof dir, "%s", argv[0]);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = 0;
-    else
-        snprintf(dir, sizeof dir, ".");
-    snprintf(lib, sizeof lib, "%s/../lib/liblock-interpose.so", dir);
-    snprintf(cxx, sizeof cxx, "%s/test_interpose_cxx", dir);
-    char *real = realpath(lib, NULL);
-    CHECK(real != NULL, "interposer not found at %s (run make)", lib);
+    char cxx[4200];
+    th_sibling_path(argv[0], "test_interpose_cxx", cxx, sizeof cxx);
+    char *real = th_interposer(argv[0]);
     if (!real)
         return th_report("test_interpose");
     int have_cxx = access(cxx, X_OK) == 0;

@@ -58,11 +58,8 @@ static int run_child(const char *prog, const char *lib, const char *algo, const 
     if (pid < 0)
         return -1;
     if (pid == 0) {
-        static const char *const clear[] = {"LIBLOCK_LOCK", "LIBLOCK_WAIT", "LIBLOCK_COND", "LIBLOCK_SEM",
-                                            "LIBLOCK_COND_FIFO_PROB", "LIBLOCK_SEM_FIFO_PROB",
-                                            "LIBLOCK_COND_GENERIC", "LIBLOCK_INTERPOSE_API", "LD_PRELOAD", NULL};
-        for (const char *const *c = clear; *c; c++)
-            unsetenv(*c);
+        th_unset_interposer_env();
+        unsetenv("LD_PRELOAD");
         if (lib) {
             setenv("LD_PRELOAD", lib, 1);
             setenv("LIBLOCK_LOCK", algo, 1);
@@ -93,11 +90,7 @@ static const struct kind kinds[] = {
 
 static int driver(int argc, char **argv)
 {
-    char lib[4200];
-    th_interposer_path(argv[0], lib, sizeof lib);
-    const char *over = getenv("LIBLOCK_TEST_INTERPOSER"); /* another build's interposer (to show a failure) */
-    char *real = realpath(over && *over ? over : lib, NULL);
-    CHECK(real != NULL, "interposer not found at %s (run make)", lib);
+    char *real = th_interposer(argv[0]); /* or LIBLOCK_TEST_INTERPOSER's (to show a failure) */
     if (!real)
         return th_report("test_interpose_condsem");
     uint64_t t0 = th_now_ns();
@@ -137,36 +130,13 @@ static int join_within(pthread_t t, void **ret, int seconds)
 /* Wait until thread tid sleeps in the kernel ('S' in /proc), at most ~5 s. */
 static int wait_asleep(pid_t tid)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
     for (int i = 0; i < 25000; i++) {
-        FILE *f = fopen(path, "r");
-        if (!f)
-            return -1; /* the thread has ended: its wait failed */
-        {
-            size_t n = fread(buf, 1, sizeof buf - 1, f);
-            fclose(f);
-            buf[n] = 0;
-            char *p = strrchr(buf, ')');
-            if (p && p[1] == ' ' && p[2] == 'S')
-                return 0;
-        }
+        int st = th_task_sleeping(tid);
+        if (st != 0)
+            return st > 0 ? 0 : -1; /* -1: the thread has ended: its wait failed */
         usleep(200);
     }
     return -1;
-}
-
-static struct timespec in_ms(clockid_t clk, long ms)
-{
-    struct timespec t;
-    clock_gettime(clk, &t);
-    t.tv_sec += ms / 1000;
-    t.tv_nsec += (ms % 1000) * 1000000L;
-    if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
-    }
-    return t;
 }
 
 /* ------------------------------------------------- one waiter on a condition */
@@ -278,7 +248,7 @@ static const char *how_name(int how)
 
 static void deadline_for(struct waiter *w, long ms)
 {
-    w->deadline = in_ms(w->how == W_CLOCK_MONO ? CLOCK_MONOTONIC : CLOCK_REALTIME, ms);
+    ts_after(w->how == W_CLOCK_MONO ? CLOCK_MONOTONIC : CLOCK_REALTIME, &w->deadline, ms);
 }
 
 static void cancel_blocked(pthread_cond_t *c, int how, int type)
@@ -370,7 +340,8 @@ static void *semw_main(void *arg)
     pthread_cleanup_push(semw_cleanup, w);
     int r;
     if (w->timed) {
-        struct timespec d = in_ms(CLOCK_REALTIME, 60000);
+        struct timespec d;
+        ts_after(CLOCK_REALTIME, &d, 60000);
         r = sem_timedwait(w->s, &d);
     } else {
         r = sem_wait(w->s);
@@ -745,11 +716,10 @@ static void pshared_private(void)
     {
         pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
         pthread_mutex_lock(&m);
-        struct timespec d = in_ms(CLOCK_REALTIME, 20);
+        struct timespec d;
+        ts_after(CLOCK_REALTIME, &d, 20);
         CHECK_EQ(pthread_cond_timedwait(&c, &m, &d), ETIMEDOUT);
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        CHECK(now.tv_sec > d.tv_sec || (now.tv_sec == d.tv_sec && now.tv_nsec >= d.tv_nsec), "timed out early");
+        CHECK(ts_reached(CLOCK_REALTIME, &d), "timed out early");
         CHECK_EQ(pthread_mutex_unlock(&m), 0);
     }
     cancel_blocked(&c, W_WAIT, PTHREAD_MUTEX_ERRORCHECK);

@@ -169,17 +169,7 @@ int main(int argc, char **argv)
     if (getenv("LIBLOCK_HELD_CHILD"))
         return child();
     th_watchdog(300);
-    char dir[4096], lib[4200];
-    snprintf(dir, sizeof dir, "%s", argv[0]);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = 0;
-    else
-        snprintf(dir, sizeof dir, ".");
-    snprintf(lib, sizeof lib, "%s/../lib/liblock-interpose.so", dir);
-    const char *env_lib = getenv("LIBLOCK_TEST_INTERPOSER");
-    char *real = realpath(env_lib && *env_lib ? env_lib : lib, NULL);
-    CHECK(real != NULL, "interposer not found at %s (run make)", env_lib && *env_lib ? env_lib : lib);
+    char *real = th_interposer(argv[0]);
     if (!real)
         return th_report("test_interpose_held");
     int n = 0;

@@ -72,11 +72,7 @@ static int run_child(const char *prog, const char *lib, const char *algo, const 
     if (pid < 0)
         return -1;
     if (pid == 0) {
-        static const char *const clear[] = {"LIBLOCK_LOCK", "LIBLOCK_WAIT", "LIBLOCK_COND", "LIBLOCK_SEM",
-                                            "LIBLOCK_COND_FIFO_PROB", "LIBLOCK_SEM_FIFO_PROB",
-                                            "LIBLOCK_COND_GENERIC", "LIBLOCK_INTERPOSE_API", NULL};
-        for (const char *const *c = clear; *c; c++)
-            unsetenv(*c);
+        th_unset_interposer_env();
         setenv("LD_PRELOAD", lib, 1);
         if (algo) {
             setenv("LIBLOCK_LOCK", algo, 1);
@@ -114,18 +110,10 @@ static const struct config configs[] = {
 
 static int driver(int argc, char **argv)
 {
-    char dir[4096], lib[4200], other[4200], cxx[4200];
-    snprintf(dir, sizeof dir, "%s", argv[0]);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = 0;
-    else
-        snprintf(dir, sizeof dir, ".");
-    snprintf(lib, sizeof lib, "%s/../lib/liblock-interpose.so", dir);
-    snprintf(other, sizeof other, "%s/test_interpose", dir);
-    snprintf(cxx, sizeof cxx, "%s/test_interpose_cxx", dir);
-    char *real = realpath(lib, NULL);
-    CHECK(real != NULL, "interposer not found at %s (run make)", lib);
+    char other[4200], cxx[4200];
+    th_sibling_path(argv[0], "test_interpose", other, sizeof other);
+    th_sibling_path(argv[0], "test_interpose_cxx", cxx, sizeof cxx);
+    char *real = th_interposer(argv[0]);
     if (!real)
         return th_report("test_interpose_sem");
     CHECK(access(other, X_OK) == 0 && access(cxx, X_OK) == 0, "%s or %s missing", other, cxx);
@@ -399,6 +387,19 @@ static void test_buffer(void)
 }
 
 /* ---------------------------------------------------------------- wake-up order */
+/* Wait until *v, read under m, exceeds i (a thread has got that far). */
+static void wait_above(pthread_mutex_t *m, const int *v, int i)
+{
+    for (;;) {
+        pthread_mutex_lock(m);
+        int k = *v;
+        pthread_mutex_unlock(m);
+        if (k > i)
+            return;
+        usleep(200);
+    }
+}
+
 static void test_sem_order(const char *want)
 {
     th_context = "semaphore wake-up order";
@@ -415,14 +416,7 @@ static void test_sem_order(const char *want)
     }
     for (int i = 0; i < 3; i++) { /* one unit at a time: the woken thread records itself */
         CHECK_EQ(E(sem_post(&s)), 0);
-        for (;;) {
-            pthread_mutex_lock(&om);
-            int k = n;
-            pthread_mutex_unlock(&om);
-            if (k > i)
-                break;
-            usleep(200);
-        }
+        wait_above(&om, &n, i);
     }
     for (int i = 0; i < 3; i++) {
         pthread_join(t[i], NULL);
@@ -457,28 +451,14 @@ static void test_cond_order(const char *want)
     pthread_t t[3];
     for (int i = 0; i < 3; i++) {
         pthread_create(&t[i], NULL, co_waiter, (void *)(intptr_t)(i + 1));
-        for (;;) { /* waiter i+1 increments under the mutex, then queues and releases it in the wait */
-            pthread_mutex_lock(&co_mutex);
-            int k = co_waiting;
-            pthread_mutex_unlock(&co_mutex);
-            if (k > i)
-                break;
-            usleep(200);
-        }
+        wait_above(&co_mutex, &co_waiting, i); /* waiter i+1 increments under the mutex, then queues and releases it in the wait */
     }
     for (int i = 0; i < 3; i++) {
         pthread_mutex_lock(&co_mutex);
         co_tokens++;
         pthread_cond_signal(&co_cond);
         pthread_mutex_unlock(&co_mutex);
-        for (;;) {
-            pthread_mutex_lock(&co_mutex);
-            int k = co_n;
-            pthread_mutex_unlock(&co_mutex);
-            if (k > i)
-                break;
-            usleep(200);
-        }
+        wait_above(&co_mutex, &co_n, i);
     }
     for (int i = 0; i < 3; i++)
         pthread_join(t[i], NULL);

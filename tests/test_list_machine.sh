@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `liblock list` shows the x86 user-mode waiting instructions in its machine
-# section (issue 15): "available" or "not available" for WAITPKG
+# section: "available" or "not available" for WAITPKG
 # (UMWAIT/TPAUSE) and MONITORX/MWAITX, in agreement with the CPU flags the
 # kernel reports in /proc/cpuinfo, and the hybrid locks are listed.
 . "$(dirname "$0")/lib.sh" "$@"

@@ -1,5 +1,5 @@
 /*
- * test_mailbox - the message transport of seed 004 (src/runtime/transport/mailbox.h),
+ * test_mailbox - the message transport of hyblock and hybcomb (src/runtime/transport/mailbox.h),
  * with more threads than CPUs:
  *
  *  fifo      one receiver, 12 senders on their own lanes, each sending

@@ -25,31 +25,11 @@
  *
  * Usage: test_malthus [ALGORITHM...]   (default: all CR locks)
  */
-#include "harness.h"
-#include "internal.h"
-#include "locks/restricting/cr.h"
-
-#include <sched.h>
+#include "cr_order.h"
 
 
 static int sel_argc;
 static char **sel_argv;
-
-static int stats_of(const liblock_t *l, struct ll_cr_stats *st)
-{
-    const char *a = liblock_algorithm(l);
-    if (!a)
-        return EINVAL;
-    if (!strcmp(a, "mcscr"))
-        return ll_mcscr_stats(l, st);
-    if (!strcmp(a, "mcscrn"))
-        return ll_mcscrn_stats(l, st);
-    if (!strcmp(a, "lifocr"))
-        return ll_lifocr_stats(l, st);
-    if (!strcmp(a, "loiter"))
-        return ll_loiter_stats(l, st);
-    return EINVAL;
-}
 
 static void set_fairness(const char *p)
 {
@@ -237,80 +217,9 @@ static long max_gap(const int *log, long n, int nthreads, int *who)
 }
 
 /* ======================================================================
- * deterministic order: a holder, then N waiters queued one at a time.
+ * deterministic order: a holder, then N waiters queued one at a time
+ * (cr_queue_in_order, cr_order.h).
  * ====================================================================== */
-struct order {
-    liblock_t lock;
-    int log[64];
-    int n;
-};
-struct oarg {
-    struct order *o;
-    int id;
-};
-
-static void *order_thread(void *arg)
-{
-    struct oarg *a = arg;
-    if (liblock_lock(&a->o->lock) == 0) {
-        a->o->log[a->o->n++] = a->id;
-        liblock_unlock(&a->o->lock);
-    }
-    return NULL;
-}
-
-/* CPUs the order test spreads its threads over: 2, or 1 on a 1-CPU machine */
-static int order_cpus(void) { return sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 2 : 1; }
-
-/* Queues N waiters behind the main thread in a known order, releases, and
- * returns the admission order in o->log.  The main thread runs on CPU 0 and
- * waiter i on CPU i % order_cpus(): mcscr's culling looks at the CPUs the
- * waiters arrived on (cr.h, "Culling the second waiter"), so the order is
- * known only with the CPUs fixed. */
-static void queue_in_order(struct order *o, const char *algo, int policy, int n)
-{
-    memset(o, 0, sizeof *o);
-    int e = init_lock(&o->lock, algo, policy);
-    CHECK(e == 0, "init %s: %s", algo, strerror(e));
-    if (e)
-        return;
-    cpu_set_t saved, one;
-    CHECK_EQ(pthread_getaffinity_np(pthread_self(), sizeof saved, &saved), 0);
-    CPU_ZERO(&one);
-    CPU_SET(0, &one);
-    CHECK_EQ(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
-    liblock_lock(&o->lock);
-    pthread_t th[64];
-    struct oarg args[64];
-    for (int i = 0; i < n; i++) {
-        struct ll_cr_stats st;
-        stats_of(&o->lock, &st);
-        const void *before = st.tail;
-        args[i].o = o;
-        args[i].id = i;
-        pthread_attr_t at;
-        pthread_attr_init(&at);
-        CPU_ZERO(&one);
-        CPU_SET(i % order_cpus(), &one);
-        pthread_attr_setaffinity_np(&at, sizeof one, &one);
-        pthread_create(&th[i], &at, order_thread, &args[i]);
-        pthread_attr_destroy(&at);
-        /* wait until thread i has made itself the tail (bounded by the watchdog) */
-        for (;;) {
-            stats_of(&o->lock, &st);
-            if (st.tail != before)
-                break;
-            sched_yield();
-        }
-    }
-    liblock_unlock(&o->lock);
-    uint64_t deadline = th_now_ns() + 20000000000ull;
-    for (int i = 0; i < n; i++)
-        CHECK(th_join_by(th[i], deadline) == 0, "%s: waiter %d stranded", algo, i);
-    CHECK_EQ(o->n, n);
-    pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
-}
-
 /* Expected admission orders of 8 waiters queued 0..7 behind a holder. */
 struct order_expect {
     const char *algo;
@@ -338,13 +247,6 @@ static const struct order_expect order_table[] = {
     {"loiter", {0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}, -1, -1},
 };
 
-static void order_str(const struct order *o, char *buf, size_t n)
-{
-    buf[0] = 0;
-    for (int i = 0; i < o->n; i++)
-        snprintf(buf + strlen(buf), n - strlen(buf), "%d ", o->log[i]);
-}
-
 static void test_orders(const char *algo)
 {
     const struct order_expect *x = NULL;
@@ -359,21 +261,21 @@ static void test_orders(const char *algo)
     static const int pols[] = {LIBLOCK_WAIT_YIELD, LIBLOCK_WAIT_SPIN_THEN_PARK};
     for (int pi = 0; pi < 2; pi++) {
         int pol = pols[pi];
-        struct order o;
+        struct cr_order o;
         char buf[256];
         for (int pass = 0; pass < 2; pass++) {
-            const int *want_order = pass == 0 ? x->p1 : order_cpus() == 2 ? x->p0 : x->p0_one;
+            const int *want_order = pass == 0 ? x->p1 : cr_order_cpus() == 2 ? x->p0 : x->p0_one;
             set_fairness(pass == 0 ? "1" : "0");
-            queue_in_order(&o, algo, pol, 8);
+            cr_queue_in_order(&o, algo, pol, 8);
             int same = o.n == 8;
             for (int i = 0; i < o.n && same; i++)
                 same = o.log[i] == want_order[i];
-            order_str(&o, buf, sizeof buf);
+            cr_order_str(&o, buf, sizeof buf);
             CHECK(same, "%s/%s P=%d: admission order %s, expected %d %d %d %d %d %d %d %d", algo,
                   liblock_wait_name(pol), pass == 0, buf, want_order[0], want_order[1], want_order[2],
                   want_order[3], want_order[4], want_order[5], want_order[6], want_order[7]);
-            struct ll_cr_stats st;
-            stats_of(&o.lock, &st);
+            struct cr_stats st;
+            cr_stats_of(&o.lock, &st);
             if (pass == 0)
                 CHECK_EQ(st.culls, 0);
             if (pass == 1 && x->culls0 >= 0)
@@ -401,8 +303,8 @@ struct duo {
 /* Is a thread other than the holder (whose node is mynode) queued? */
 static int other_waiting(liblock_t *l, void *mynode)
 {
-    struct ll_cr_stats st;
-    stats_of(l, &st);
+    struct cr_stats st;
+    cr_stats_of(l, &st);
     const char *a = liblock_algorithm(l);
     if (!strcmp(a, "lifocr"))
         return st.tail != (void *)1; /* top: 1 = held, no waiter */
@@ -462,8 +364,8 @@ static void test_two_threads(const char *algo)
         CHECK(breaks == 0, "%s/%s: two threads not admitted alternately (%d repeats)", algo,
               liblock_wait_name(pol), breaks);
         CHECK_EQ(d.n, 2 * d.iters);
-        struct ll_cr_stats st;
-        stats_of(&d.lock, &st);
+        struct cr_stats st;
+        cr_stats_of(&d.lock, &st);
         CHECK(st.culls == 0 && st.remote_culls == 0, "%s/%s: culled with two threads (%llu)", algo,
               liblock_wait_name(pol), (unsigned long long)st.culls);
         CHECK_EQ(liblock_destroy(&d.lock), 0);
@@ -502,8 +404,8 @@ static void test_working_set(const char *algo, const char *fair, double lwss_max
         }
     int who2 = -1;
     long gap2 = max_gap(r.log, r.logged, r.nthreads, &who2);
-    struct ll_cr_stats st = {0};
-    stats_of(&r.lock, &st);
+    struct cr_stats st = {0};
+    cr_stats_of(&r.lock, &st);
     printf("  %-7s 32 threads P=%s: avg LWSS %.1f, max wait %ld admissions (thread %d; max gap between "
            "admissions %ld), culls %llu grafts %llu "
            "reprovisions %llu handoffs %llu steals %llu\n",
@@ -680,8 +582,8 @@ static void test_drain(const char *algo, int policy, const char *fair)
     set_fairness(NULL);
     for (int i = 0; i < r.nthreads; i++)
         CHECK_EQ(r.count[i], r.quota);
-    struct ll_cr_stats st = {0};
-    stats_of(&r.lock, &st);
+    struct cr_stats st = {0};
+    cr_stats_of(&r.lock, &st);
     CHECK(st.passive == 0 && st.remote == 0, "%s: %u passive, %u remote left after drain", algo, st.passive, st.remote);
     CHECK(st.tail == NULL, "%s: lock not free after drain", algo);
     if (getenv("TEST_MALTHUS_VERBOSE"))
@@ -728,9 +630,9 @@ static void test_loiter_patience(void)
             liblock_lock(&p.lock);
             pthread_t th;
             pthread_create(&th, NULL, pat_standby, &p);
-            struct ll_cr_stats st;
+            struct cr_stats st;
             do { /* until the thread is the standby (holds the inner lock) */
-                stats_of(&p.lock, &st);
+                cr_stats_of(&p.lock, &st);
                 sched_yield();
             } while (st.tail == NULL);
             /* barge: unlock and re-take at once, as long as we win */
@@ -755,7 +657,7 @@ static void test_loiter_patience(void)
              * this thread sees it queued (tail) a little before it watches */
             CHECK(bypasses <= patience + 1, "loiter/%s patience %d: standby bypassed %ld times",
                   liblock_wait_name(pols[pi]), patience, bypasses);
-            stats_of(&p.lock, &st);
+            cr_stats_of(&p.lock, &st);
             if (getenv("TEST_MALTHUS_VERBOSE"))
                 printf("  loiter  patience %d: %ld bypasses, %llu hand-offs\n", patience, bypasses,
                        (unsigned long long)st.handoffs);
@@ -780,24 +682,24 @@ static void test_bad_input(const char *algo)
     CHECK_EQ(liblock_unlock(&l), 0);
     CHECK_EQ(liblock_trylock(&l), 0);
     CHECK_EQ(liblock_unlock(&l), 0);
-    struct ll_cr_stats st;
-    CHECK_EQ(stats_of(NULL, &st), EINVAL);
+    struct cr_stats st;
+    CHECK_EQ(cr_stats_of(NULL, &st), EINVAL);
     CHECK_EQ(liblock_destroy(&l), 0);
     /* a malformed LIBLOCK_CR_FAIRNESS falls back to the default */
     set_fairness("lots");
     CHECK_EQ(init_lock(&l, algo, LIBLOCK_WAIT_SPIN), 0);
-    if (stats_of(&l, &st) == 0)
+    if (cr_stats_of(&l, &st) == 0)
         CHECK(st.fairness == 0.001, "%s: bad LIBLOCK_CR_FAIRNESS gave %g", algo, st.fairness);
     CHECK_EQ(liblock_destroy(&l), 0);
     set_fairness("2");
     CHECK_EQ(init_lock(&l, algo, LIBLOCK_WAIT_SPIN), 0);
-    if (stats_of(&l, &st) == 0)
+    if (cr_stats_of(&l, &st) == 0)
         CHECK(st.fairness == 0.001, "%s: out-of-range LIBLOCK_CR_FAIRNESS gave %g", algo, st.fairness);
     CHECK_EQ(liblock_destroy(&l), 0);
     set_fairness(NULL);
     /* the stats reader refuses a lock of another algorithm */
     CHECK_EQ(liblock_init(&l, "mcs", NULL), 0);
-    CHECK_EQ(ll_mcscr_stats(&l, &st), EINVAL);
+    CHECK_EQ(cr_stats_of(&l, &st), ENOTSUP);
     CHECK_EQ(liblock_destroy(&l), 0);
 }
 

@@ -17,77 +17,23 @@
  *     fairness between nodes; home changes are printed).  Counted in
  *     admissions, not time.
  */
-#include "harness.h"
-#include "internal.h"
-#include "locks/restricting/cr.h"
-
-#include <sched.h>
-
-static int stats_of(const liblock_t *l, struct ll_cr_stats *st)
-{
-    const char *a = liblock_algorithm(l);
-    return strcmp(a, "mcscrn") == 0 ? ll_mcscrn_stats(l, st) : ll_mcscr_stats(l, st);
-}
+#include "cr_order.h"
 
 /* ---- 1. deterministic order ---- */
-struct order {
-    liblock_t lock;
-    int log[16];
-    int n;
-};
-struct oarg {
-    struct order *o;
-    int id;
-};
-
-static void *order_thread(void *arg)
-{
-    struct oarg *a = arg;
-    ll_pin_self(a->id % 2);
-    if (liblock_lock(&a->o->lock) == 0) {
-        a->o->log[a->o->n++] = a->id;
-        liblock_unlock(&a->o->lock);
-    }
-    return NULL;
-}
-
 static void test_order(const char *p, const int *expect, int policy)
 {
-    static struct order o;
-    memset(&o, 0, sizeof o);
+    static struct cr_order o;
     setenv("LIBLOCK_CR_FAIRNESS", p, 1);
-    liblock_attr_t a;
-    liblock_attr_init(&a);
-    liblock_attr_setwait(&a, policy);
-    CHECK_EQ(liblock_init(&o.lock, "mcscrn", &a), 0);
+    cr_queue_in_order(&o, "mcscrn", policy, 8); /* main on CPU 0, waiter i on CPU i % 2 */
     unsetenv("LIBLOCK_CR_FAIRNESS");
-    ll_pin_self(0);
-    liblock_lock(&o.lock);
-    pthread_t th[8];
-    struct oarg args[8];
-    for (int i = 0; i < 8; i++) {
-        struct ll_cr_stats st;
-        stats_of(&o.lock, &st);
-        const void *before = st.tail;
-        args[i] = (struct oarg){&o, i};
-        pthread_create(&th[i], NULL, order_thread, &args[i]);
-        do {
-            sched_yield();
-            stats_of(&o.lock, &st);
-        } while (st.tail == before);
-    }
-    liblock_unlock(&o.lock);
-    for (int i = 0; i < 8; i++)
-        CHECK(th_join_by(th[i], th_now_ns() + 20000000000ull) == 0, "waiter %d stranded", i);
-    char buf[128] = "";
+    char buf[128];
+    cr_order_str(&o, buf, sizeof buf);
     int same = o.n == 8;
-    for (int i = 0; i < o.n; i++) {
-        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%d ", o.log[i]);
+    for (int i = 0; i < o.n; i++)
         same &= o.log[i] == expect[i];
-    }
     CHECK(same, "P=%s %s: admission order %s", p, liblock_wait_name(policy), buf);
-    struct ll_cr_stats st;
-    stats_of(&o.lock, &st);
+    struct cr_stats st;
+    cr_stats_of(&o.lock, &st);
     if (strcmp(p, "0") == 0) {
         CHECK_EQ(st.remote_culls, 3);
         CHECK_EQ(st.home_changes, 1);
@@ -132,7 +78,7 @@ static void *run_thread(void *arg)
     }
 }
 
-static double same_node_fraction(const char *algo, struct ll_cr_stats *st, long per_node[2])
+static double same_node_fraction(const char *algo, struct cr_stats *st, long per_node[2])
 {
     static struct run r;
     memset(&r, 0, sizeof r);
@@ -158,7 +104,7 @@ static double same_node_fraction(const char *algo, struct ll_cr_stats *st, long 
     long same = 0;
     for (long i = 1; i < r.logged; i++)
         same += r.node_log[i] == r.node_log[i - 1];
-    stats_of(&r.lock, st);
+    cr_stats_of(&r.lock, st);
     per_node[0] = r.per_node[0];
     per_node[1] = r.per_node[1];
     CHECK_EQ(liblock_destroy(&r.lock), 0);
@@ -202,7 +148,7 @@ int main(void)
     double fn = 0, fc = 0, best = 0;
     const int reps = 4;
     for (int rep = 0; rep < reps; rep++) {
-        struct ll_cr_stats st;
+        struct cr_stats st;
         long per[2];
         double f = same_node_fraction("mcscrn", &st, per);
         printf("  mcscrn: same-node successions %.3f, node 0 %ld / node 1 %ld admissions, home changes %llu, "

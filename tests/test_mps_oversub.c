@@ -1,5 +1,5 @@
 /*
- * test_mps_oversub - mp-server's direct mode (issue 12; header of
+ * test_mps_oversub - mp-server's direct mode (more threads than CPUs; header of
  * src/locks/delegation/mp-server.c, "Direct mode"; src/runtime/mpserver/direct.c).
  *
  *  1. lock/trylock/unlock never post a request: 4 threads, exact count, and
@@ -25,7 +25,7 @@
  *     sleep on the word (parked clients must be woken);
  *  5. fork while the server holds the word for a pass: the child's lock,
  *     trylock and execute work (the parent's server's hold is dropped);
- *  6. the explicit spin policy keeps seed 004's request path: lock/unlock
+ *  6. the explicit spin policy keeps the thesis's request path: lock/unlock
  *     are served by the server (its count moves) -- direct mode is off;
  *  7. so does a server pinned with LIBLOCK_MPSERVER_CPU (default policy).
  * Each configuration runs in a child process with a watchdog.
@@ -38,18 +38,15 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-int ll_mpserver_debug_stats(liblock_t *l, uint64_t out[6]);
-
 static pid_t tid(void) { return (pid_t)syscall(SYS_gettid); }
 
-static uint64_t stat_of(liblock_t *l, int i)
+static uint64_t stat_of(liblock_t *l, const char *name)
 {
-    uint64_t st[6] = {0};
-    ll_mpserver_debug_stats(l, st);
-    return st[i];
+    struct ll_stats st;
+    return ll_lock_stats(l, &st) == 0 ? (uint64_t)ll_stat(&st, name, 0) : 0;
 }
-#define SERVED(l) stat_of(l, 0)
-#define PARKS(l) stat_of(l, 4)
+#define SERVED(l) stat_of(l, "served")
+#define PARKS(l) stat_of(l, "parks")
 
 static void pin(int cpu)
 {

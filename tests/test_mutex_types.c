@@ -71,11 +71,7 @@ static int run_child(const char *prog, const char *lib, const char *algo, const 
 static int driver(int argc, char **argv)
 {
     static const char *const scenarios[] = {"types", "relock"};
-    char lib[4200];
-    th_interposer_path(argv[0], lib, sizeof lib);
-    const char *env_lib = getenv("LIBLOCK_TEST_INTERPOSER");
-    char *real = realpath(env_lib && *env_lib ? env_lib : lib, NULL);
-    CHECK(real != NULL, "interposer not found at %s (run make)", env_lib && *env_lib ? env_lib : lib);
+    char *real = th_interposer(argv[0]);
     if (!real)
         return th_report("test_mutex_types");
     for (size_t s = 0; s < 2; s++) {

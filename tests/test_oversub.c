@@ -1,6 +1,6 @@
 /*
- * test_oversub - more threads than CPUs, default waiting policies (issue 12,
- * "Tests"): no algorithm may turn a run of about a second into minutes.
+ * test_oversub - more threads than CPUs, default waiting policies: no
+ * algorithm may turn a run of about a second into minutes.
  * Every algorithm of the catalogue, each configuration in its own child
  * process with a time bound (scenario.h), so a convoy fails that pair:
  *
@@ -20,7 +20,7 @@
  *                  unset (the default policy), it must print the exact
  *                  number and sum of the items consumed and exit 0.
  *
- *  interpose-slots rcl (issue 11): 6 threads count under one pthread mutex
+ *  interpose-slots rcl: 6 threads count under one pthread mutex
  *                  through the interposer with LIBLOCK_RCL_SLOTS=3, fewer
  *                  client slots than threads; every pthread_mutex_lock and
  *                  unlock returns 0 (POSIX allows nothing else for a normal

@@ -7,7 +7,7 @@
 #    the right exit status, the program never started), and how a program is
 #    run (terminal, exit status, 128+N on a signal with the report, SIGKILL,
 #    SIGUSR1 snapshots) with a stand-in runtime (tests/profile/fake_runtime.c);
-#  - tests/profile/test_e2e.py, when build/lib/liblock-profile.so exists: the
+#  - tests/profile/test_e2e.py (build/lib/liblock-profile.so must exist): the
 #    real runtime on a program with a hot and a cold lock (exact counts,
 #    ranking, file:line sites) and on lockbench (the share of time in
 #    critical sections against lockbench's own figures).
@@ -17,9 +17,10 @@ CC=${CC:-cc}
 "$CC" -O2 -shared -fPIC -o "$tmp/fake_runtime.so" tests/profile/fake_runtime.c || exit 1
 "$CC" -O2 -o "$tmp/prog" tests/profile/prog.c || exit 1
 python3 tests/profile/test_cli.py "$root" "$build" "$tmp" "$tmp/fake_runtime.so" "$tmp/prog" && ok || fail "tests/profile/test_cli.py"
+# The build always makes the profiler: its absence is a failure, not a skip.
 if [ -e "$build/lib/liblock-profile.so" ]; then
   python3 tests/profile/test_e2e.py "$root" "$build" "$tmp" && ok || fail "tests/profile/test_e2e.py"
 else
-  skip "end-to-end part: $build/lib/liblock-profile.so not built"
+  fail "end-to-end part: $build/lib/liblock-profile.so missing (run make)"
 fi
 finish

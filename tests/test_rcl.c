@@ -21,30 +21,15 @@
  *            into another lock of the server, and lock/unlock sections, all
  *            at once; exact counts, no overlap, pool back to one thread.
  *   bad      bad input: errno values and nothing changed.
- *   fork     a child of fork() gets its servers restarted: the forking
- *            thread's hold is still its own, CSs run in the child.
  *   stats    statistics readable through the API.
- * Every section runs under the watchdog; no timing is asserted.
+ * Every section runs under the watchdog; no timing is asserted.  Fork is
+ * tested in test_rcl_park (fork).
  * usage: test_rcl [SECTION...]   (default: all)
  */
 #include "harness.h"
 
 #include <sched.h>
 #include <stdatomic.h>
-#include <sys/wait.h>
-
-static int want(int argc, char **argv, const char *name)
-{
-    int w = argc < 2;
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], name) == 0)
-            w = 1;
-    if (w) {
-        printf("  %s\n", name); /* progress: a watchdog failure shows which section hung */
-        fflush(stdout);
-    }
-    return w;
-}
 
 static void wait_flag(atomic_int *f, int v)
 {
@@ -462,15 +447,8 @@ static void *consumer_lock(void *p)
     for (long i = 0; i < ITEMS; i++) {
         if (liblock_lock(&bb.l))
             return (void *)1;
-        while (bb.count == 0)
-            if (liblock_cond_wait(&bb.notempty, &bb.l))
-                return (void *)2;
-        long v = bb.buf[bb.head];
-        bb.head = (bb.head + 1) % BUFN;
-        bb.count--;
-        bb.consumed_sum += v;
-        bb.consumed_n++;
-        liblock_cond_signal(&bb.notfull);
+        if (cs_get(p) != p) /* the consumer's section, run by this thread under the lock */
+            return (void *)2;
         if (liblock_unlock(&bb.l))
             return (void *)3;
     }
@@ -681,44 +659,6 @@ static void test_bad(void)
     CHECK_EQ(liblock_destroy(&l), 0);
 }
 
-/* ---- fork ----------------------------------------------------------------------------- */
-static void test_fork(void)
-{
-    th_context = "fork";
-#if defined(__SANITIZE_THREAD__)
-    /* ThreadSanitizer does not support creating threads in the child of a
-     * multithreaded fork (it reports and exits 66), which restarting the
-     * server requires. */
-    th_skip("fork: ThreadSanitizer cannot create threads after a multi-threaded fork");
-    return;
-#endif
-    liblock_t l;
-    CHECK_EQ(liblock_init(&l, "rcl", NULL), 0);
-    qcount = 0;
-    CHECK(liblock_execute(&l, cs_inc, &qcount) == &qcount, "before fork");
-    CHECK_EQ(liblock_lock(&l), 0); /* held by the forking thread across the fork */
-    pid_t pid = fork();
-    if (pid == 0) {
-        /* child: the server was restarted; our hold is still ours */
-        alarm(20);
-        int ok = liblock_unlock(&l) == 0;
-        for (int i = 0; i < 100 && ok; i++)
-            ok = liblock_execute(&l, cs_inc, &qcount) == &qcount;
-        ok = ok && qcount == 101;
-        _exit(ok ? 0 : 1);
-    }
-    CHECK(pid > 0, "fork: %s", strerror(errno));
-    CHECK_EQ(liblock_unlock(&l), 0);
-    int st = 0;
-    if (pid > 0) {
-        CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
-        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %d", st);
-    }
-    CHECK(liblock_execute(&l, cs_inc, &qcount) == &qcount, "after fork");
-    CHECK_EQ(qcount, 2);
-    CHECK_EQ(liblock_destroy(&l), 0);
-}
-
 /* ---- stats -------------------------------------------------------------------------- */
 static void test_stats(void)
 {
@@ -750,25 +690,23 @@ static void test_stats(void)
 int main(int argc, char **argv)
 {
     th_watchdog(60);
-    if (want(argc, argv, "bad"))
+    if (th_section(argc, argv, "bad"))
         test_bad();
-    if (want(argc, argv, "trylock"))
+    if (th_section(argc, argv, "trylock"))
         test_trylock();
-    if (want(argc, argv, "mix"))
+    if (th_section(argc, argv, "mix"))
         test_mix();
-    if (want(argc, argv, "blockio"))
+    if (th_section(argc, argv, "blockio"))
         test_blockio();
-    if (want(argc, argv, "fig43"))
+    if (th_section(argc, argv, "fig43"))
         test_fig43();
-    if (want(argc, argv, "condbuf"))
+    if (th_section(argc, argv, "condbuf"))
         test_condbuf();
-    if (want(argc, argv, "chaos"))
+    if (th_section(argc, argv, "chaos"))
         test_chaos();
-    if (want(argc, argv, "nested"))
+    if (th_section(argc, argv, "nested"))
         test_nested();
-    if (want(argc, argv, "fork"))
-        test_fork();
-    if (want(argc, argv, "stats"))
+    if (th_section(argc, argv, "stats"))
         test_stats();
     /* the default server is stopped here so no SCHED_FIFO thread outlives the test */
     liblock_server_t *d = liblock_server_default();

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# test_rcl_interpose.sh BUILD - RCL under the interposer (issue 11 section 2,
-# docs/rcl.md "Under the interposer").  Programs are built here with cc;
+# test_rcl_interpose.sh BUILD - RCL under the interposer (docs/rcl.md,
+# "Under the interposer").  Programs are built here with cc;
 # each runs under `timeout`, so a hang fails the test instead of stalling it.
 #
 #  - exit: a shared library whose destructor locks and unlocks a mutex (run
@@ -15,9 +15,9 @@
 #    (the fewest of ten readings 20 ms apart: a joined start-up helper
 #    thread can still be listed for a moment, once in about 20 runs).
 #  - coloc: a program confined to the server's CPU (taskset) with 1 and 3
-#    threads: exact counts, and it finishes (before the fix each request
-#    waited for the server's 5 ms idle time-out: this run would take
-#    minutes and hit the bound).
+#    threads: exact counts, and it finishes (a request that waited for
+#    the server's 5 ms idle time-out would make this run take minutes and
+#    hit the bound).
 #  - fork: threads use a mutex while the main thread forks; the child
 #    starts threads that use the same mutex (exact counts) while the
 #    parent's threads keep its server busy on the same CPU, and exits 0;

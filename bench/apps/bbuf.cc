@@ -1,7 +1,7 @@
 // bbuf - an ordinary C++ program: a bounded buffer on std::mutex and two
 // std::condition_variable, THREADS threads (half producers, half consumers).
 //
-// Part of the application benchmark (`liblock bench apps`, issue 12): it is
+// Part of the application benchmark (`liblock bench apps`): it is
 // run unmodified under glibc and under the interposer.  It knows nothing of
 // liblock.  Producer p pushes the values p+1, p+1+P, ... up to ITEMS; when
 // the producers are done, main pushes one 0 per consumer to stop them.  The

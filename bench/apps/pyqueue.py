@@ -1,7 +1,7 @@
 """pyqueue - an ordinary Python program: queue.Queue with THREADS threads
 (half producers, half consumers).
 
-Part of the application benchmark (`liblock bench apps`, issue 12): run
+Part of the application benchmark (`liblock bench apps`): run
 unmodified under glibc and under the interposer (CPython's GIL and its
 locks are pthread mutexes, condition variables and semaphores).  Producer p
 puts p+1, p+1+P, ... up to ITEMS; then one None per consumer stops them.

@@ -3,7 +3,7 @@
  * threads share one connection opened with SQLITE_OPEN_FULLMUTEX (SQLite
  * serialises every call on the connection's recursive pthread mutex).
  *
- * Part of the application benchmark (`liblock bench apps`, issue 12): run
+ * Part of the application benchmark (`liblock bench apps`): run
  * unmodified under glibc and under the interposer; it knows nothing of
  * liblock.  Thread k inserts OPS rows (k, i, v = k*OPS + i + 1) with its own
  * prepared statement and, every 4th insert, reads back one of its earlier

@@ -1,6 +1,7 @@
 /*
- * objects.h - the concurrent objects of Petrovic's thesis (seed 004
- * sections 6.2 and 7.2.3, digest 004 section 12) as workloads of `liblock
+ * objects.h - the concurrent objects of D. Petrovic, "Efficient
+ * Communication and Synchronization on Manycore Processors", PhD thesis
+ * no. 6552, EPFL, 2015, sections 6.2.4 and 7.2.3, as workloads of `liblock
  * bench delegation` (bench/delegation.c).  Every operation is a critical
  * section run through liblock_execute, so each object runs on every
  * algorithm (delegating ones run it on a server or combiner, the others

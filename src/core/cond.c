@@ -1,5 +1,8 @@
 /*
- * cond.c - condition variables for any lock (seed 000 section 3.2; LiTL).
+ * cond.c - condition variables for any lock (J.-P. Lozi, "Towards More
+ * Scalable Mutual Exclusion for Multicore Architectures", PhD thesis, UPMC
+ * (Paris 6), 2014, section 3.2: a POSIX condition variable around the
+ * lock; and LiTL, Guiroux, Lachaize and Quema, USENIX ATC 2016).
  *
  * A liblock condition variable is a POSIX condition variable plus an inner
  * POSIX mutex.  wait(cond, L):
@@ -42,7 +45,7 @@
  *      consumed: wait for the grant (no deadline) and return 0.
  * signal: under the inner mutex take the list's head (marking it taken);
  * after dropping the mutex, requeue its node; with an empty list,
- * pthread_cond_signal as before.  broadcast: take the whole list, then
+ * pthread_cond_signal.  broadcast: take the whole list, then
  * requeue each record in order (reading the next link first: a requeued
  * waiter may be granted and return at once), and pthread_cond_broadcast.
  * No lost wake-up: the record is queued under the inner mutex that the
@@ -88,7 +91,8 @@
  * Deadlines are converted with saturating arithmetic (cond_lifo.h,
  * ll_ts_diff_ns): a deadline centuries away never passes.
  *
- * Mostly-LIFO condition variables (seed 001 section 6.10): a condattr on
+ * Mostly-LIFO condition variables (D. Dice, "Malthusian Locks", EuroSys
+ * 2017, extended version arXiv:1511.06035, section 6.10): a condattr on
  * which liblock_condattr_setfifo was called selects the explicit-queue kind
  * (_kind = LL_COND_KIND_LIFO), implemented in cond_lifo.c; the functions
  * here check arguments and dispatch on _kind.

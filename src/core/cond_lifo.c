@@ -1,8 +1,10 @@
 /*
  * cond_lifo.c - mostly-LIFO condition variables and semaphores.
  *
- * Source: seed 001 (Dice, "Malthusian Locks"), sections 6.10 and 6.11;
- * digest shared/notes/001 section 2.5.  Concurrency restriction applied to
+ * Source: D. Dice, "Malthusian Locks", EuroSys 2017 (extended version, arXiv:1511.06035),
+ * sections 6.10 (mostly-LIFO condition variables, the perl benchmark) and
+ * 6.11 (condition variables and semaphores, the Buffer Pool benchmark).
+ * Concurrency restriction applied to
  * waiting lists: a waiter is appended to the tail of the list with
  * probability P and prepended to the head otherwise; signal / post always
  * take the head.  P = 1 is FIFO, P = 0 is LIFO (the most recent waiter is

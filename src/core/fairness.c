@@ -1,6 +1,8 @@
 /*
  * fairness.c - per-lock admission history and the fairness metrics of the
- * Malthusian-locks paper (seed 001 section 5 / digest section 4.2):
+ * Malthusian-locks paper (D. Dice, "Malthusian Locks", EuroSys 2017 (extended version, arXiv:1511.06035):
+ * LWSS and MTTR in section 1, RSTDDEV and the Gini coefficient in
+ * section 6):
  * average lock working-set size (LWSS) over disjoint windows of W
  * admissions, median time to reacquire (MTTR), and the relative standard
  * deviation (RSTDDEV) and Gini coefficient of per-thread admission counts.

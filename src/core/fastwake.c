@@ -6,11 +6,9 @@
  * whether the waiter has parked, and the waiter says so with a bit in the
  * word the waker replaces.  That swap is a locked instruction on a line
  * the waiter holds, so the releasing thread stalls until the line has come
- * over -- a cache-line transfer on every hand-off.  With two threads on
- * the two CPUs, spin-then-park ran mcscr at 2.2 M critical sections/s
- * against 2.7 M with pure spin, whose hand-over is a plain store
- * (lockbench -t 2 -d 100 -k 2, 5 runs each); a build that replaced the swap
- * by a plain store (unsafe: it loses wake-ups) ran spin-then-park at 2.8 M.
+ * over -- a cache-line transfer on every hand-off, which the pure spin
+ * policy, whose hand-over is a plain store, does not pay.  A plain store
+ * alone would lose wake-ups.
  *
  * The way out is Dekker's with the fence moved to the rare side.  The
  * waiter, before it parks, announces it in a word the waker reads anyway
@@ -43,7 +41,7 @@
  * pops it reads (src/locks/restricting/lifocr.c); the mailbox transport's asymmetric
  * messages (hybcomb's replies): the receiver's lane, whose line the sender
  * reads in every send (src/runtime/transport/mailbox.h, "Parking").
- * Every other hand-over keeps the swap, which sees LL_PARKED as before: the
+ * Every other hand-over keeps the swap, which sees LL_PARKED: the
  * announcing waiter still sets it.
  *
  * State: on (LIBLOCK_FASTWAKE unset or 1 and the asymmetric barrier exists

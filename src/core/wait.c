@@ -45,7 +45,10 @@ __thread struct ll_cancel *ll_cancel_tls __attribute__((tls_model("initial-exec"
 
 /* ---- the spin budget ------------------------------------------------------------
  * Spin-then-park should spin for about what parking costs (the 2-competitive
- * rule of seed 001 section 5, Karlin et al.): the time from the futex_wake
+ * rule of A. R. Karlin, K. Li, M. S. Manasse and S. Owicki, "Empirical
+ * Studies of Competitive Spinning for a Shared-Memory Multiprocessor",
+ * SOSP 1991, as applied in D. Dice, "Malthusian Locks", EuroSys 2017 (extended version, arXiv:1511.06035),
+ * section 5.1): the time from the futex_wake
  * of a sleeping waiter until it runs.  A lock hands over to a waiter on
  * another CPU (one on the releaser's own CPU is not running anyway), so the
  * cost that counts is a *cross-CPU* wake-up.  It is needed on first need
@@ -66,14 +69,12 @@ __thread struct ll_cancel *ll_cancel_tls __attribute__((tls_model("initial-exec"
  * process that never waits never asks: it creates no thread, pins nothing,
  * and glibc's __libc_single_threaded stays as glibc left it.
  *
- * Why not the fastest round trip without pinning (what this was until
- * 2026-11-27): the helper then often ran on the caller's CPU, so the
- * budget was a same-CPU round trip (2 us on the 2-CPU development VM, where
- * a cross-CPU wake-up takes ~25 us), and only sometimes a cross-CPU one
- * (60 us): bimodal from process to process, and when short, waiters parked
- * during ordinary hand-offs: two threads on two CPUs ran mcs at 0.28 M
- * critical sections/s against 2.0 M with a 20 us budget (docs/api.md,
- * BENCHMARKS.md "Oversubscription"). */
+ * Why not the fastest round trip without pinning: the helper then often
+ * runs on the caller's CPU, so the budget would be a same-CPU round trip,
+ * an order of magnitude shorter than a cross-CPU wake-up, and only
+ * sometimes a cross-CPU one: bimodal from process to process, and when
+ * short, waiters park during ordinary hand-offs between two running
+ * threads, so each hand-off costs a wake-up (docs/api.md). */
 #define BUDGET_DEFAULT_NS 20000
 #define BUDGET_MIN_NS 2000
 #define BUDGET_MAX_NS 200000

@@ -7,9 +7,11 @@
  * measurement hook is an empty inline function, so its lock paths are the
  * shim's and nothing else.  What is specific to it lives here.
  *
- * Source: the deployment method of seed 001 (Malthusian locks: every lock of
- * an unmodified program replaced through interposition of the pthread mutex
- * API) and LiTL (Guiroux et al., USENIX ATC'16), which made it a library.
+ * Source: the deployment method of D. Dice, "Malthusian Locks", EuroSys 2017 (extended version, arXiv:1511.06035),
+ * section 6: every lock of an unmodified program replaced through
+ * LD_PRELOAD interposition of the pthread mutex API; and LiTL (H. Guiroux,
+ * R. Lachaize and V. Quema, "Multicore Locks: the Case Is Not Closed Yet",
+ * USENIX ATC 2016), which made it a library.
  * Written here from those descriptions; no code taken from either.
  */
 #include "shim/shim.h"

@@ -2,6 +2,7 @@
  * deferred_wake.h - let a combiner release many waiters now and make the
  * futex_wake system calls later, after it has handed over the combiner role
  * (or freed the lock), so the syscalls are not on the lock's critical path.
+ * Source: ours.
  *
  * Follows the waiting layer's protocol (src/internal.h): the waker swaps the
  * new value in (release) and, if the old value carried LL_PARKED, the

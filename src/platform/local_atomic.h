@@ -1,6 +1,8 @@
 /*
- * local_atomic.h - "local" read-modify-write operations (seed 000 section
- * 4.1.2.2): atomic with respect to the threads of ONE hardware thread only.
+ * local_atomic.h - "local" read-modify-write operations (J.-P. Lozi,
+ * "Towards More Scalable Mutual Exclusion for Multicore Architectures",
+ * PhD thesis, UPMC (Paris 6), 2014, section 4.1.2.2): atomic with respect
+ * to the threads of ONE hardware thread only.
  *
  * The RCL runtime binds every thread of a server (servicing threads, manager,
  * backup) to the server's CPU.  Those threads can preempt one another at any

@@ -1,7 +1,8 @@
 /*
  * nt_store.h - streaming (non-temporal) 64-bit stores and the store fence,
- * for the mp-server's streaming-store replies (seed 004 section 7.1.2,
- * digest 004 section 11.3).
+ * for the mp-server's streaming-store replies (D. Petrovic, "Efficient
+ * Communication and Synchronization on Manycore Processors", PhD thesis
+ * no. 6552, EPFL, 2015, section 7.1.3, "Streaming stores").
  *
  * ll_store_nt64(p, v): one MOVNTI of an 8-byte aligned word.  x86 semantics
  * (Intel SDM vol. 3 section 8.2.2 and 11.3.1):

@@ -8,8 +8,10 @@
  *
  * Both let a waiter sleep in a light C0 sub-state until another core writes
  * the monitored cache line (or a deadline passes), which is the closest
- * commodity x86 gets to the seed 004 thesis's "block on receive" (digest
- * 004 section 13.2).  They are used only where CPUID reports them, and
+ * commodity x86 gets to the blocking receive of the message-passing model
+ * in D. Petrovic, "Efficient Communication and Synchronization on Manycore
+ * Processors", PhD thesis no. 6552, EPFL, 2015, section 5.2.  They are
+ * used only where CPUID reports them, and
  * LIBLOCK_UWAIT=0 turns them off; ll_uwait_name() says which one is in use
  * so that `liblock list` can show it.  Where neither exists (the 2-CPU
  * development machine) ll_uwait_change() is never called by the transport:

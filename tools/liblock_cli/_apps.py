@@ -1,4 +1,4 @@
-"""`liblock bench apps`: the application benchmark of issue 12.  Ordinary
+"""`liblock bench apps`: the application benchmark.  Ordinary
 programs that know nothing of liblock (bench/apps/) run unmodified under
 glibc and under the interposer, every algorithm with its default waiting
 policy (or --wait), at 8, 16 and 32 threads on this machine's CPUs:
@@ -314,7 +314,7 @@ def print_tables(rows, summary, apps, tlist, algos, reg, args):
             pol = next((s["wait"] for s in ss if s), "")
             print(f"{a:<15} {str(pol):<15} " + "".join(f"{_cell(s, args.bound):>{w}}" for s in ss))
     print()
-    print(f"issue 12 target: every non-FIFO algorithm within {NONFIFO_MAX_RATIO:g}x of glibc on each program and thread"
+    print(f"application target: every non-FIFO algorithm within {NONFIFO_MAX_RATIO:g}x of glibc on each program and thread"
           " count; FIFO locks: slowdown to be explained by the hand-off bound (`liblock bench oversubscription`)")
     verdicts = {}
     for a in algos:

@@ -1,4 +1,4 @@
-"""The hand-off bound of `liblock bench apps` (issue 12): is each FIFO lock's
+"""The hand-off bound of `liblock bench apps`: is each FIFO lock's
 slowdown on a program explained by one wake-up per lock acquisition?
 
 A strict FIFO lock hands the lock to the longest waiter, which with more
@@ -15,10 +15,10 @@ would cost -- and the time the lock adds per acquisition, (T - Tg) / N
 with Tg glibc's time at the same scale, against W.  "explained":
 (T - Tg) / N <= 2 W, the hand-off target of `liblock bench
 oversubscription`: the lock adds no more than the wake-ups its order
-forces.  (Until 2026-11-27 the rule was T / N <= 2 W, which counts the
-program's own work per acquisition as lock time: with a 6 us wake-up
-probe, Python's queue, which spends 12-16 us per acquisition under glibc
-too, came out "not explained" while running at glibc's speed.)  N counts
+forces.  (T / N <= 2 W would count the program's own work per
+acquisition as lock time: a program that spends longer than two wake-ups
+per acquisition under glibc too, such as Python's queue, would come out
+"not explained" while running at glibc's speed.)  N counts
 every acquisition, contended or not, so the bound is an upper one: a
 program whose threads rarely meet is "explained" trivially (and slows
 down little).  Written to bound.csv."""

@@ -1,5 +1,8 @@
-"""Machine-characterisation experiments of `liblock bench` (seed 002 sections
-3.1-3.4, thesis section 2.5): latency-map, store-cas, null-rpc, multi-rpc,
+"""Machine-characterisation experiments of `liblock bench`: J.-P. Lozi,
+"Improving the Performance of Java Applications on Multicore Architectures",
+internship report, LIP6, 2010, sections 3.1-3.4, and J.-P. Lozi, "Towards
+More Scalable Mutual Exclusion for Multicore Architectures", PhD thesis,
+UPMC (Paris 6), 2014, section 2.5: latency-map, store-cas, null-rpc, multi-rpc,
 cost-model."""
 import math
 import os
@@ -167,7 +170,7 @@ def null_rpc(args, env, d):
     sep = next((s for s in summary if s.get("regime") == dom and s.get("layout") == "separate-lines" and s.get("n")), None)
     if same and sep:
         print(f"in the '{dom}' regime: separate lines cost {sep['cycles_per_rpc_median'] / same['cycles_per_rpc_median']:.2f}x "
-              f"a single line (seed 002 on bossa: ~1.8x same die, ~1.2-1.3x across dies/packages)")
+              f"a single line (the 2010 internship report, on its 8-core Xeon 'bossa': ~1.8x same die, ~1.2-1.3x across dies/packages)")
     plt = None
     if not args.no_plot and dom:
         from . import _plots
@@ -270,7 +273,7 @@ def _cost_analyse(rows, shared_all, context):
     """Peaks, grid and per-context break-even from the runs so far."""
     summary = _runner.summarise(rows, ["shared_lines", "context_lines", "delay_cycles"], ["throughput_cs_per_s"])
     dom = _runner.dominant_regime(rows)
-    # peak over the delay sweep (seed 002's metric), per mode, in the dominant regime
+    # peak over the delay sweep (the internship report's metric), per mode, in the dominant regime
     peak = {}
     for srow in summary:
         if srow.get("regime") != dom or not srow.get("n"):
@@ -397,10 +400,10 @@ def cost_model(args, env, d):
     if fit:
         print(f"fitted break-even line (least squares over {len(found)} context counts): "
               f"n_shared = {fit[0]:.2f} * n_context + {fit[1]:.1f}"
-              f"   (seed 002 on its 8-core machine: n_shared > 2 * n_context + 15)")
+              f"   (the 2010 internship report, on its 8-core machine: n_shared > 2 * n_context + 15)")
     else:
         print(f"no break-even line: delegation won from some shared count at {len(found)} context count(s), "
-              f"a line needs 2 (seed 002 on its 8-core machine: n_shared > 2 * n_context + 15)")
+              f"a line needs 2 (the 2010 internship report, on its 8-core machine: n_shared > 2 * n_context + 15)")
     print(f"(each run {dur * 1e3:.0f} ms; '-': not measured; rows without a break-even were extended by doubling "
           f"the shared count up to {COST_EXTENSIONS} times)")
     plt = None
@@ -429,7 +432,7 @@ def cost_model(args, env, d):
         xr = [min(context), max(context)]
         if fit:
             ax.plot(xr, [fit[0] * x + fit[1] for x in xr], "k-", label=f"fit: {fit[0]:.2f}·ctx + {fit[1]:.1f}")
-        ax.plot(xr, [2 * x + 15 for x in xr], "k--", alpha=0.6, label="seed 002: 2·ctx + 15")
+        ax.plot(xr, [2 * x + 15 for x in xr], "k--", alpha=0.6, label="Lozi 2010: 2·ctx + 15")
         ax.set_xlabel("context lines per client (n_context)")
         ax.set_ylabel("shared lines per critical section (n_shared)")
         ax.set_ylim(min(shared) - 5, max(shared) + 10)

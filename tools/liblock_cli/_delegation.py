@@ -1,5 +1,6 @@
-"""`liblock bench delegation`: the delegation benchmark of Petrovic's thesis
-(seed 004 sections 6.2, 7.2; digest 004 sections 10.2, 11.4).  Threads do an
+"""`liblock bench delegation`: the delegation benchmark of D. Petrovic,
+"Efficient Communication and Synchronization on Manycore Processors", PhD
+thesis no. 6552, EPFL, 2015, sections 6.2 and 7.2.  Threads do an
 operation on a shared object (counter, stack, one- or two-lock MS queue;
 bench/delegation/objects.h) through liblock_execute, then pause a random
 0..1000 cycles; 10 runs of 1 s per point, interleaved.  Throughput, mean
@@ -40,7 +41,7 @@ DEFAULT_VARIANTS = "base,B1500,B5000,adaptive,SS,B1500-SS,base-shuf,B1500-shuf,s
 
 def add_arguments(sub, common):
     sp = sub.add_parser("delegation",
-                        help="seed 004's delegation benchmark: objects through liblock_execute, op + random pause; "
+                        help="the delegation benchmark of Petrovic's thesis (EPFL 2015): objects through liblock_execute, op + random pause; "
                              "mp-server back-off/streaming variants, MAX_OPS and back-off sweeps, slot shuffle")
     common(sp, reps=10)
     sp.add_argument("--algorithms", "--locks", dest="algorithms", default=DEFAULT_ALGOS,

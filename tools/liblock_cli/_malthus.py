@@ -8,7 +8,7 @@
   liblock bench malthus sweep   Figure 3: throughput from 1 to 256 threads, interleaved, as CSV and a
                           PNG plot.
 
-Each run is one `malthus` process (bench/malthus.c) whose JSON record, with its ping-pong probe
+Each run is one `malthus` process (bench/malthus/) whose JSON record, with its ping-pong probe
 before and after, is kept in a raw CSV under results/; the summary CSV and the plot are computed
 from it. Combinations are NAME[:POLICY]; by default the paper's set (mcs spin and
 spin-then-park, mcscr spin and spin-then-park, lifocr, loiter, posix), leaving out algorithms

@@ -1,5 +1,6 @@
-"""memcslap Get and Set throughput of memcached (thesis seed 000 §8.4,
-digest §8, scaled to this machine): memcached with --mc-threads workers
+"""memcslap Get and Set throughput of memcached (the setup of J.-P. Lozi,
+"Towards More Scalable Mutual Exclusion for Multicore Architectures", PhD
+thesis, UPMC (Paris 6), 2014, section 5.3.4, scaled to this machine): memcached with --mc-threads workers
 (default: the CPUs), memcslap with 2x as many client threads on the same
 machine; Get: each client thread loads then gets 30,000 keys, Set: 10,000
 sets per client thread (the thesis's preloads of 30,000 and 10,000).

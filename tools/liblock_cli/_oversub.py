@@ -2,7 +2,8 @@
 policy (or --wait) at 8 and 32 threads on this machine's CPUs, short critical
 sections, interleaved rounds, each run bounded in time; throughput, the ratio
 to posix in the same round, and for FIFO locks the cost of one hand-off
-against the wake-up probe of the same run; the targets of issue 12.
+against the wake-up probe of the same run; and whether the oversubscription
+targets (print_targets) are met.
 
 One run is `lockbench --handoffs --wake-probe` (bench/lockbench.c,
 bench/wakeprobe.h).  A round is one run of every algorithm at one thread
@@ -63,7 +64,7 @@ NONFIFO_MIN_RATIO = 0.5
 def add_arguments(sub, common):
     sp = sub.add_parser("oversubscription",
                         help="every algorithm, default policy, 8 and 32 threads: throughput vs posix, FIFO hand-off "
-                             "vs the wake-up probe, issue 12's targets")
+                             "vs the wake-up probe, the oversubscription targets")
     common(sp)
     for act in sp._actions:  # this experiment's own default and meaning
         if act.dest == "timeout":
@@ -276,7 +277,7 @@ def summarise(rows, algos, tlist, reg, base, ceil=None, ceil_rows=None):
 
 
 def target_of(s, base):
-    """Issue 12's targets for one (threads, algorithm) summary."""
+    """The oversubscription targets for one (threads, algorithm) summary."""
     if s["completed"] < s["runs"]:
         done = f"{s['runs'] - s['completed']} of {s['runs']} runs did not complete"
     else:
@@ -411,7 +412,7 @@ def print_tables(rows, summary, algos, tlist, base, args):
 
 def print_targets(summary, algos, tlist, base):
     print()
-    print(f"issue 12 targets (FIFO: hand-off <= {FIFO_MAX_HANDOFF_OVER_WAKE:g}x wake-up; others: >= "
+    print(f"oversubscription targets (FIFO: hand-off <= {FIFO_MAX_HANDOFF_OVER_WAKE:g}x wake-up; others: >= "
           f"{NONFIFO_MIN_RATIO:g}x {base}; all: every run completes), at threads {', '.join(map(str, tlist))}:")
     verdicts = {}
     for a in algos:

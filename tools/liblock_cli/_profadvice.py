@@ -1,6 +1,8 @@
 """Advice of `liblock profile`: what to run each lock on, and why.
 
-The thesis method (seed 000 section 7.3, digest section 7.3): two thresholds
+The method of J.-P. Lozi, "Towards More Scalable Mutual Exclusion for
+Multicore Architectures", PhD thesis, UPMC (Paris 6), 2014, sections 4.2.1
+and 5.3.1: two thresholds
 on a lock's share of thread time spent in its critical sections (including
 acquire and release), calibrated with the lockbench microbenchmark on the
 machine itself (`liblock profile --calibrate`, _profcalib.py):

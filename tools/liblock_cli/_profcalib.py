@@ -1,5 +1,6 @@
 """`liblock profile --calibrate`: the two thresholds of the advice, measured
-with lockbench on this machine (seed 000 section 7.3; docs/profile.md,
+with lockbench on this machine (the method of Lozi's RCL thesis, UPMC 2014,
+sections 4.2.1 and 5.3.1; docs/profile.md,
 "Thresholds").
 
 lockbench runs T = (CPUs) threads doing critical sections on one lock that

@@ -12,7 +12,7 @@ Experiments (docs/bench.md, BENCHMARKS.md):
   multi-rpc    many clients claim one server slot by CAS (TAS vs TTAS), client delay sweep
   cost-model   local locking vs delegation over a (shared lines, context lines) grid, break-even
   oversubscription  every algorithm, default policy, 8 and 32 threads: throughput vs posix, FIFO
-               hand-off vs the wake-up probe, against their targets
+               hand-off vs the wake-up probe, the oversubscription targets
   apps         real programs (C++ bounded buffer, Python queue.Queue, sqlite3) under the interposer,
                time / glibc's
   rcl-latency  RCL round trip / ping-pong probe (bench/rcl_latency), one or more builds interleaved

@@ -1,8 +1,10 @@
 /*
  * posix - the glibc mutex behind the liblock API.
  *
- * Source: seed 000 section 3.1 (the blocking lock): try to set the lock word,
- * otherwise sleep in the kernel (futex) until the holder wakes a waiter.
+ * Source: J.-P. Lozi, "Towards More Scalable Mutual Exclusion for Multicore
+ * Architectures", PhD thesis, UPMC (Paris 6), 2014, section 3.1 (blocking
+ * locks): try to set the lock word, otherwise sleep in the kernel (futex)
+ * until the holder wakes a waiter.
  *
  * Invariants and orderings are glibc's: pthread_mutex_lock has acquire and
  * pthread_mutex_unlock release semantics (POSIX 4.12 memory
@@ -91,10 +93,11 @@ static int posix_unlock(liblock_t *l, void *node)
 const struct ll_ops ll_ops_posix = {
     .name = "posix",
     .description = "glibc pthread mutex (futex-based blocking lock)",
-    .source = "seed 000 section 3.1 (blocking lock); glibc",
+    .source = "Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), section 3.1; glibc",
     .props = LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_PARK) | LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_PARK,
+    .flags = LL_OPS_GLIBC_STATE,
     .oversubscribed = "waiters sleep in the kernel at once (glibc); a running thread may take the lock before a woken one (barging), so it keeps its throughput",
     .state_size = sizeof(struct posix_lock),
     .node_size = 0,

@@ -1,7 +1,9 @@
 /*
  * spin - test-and-set spinlock with PAUSE, and a futex under spin-then-park.
  *
- * Source: seed 000 section 3.2, Algorithm 1: lock spins on CAS(l, 0, 1) with
+ * Source: J.-P. Lozi, "Towards More Scalable Mutual Exclusion for Multicore
+ * Architectures", PhD thesis, UPMC (Paris 6), 2014, section 3.2,
+ * Algorithm 1 (basic spinlock): lock spins on CAS(l, 0, 1) with
  * pause() between attempts; unlock stores 0.  (Under spin and yield we use
  * an atomic exchange, which is the same test-and-set and never fails
  * spuriously.)  Under spin-then-park (the default) a waiter retries with
@@ -33,6 +35,8 @@ static int spin_init(liblock_t *l, const liblock_attr_t *attr)
     return 0;
 }
 
+static LL_SLOW int spin_lock_slow(struct spin_lock *s, int policy);
+
 static int spin_lock(liblock_t *l, void *node)
 {
     (void)node;
@@ -41,6 +45,16 @@ static int spin_lock(liblock_t *l, void *node)
     if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
         if (LL_LIKELY(tas_try_cas(&s->word)))
             return 0;
+    } else if (LL_LIKELY(!atomic_exchange_explicit(&s->word, TAS_HELD, memory_order_acquire))) {
+        return 0;
+    }
+    return spin_lock_slow(s, policy);
+}
+
+/* The first attempt failed. */
+static int spin_lock_slow(struct spin_lock *s, int policy)
+{
+    if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
         atomic_fetch_add_explicit(&s->waiters, 1, memory_order_relaxed);
         uint64_t start = ll_cycles(), budget = ll_spin_budget_cycles();
         do {
@@ -56,8 +70,6 @@ static int spin_lock(liblock_t *l, void *node)
         atomic_fetch_sub_explicit(&s->waiters, 1, memory_order_relaxed);
         return 0;
     }
-    if (LL_LIKELY(!atomic_exchange_explicit(&s->word, TAS_HELD, memory_order_acquire)))
-        return 0;
     atomic_fetch_add_explicit(&s->waiters, 1, memory_order_relaxed);
     unsigned n = 0;
     uint64_t start = 0;
@@ -99,7 +111,7 @@ static int spin_destroy(liblock_t *l)
 const struct ll_ops ll_ops_spin = {
     .name = "spin",
     .description = "test-and-set spinlock with pause; futex sleep under spin-then-park",
-    .source = "seed 000 section 3.2, Algorithm 1; Drepper 2011 (futex mutex)",
+    .source = "Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), section 3.2, Algorithm 1; Drepper, Futexes Are Tricky, 2011",
     .props = LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),

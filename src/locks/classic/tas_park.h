@@ -31,10 +31,7 @@
  * mutex does.  Correctness does not depend on it: tas_park_acquire is a
  * complete acquisition from any state.  With no more waiters than CPUs the
  * word never reaches 2 (a waiter gets the lock within its budget), so this
- * changes nothing there.  Measured (lockbench -d 100 -k 2, interleaved,
- * 6 rounds, x posix in the same round): ttas 0.78 -> 1.22 and spin
- * 0.77 -> 1.37 at 32 threads, 0.67 -> 0.78 and 0.66 -> 0.77 at 8; at 2
- * threads, unchanged.
+ * changes nothing there.
  * Orderings: acquiring CAS/exchange acquire, releasing exchange/store
  * release; the futex calls carry no data.
  *

@@ -3,8 +3,14 @@
  * release and, under spin-then-park, a waiting array for parked waiters
  * (after TWA, Dice and Kogan 2019) that wakes the next two in line.
  *
- * Source: seed 000 section 3.10 (after David et al.: best at low
- * contention).  A thread takes next++ as its ticket and waits until
+ * Source: J. M. Mellor-Crummey and M. L. Scott, "Algorithms for Scalable
+ * Synchronization on Shared-Memory Multiprocessors", ACM TOCS 9(1), 1991
+ * (the ticket lock); as surveyed in J.-P. Lozi, "Towards More
+ * Scalable Mutual Exclusion for Multicore Architectures", PhD thesis, UPMC
+ * (Paris 6), 2014, section 3.10, which reports David et al. (SOSP 2013)
+ * finding it best at low contention; D. Dice and A. Kogan, "TWA -- Ticket
+ * Locks Augmented with a Waiting Array", Euro-Par 2019, for the waiting
+ * array.  A thread takes next++ as its ticket and waits until
  * serving == ticket; unlock increments serving.  The waiting array is our
  * adaptation of TWA's: TWA lets far waiters spin on a hashed slot of a
  * global array instead of on the grant word; we let them sleep there.
@@ -19,9 +25,9 @@
  * s+1, and a failed CAS means a concurrent unlock already released it.
  * So serving never passes next: the CAS only succeeds while serving is
  * still s, and then next >= n > s (next only grows, and n was read after s,
- * when serving <= next held).  The plain increment this replaces let one
- * extra unlock push serving past next, after which no ticket ever came up
- * again (the lock was dead for 2^32 acquisitions).  An unlock by a
+ * when serving <= next held).  A plain increment would let one extra
+ * unlock push serving past next, after which no ticket would come up again
+ * (the lock would be dead for 2^32 acquisitions).  An unlock by a
  * non-holder while another thread holds the lock releases it, as glibc's
  * does for a normal mutex.
  *
@@ -124,6 +130,8 @@ static void wait_parking(struct ticket_lock *s, uint32_t me)
     }
 }
 
+static LL_SLOW int ticket_wait(struct ticket_lock *s, uint32_t me, int policy);
+
 static int ticket_lock(liblock_t *l, void *node)
 {
     (void)node;
@@ -132,6 +140,12 @@ static int ticket_lock(liblock_t *l, void *node)
     int policy = l->_wait;
     if (LL_LIKELY(atomic_load_explicit(&s->serving, memory_order_seq_cst) == me))
         return 0;
+    return ticket_wait(s, me, policy);
+}
+
+/* Our ticket is not served yet. */
+static int ticket_wait(struct ticket_lock *s, uint32_t me, int policy)
+{
     if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
         wait_parking(s, me);
         return 0;
@@ -209,7 +223,7 @@ static int ticket_destroy(liblock_t *l)
 const struct ll_ops ll_ops_ticket = {
     .name = "ticket",
     .description = "ticket lock with proportional back-off and a parking array",
-    .source = "seed 000 section 3.10; Mellor-Crummey and Scott 1991; Dice and Kogan 2019 (TWA)",
+    .source = "Mellor-Crummey and Scott, ACM TOCS 1991; Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), section 3.10; Dice and Kogan, TWA, Euro-Par 2019",
     .props = LIBLOCK_PROP_FIFO | LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),

@@ -2,9 +2,13 @@
  * ttas - test-and-test-and-set spinlock with bounded exponential back-off,
  * and a futex under spin-then-park.
  *
- * Source: seed 000 section 3.2 (the variant that reads before the CAS) and
- * section 3.10 (back-off locks); Anderson 1990 for the back-off; Drepper
- * 2011 for the futex protocol (tas_park.h, which argues it).
+ * Source: J.-P. Lozi, "Towards More Scalable Mutual Exclusion for Multicore
+ * Architectures", PhD thesis, UPMC (Paris 6), 2014, section 3.2 (the
+ * variant that reads before the CAS) and section 3.10 (back-off locks);
+ * T. E. Anderson, "The Performance of Spin Lock Alternatives for
+ * Shared-Memory Multiprocessors", IEEE TPDS 1(1), 1990, for the back-off;
+ * U. Drepper, "Futexes Are Tricky", 2011, for the futex protocol
+ * (tas_park.h, which argues it).
  *
  * Invariant: word != 0 exactly while a thread holds the lock (2 = held and
  * a thread may sleep on the word: spin-then-park only).
@@ -47,14 +51,23 @@ static inline bool ttas_attempt(struct ttas_lock *s, int parks)
                  : !atomic_exchange_explicit(&s->word, TAS_HELD, memory_order_acquire);
 }
 
+static LL_SLOW int ttas_lock_slow(struct ttas_lock *s, int policy);
+
 static int ttas_lock(liblock_t *l, void *node)
 {
     (void)node;
     struct ttas_lock *s = LL_STATE(l, struct ttas_lock);
     int policy = l->_wait;
-    int parks = policy == LIBLOCK_WAIT_SPIN_THEN_PARK;
-    if (LL_LIKELY(atomic_load_explicit(&s->word, memory_order_relaxed) == TAS_FREE && ttas_attempt(s, parks)))
+    if (LL_LIKELY(atomic_load_explicit(&s->word, memory_order_relaxed) == TAS_FREE &&
+                  ttas_attempt(s, policy == LIBLOCK_WAIT_SPIN_THEN_PARK)))
         return 0;
+    return ttas_lock_slow(s, policy);
+}
+
+/* The first attempt failed. */
+static int ttas_lock_slow(struct ttas_lock *s, int policy)
+{
+    int parks = policy == LIBLOCK_WAIT_SPIN_THEN_PARK;
     atomic_fetch_add_explicit(&s->waiters, 1, memory_order_relaxed);
     uint64_t start = parks ? ll_cycles() : 0, budget = parks ? ll_spin_budget_cycles() : 0;
     uint64_t slow_start = 0;
@@ -125,7 +138,7 @@ static int ttas_destroy(liblock_t *l)
 const struct ll_ops ll_ops_ttas = {
     .name = "ttas",
     .description = "test-and-test-and-set spinlock with bounded exponential back-off; futex sleep under spin-then-park",
-    .source = "seed 000 sections 3.2 and 3.10; Anderson 1990; Drepper 2011 (futex mutex)",
+    .source = "Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), sections 3.2 and 3.10; Anderson, IEEE TPDS 1990; Drepper, Futexes Are Tricky, 2011",
     .props = LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),

@@ -17,14 +17,14 @@
  * nobody until the woken thread has set the mark again (on its way back to
  * the lock, "there may be others", as glibc's woken waiter swaps 2 in): at
  * most about one wake-up is on its way at a time.  With a plain count of
- * sleepers every release made a futex_wake system call while anyone slept
- * (sqlite3 under the interposer at 8 threads: oyama 3.10x glibc, hybcomb
- * 2.84-2.99x; with the mark 1.26x and 1.63x; the callers' headers have the
- * rest).  Nothing is counted, so a process forked while threads slept here
- * starts with at most a stale mark, which its first release clears (the
- * version before this one, a count with a "waking" bit, kept the parent's
- * sleepers counted in the child and its bit set for ever: the child's
- * sleepers were never woken; tests/test_parking.c, fork case).
+ * sleepers every release would make a futex_wake system call while anyone
+ * slept, a system call on the lock's critical path at almost every
+ * release under oversubscription.  Nothing is counted, so a process forked
+ * while threads slept here starts with at most a stale mark, which its
+ * first release clears (a count would keep the parent's sleepers counted
+ * in the child, where they do not exist, and a "waking" bit set in the
+ * parent would stay set for ever, so the child's own sleepers would never
+ * be woken; tests/test_parking_fork.c, fork case).
  *
  * No lost wake-up.  Every operation named here is seq_cst, so they fall in
  * one total order S.  Take a release D that frees the lock (its RMW on the
@@ -54,10 +54,9 @@
  * also count a wake-up less than `window` cycles old (woke_at, a relaxed
  * store after the futex_wake; stale values only make a spin shorter or
  * longer, and expire, forked process included).  hybcomb passes two spin
- * budgets: sqlite3 under the interposer 1.67x -> 1.31x glibc at 8 threads
- * and 1.53x -> 1.17x at 32, bbuf 0.88x -> 0.93x and 1.05x -> 1.14x (4 and
- * 3 interleaved rounds); oyama passes 0: sqlite 1.33x -> 1.29x and
- * 1.27x -> 1.20x, but bbuf 0.72x -> 0.88x and 0.77x -> 1.12x.
+ * budgets: a woken thread then does not find the mark clear and spin in
+ * front of it; oyama passes 0, since for it the window costs more on
+ * producer-consumer programs than it saves on the others.
  * barge_anyone is destroy's check.
  */
 #ifndef LIBLOCK_BARGE_SLEEP_H

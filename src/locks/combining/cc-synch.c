@@ -1,7 +1,10 @@
 /*
  * cc-synch - CC-Synch combining lock (Fatourou and Kallimanis, PPoPP 2012).
  *
- * Source: seed 000 section 3.8, Algorithm 7 (digest 000 section 3.8).
+ * Source: P. Fatourou and N. D. Kallimanis, "Revisiting the Combining
+ * Synchronization Technique", PPoPP 2012; as given in J.-P. Lozi, "Towards
+ * More Scalable Mutual Exclusion for Multicore Architectures", PhD thesis,
+ * UPMC (Paris 6), 2014, section 3.8, Algorithm 7:
  *   execute(req): swap a fresh node in as the new tail; the previous tail,
  *   cur, becomes ours: write req into cur, link cur.next = fresh, wait on
  *   cur.wait.  If cur.completed, return cur.ret.  Otherwise we are the
@@ -101,9 +104,22 @@
  *     of the next published node, which is waiting for it, and every owner
  *     can at least run its own request.
  *
+ *  7. Uncontended unlock.  unlock() first CASes the tail from the node its
+ *     lock() swapped in (cur.next) to that node|FREE, when a relaxed load
+ *     finds the tail still there: the CAS combine() ends with when that node
+ *     has no successor, without the pass's bookkeeping (the combining scope
+ *     and the statistics: such a pass ran no request).  If the tail moved,
+ *     somebody waits on that node (or is publishing into it), and combine()
+ *     hands over as before.  cur.next was written by the lock() of this
+ *     hold, on this thread or on one the program ordered before this unlock
+ *     (a NORMAL mutex under the interposer), so the relaxed load sees it.
+ *     The `seen` time (change 4) is stored only under yield, the only
+ *     policy whose asleep() reads it.
+ *
  * Parameter: MAX_COMBINER_CS, env LIBLOCK_CCSYNCH_MAX_COMBINER_CS (read at
- * liblock_init), default 3 x the number of online CPUs (seed 000 section
- * 5.1).  A combiner hands over after at most that many critical sections
+ * liblock_init), default 3 x the number of online CPUs (the thesis's
+ * setting, section 5.1).  A combiner hands over after at most that many
+ * critical sections
  * (2x with yield/spin-then-park when the successors sleep, see 4.).
  * Policies: spin, yield, spin-then-park (each waiter waits on its own node's
  * word).  FIFO (requests run in queue order) and starvation-free (a combiner
@@ -162,7 +178,7 @@ static __thread struct {
     const liblock_t *combining; /* lock whose delegated CSs this thread is running */
     int hooked;
     struct ll_exit_hook hook;
-} ccs_tls;
+} ccs_tls LL_TLS_IE;
 
 static void ccs_thread_exit(ll_thread_t *self, void *arg)
 {
@@ -178,13 +194,21 @@ static void ccs_thread_exit(ll_thread_t *self, void *arg)
     ccs_tls.hooked = 0;
 }
 
-static struct ccs_node *spare_pop(void)
+static LL_SLOW struct ccs_node *spare_new(void);
+
+static inline struct ccs_node *spare_pop(void)
 {
     struct ccs_node *n = ccs_tls.spares;
     if (LL_LIKELY(n != NULL)) {
         ccs_tls.spares = n->spare_next;
         return n;
     }
+    return spare_new();
+}
+
+/* No spare: register the exit hook if needed, allocate one. */
+static struct ccs_node *spare_new(void)
+{
     if (!ccs_tls.hooked) {
         ll_thread_t *self = ll_self();
         if (!self)
@@ -241,7 +265,7 @@ static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, in
  * time) before every yield so a combiner can tell we are being scheduled,
  * and take over an orphaned combiner role: our own node always; another
  * thread's only if foreign_ok (change 6). */
-static uint32_t wait_node(liblock_t *l, struct ccs_lock *s, struct ccs_node *n, int policy, int foreign_ok)
+static LL_SLOW uint32_t wait_node(liblock_t *l, struct ccs_lock *s, struct ccs_node *n, int policy, int foreign_ok)
 {
     if (policy != LIBLOCK_WAIT_YIELD)
         return ll_wait_while(&n->state, CCS_WAIT, policy);
@@ -321,7 +345,7 @@ static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, in
 
 /* Enqueue with request (cs, arg); returns our node, and whether the lock was
  * free (we are the combiner without waiting).  NULL on ENOMEM. */
-static struct ccs_node *enqueue(struct ccs_lock *s, void *(*cs)(void *), void *arg, int *was_free)
+static inline __attribute__((always_inline)) struct ccs_node *enqueue(struct ccs_lock *s, void *(*cs)(void *), void *arg, int policy, int *was_free)
 {
     struct ccs_node *n = spare_pop();
     if (LL_UNLIKELY(!n))
@@ -332,7 +356,8 @@ static struct ccs_node *enqueue(struct ccs_lock *s, void *(*cs)(void *), void *a
     struct ccs_node *cur = (struct ccs_node *)(p & ~CCS_FREE);
     cur->cs = cs;
     cur->arg = arg;
-    atomic_store_explicit(&cur->seen, ll_cycles(), memory_order_relaxed);
+    if (policy == LIBLOCK_WAIT_YIELD) /* only asleep() under yield reads it */
+        atomic_store_explicit(&cur->seen, ll_cycles(), memory_order_relaxed);
     atomic_store_explicit(&cur->next, n, memory_order_release);
     *was_free = (p & CCS_FREE) != 0;
     return cur;
@@ -354,7 +379,7 @@ static void *ccs_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         return NULL;
     }
     int was_free;
-    struct ccs_node *cur = enqueue(s, cs, arg, &was_free);
+    struct ccs_node *cur = enqueue(s, cs, arg, l->_wait, &was_free);
     if (LL_UNLIKELY(!cur)) {
         errno = ENOMEM;
         return NULL;
@@ -377,7 +402,7 @@ static int ccs_lock(liblock_t *l, void *hold)
     if (ccs_tls.combining == l)
         return EDEADLK; /* called from a delegated CS of this lock */
     int was_free;
-    struct ccs_node *cur = enqueue(s, ccs_lock_marker, NULL, &was_free);
+    struct ccs_node *cur = enqueue(s, ccs_lock_marker, NULL, l->_wait, &was_free);
     if (LL_UNLIKELY(!cur))
         return ENOMEM;
     if (!was_free)
@@ -419,6 +444,16 @@ static int ccs_unlock(liblock_t *l, void *hold)
     struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
     struct ccs_node *cur = ((struct ccs_hold *)hold)->cur;
     atomic_store_explicit(&s->holder, NULL, memory_order_relaxed);
+    /* Nobody queued (change 7): the tail is still the node our lock() swapped
+     * in, so free the lock with the CAS combine() would end with. */
+    struct ccs_node *n = atomic_load_explicit(&cur->next, memory_order_relaxed);
+    uintptr_t expect = (uintptr_t)n;
+    if (LL_LIKELY(atomic_load_explicit(&s->tail, memory_order_relaxed) == expect) &&
+        LL_LIKELY(atomic_compare_exchange_strong_explicit(&s->tail, &expect, expect | CCS_FREE, memory_order_release,
+                                                          memory_order_relaxed))) {
+        spare_push(cur);
+        return 0;
+    }
     combine(l, s, cur, COMB_OWN_DONE, 0); /* never runs others' requests (change 6) */
     spare_push(cur);
     return 0;
@@ -438,21 +473,13 @@ static int ccs_cond_release(liblock_t *l)
 
 static int ccs_cond_reacquire(liblock_t *l) { return ll_api_lock(l); }
 
-/* For tests: longest combining pass (critical sections run by one combiner
- * before handing over or freeing the lock) and number of passes. */
-unsigned ll_ccsynch_debug_max_pass(liblock_t *l, unsigned long *passes)
+/* Statistics (struct ll_ops .stats): max_pass, the longest combining pass
+ * (critical sections run by one combiner before handing over or freeing
+ * the lock); passes, their number; pending, read by the thread that holds
+ * the lock through lock(): requests published (linked) behind it (-1 when
+ * the lock is free). */
+static long ccs_pending(const struct ccs_lock *s)
 {
-    struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
-    if (passes)
-        *passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
-    return atomic_load_explicit(&s->max_pass, memory_order_relaxed);
-}
-
-/* For tests, called by the thread that holds the lock through lock():
- * number of requests published (linked) behind it. */
-long ll_ccsynch_debug_pending(liblock_t *l)
-{
-    struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
     struct ccs_node *h = atomic_load_explicit(&s->holder, memory_order_relaxed);
     if (!h)
         return -1;
@@ -468,10 +495,18 @@ long ll_ccsynch_debug_pending(liblock_t *l)
     return n;
 }
 
+static void ccs_stats(const liblock_t *l, struct ll_stats *o)
+{
+    struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
+    ll_stats_put(o, "max_pass", atomic_load_explicit(&s->max_pass, memory_order_relaxed));
+    ll_stats_put(o, "passes", (int64_t)atomic_load_explicit(&s->passes, memory_order_relaxed));
+    ll_stats_put(o, "pending", ccs_pending(s));
+}
+
 const struct ll_ops ll_ops_cc_synch = {
     .name = "cc-synch",
     .description = "CC-Synch combining lock: swap-based request queue, combiner hands over after MAX_COMBINER_CS",
-    .source = "seed 000 section 3.8, Algorithm 7; Fatourou and Kallimanis, PPoPP 2012",
+    .source = "Fatourou and Kallimanis, PPoPP 2012; Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), section 3.8, Algorithm 7",
     .props = LIBLOCK_PROP_FIFO | LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND |
              LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
@@ -488,4 +523,5 @@ const struct ll_ops ll_ops_cc_synch = {
     .execute = ccs_execute,
     .cond_release = ccs_cond_release,
     .cond_reacquire = ccs_cond_reacquire,
+    .stats = ccs_stats,
 };

@@ -4,7 +4,10 @@
  * waits on one of its own nodes (local spinning without cache coherence or
  * on NUMA).
  *
- * Source: seed 000 section 3.8, Algorithm 8 (digest 000 section 3.9).
+ * Source: P. Fatourou and N. D. Kallimanis, "Revisiting the Combining
+ * Synchronization Technique", PPoPP 2012; as given in J.-P. Lozi, "Towards
+ * More Scalable Mutual Exclusion for Multicore Architectures", PhD thesis,
+ * UPMC (Paris 6), 2014, section 3.8, Algorithm 8:
  *   execute(req): toggle; my = nodes[toggle]; my = {WAIT, next nil, req};
  *   pred = swap(tail, my); if pred: pred.next = my, wait on my; if my was
  *   run, return its result.  Otherwise (no pred, or handed the role) we are
@@ -22,12 +25,12 @@
  * difference is whom the role goes to: the paper's rule hands it to a
  * thread that enqueued some time ago and, with more threads than cores, has
  * often been descheduled since (every critical section then waits for it to
- * be scheduled again: measured here, 8 threads on 2 cores with yield cost
- * ~100x more per critical section than with this rule), while a thread
- * that is linking itself right now is running.  Cost: one CAS when the
+ * be scheduled again, a time slice or more, against the few hundred cycles
+ * of a critical section run by a running combiner), while a thread that is
+ * linking itself right now is running.  Cost: one CAS when the
  * combiner empties the queue.
  *
- * The thesis's finding (seed 000 footnote to Algorithm 8): the paper resets
+ * The thesis's finding (its footnote to Algorithm 8): the paper resets
  * tmp.next = nil between lines 36 and 37, i.e. after the hand-over.  That
  * write can lose an update: once tmp's owner has been released it may run
  * two more operations (toggling back to tmp, which is legal as soon as its
@@ -56,6 +59,14 @@
  * the lock or hands the role to the next node's owner without running any
  * queued request (below), so delegated requests never run concurrently
  * with a lock()/unlock() section.  trylock is CAS(tail, nil, my).
+ *
+ * Uncontended unlock: unlock() first CASes the tail from its own node to
+ * nil, when a relaxed load finds the tail still there: the CAS combine()
+ * ends with when that node has no successor, without the pass's bookkeeping
+ * (the combining scope and the statistics: such a pass ran no request).
+ * If the tail moved, a thread swapped our node out and is linking itself or
+ * waits on it, and combine() hands over as before.  The node's `seen` time
+ * (below) is stored only under yield, the only policy that reads it.
  *
  * Delegation semantics (docs/api.md, "Delegated critical sections"), as in cc-synch.c change
  * 6: unlock() never runs another thread's critical section (its caller may
@@ -87,8 +98,8 @@
  * taker runs the orphaned node's request first).
  *
  * Parameter: MAX_COMBINER_CS, env LIBLOCK_DSMSYNCH_MAX_COMBINER_CS (read at
- * liblock_init), default 3 x the number of online CPUs (seed 000 section
- * 5.1).
+ * liblock_init), default 3 x the number of online CPUs (the thesis's
+ * setting, section 5.1).
  * Policies: spin, yield, spin-then-park (each waiter waits on its own
  * node's word; the short wait for a successor to link itself spins or
  * yields).  FIFO and starvation-free.
@@ -140,8 +151,8 @@ _Static_assert(sizeof(struct dsm_hold) <= LL_NODE_BYTES, "dsm-synch hold too lar
 
 static void *dsm_lock_marker(void *arg) { return arg; }
 
-static __thread struct ll_trec_tls dsm_tls;
-static __thread const liblock_t *dsm_combining;
+static __thread struct ll_trec_tls dsm_tls LL_TLS_IE;
+static __thread const liblock_t *dsm_combining LL_TLS_IE;
 
 static struct ll_trec *dsm_alloc_rec(void) { return ll_alloc_aligned(sizeof(struct dsm_rec)); }
 
@@ -178,7 +189,7 @@ static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, in
 /* Wait for DONE or COMBINE on our node; with yield, check in before each
  * yield and take over an orphaned combiner role (as in cc-synch.c): our
  * own node always, another thread's only if foreign_ok. */
-static uint32_t wait_node(liblock_t *l, struct dsm_lock *s, struct dsm_node *n, int policy, int foreign_ok)
+static LL_SLOW uint32_t wait_node(liblock_t *l, struct dsm_lock *s, struct dsm_node *n, int policy, int foreign_ok)
 {
     if (policy != LIBLOCK_WAIT_YIELD)
         return ll_wait_while(&n->state, DSM_WAIT, policy);
@@ -264,7 +275,7 @@ static inline struct dsm_rec *my_rec(struct dsm_lock *s)
     return (struct dsm_rec *)ll_trec_lookup(&dsm_tls, &s->recs, dsm_alloc_rec);
 }
 
-static inline struct dsm_node *prepare(struct dsm_rec *r, void *(*cs)(void *), void *arg)
+static inline struct dsm_node *prepare(struct dsm_rec *r, void *(*cs)(void *), void *arg, int policy)
 {
     r->toggle ^= 1;
     struct dsm_node *my = &r->nodes[r->toggle];
@@ -272,7 +283,8 @@ static inline struct dsm_node *prepare(struct dsm_rec *r, void *(*cs)(void *), v
     atomic_store_explicit(&my->next, NULL, memory_order_relaxed);
     my->cs = cs;
     my->arg = arg;
-    atomic_store_explicit(&my->seen, ll_cycles(), memory_order_relaxed);
+    if (policy == LIBLOCK_WAIT_YIELD) /* only asleep() under yield reads it */
+        atomic_store_explicit(&my->seen, ll_cycles(), memory_order_relaxed);
     return my;
 }
 
@@ -297,7 +309,7 @@ static void *dsm_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         return NULL;
     }
     int foreign_ok = ll_may_run_foreign(ll_self_tls);
-    struct dsm_node *my = prepare(r, cs, arg);
+    struct dsm_node *my = prepare(r, cs, arg, l->_wait);
     struct dsm_node *pred = atomic_exchange_explicit(&s->tail, my, memory_order_acq_rel);
     if (pred) {
         atomic_store_explicit(&pred->next, my, memory_order_release);
@@ -316,7 +328,7 @@ static int dsm_lock(liblock_t *l, void *hold)
     struct dsm_rec *r = my_rec(s);
     if (!r)
         return ENOMEM;
-    struct dsm_node *my = prepare(r, dsm_lock_marker, NULL);
+    struct dsm_node *my = prepare(r, dsm_lock_marker, NULL, l->_wait);
     struct dsm_node *pred = atomic_exchange_explicit(&s->tail, my, memory_order_acq_rel);
     if (pred) {
         atomic_store_explicit(&pred->next, my, memory_order_release);
@@ -335,7 +347,7 @@ static int dsm_trylock(liblock_t *l, void *hold)
     struct dsm_rec *r = my_rec(s);
     if (!r)
         return ENOMEM;
-    struct dsm_node *my = prepare(r, dsm_lock_marker, NULL);
+    struct dsm_node *my = prepare(r, dsm_lock_marker, NULL, l->_wait);
     struct dsm_node *expect = NULL;
     if (!atomic_compare_exchange_strong_explicit(&s->tail, &expect, my, memory_order_acq_rel,
                                                  memory_order_relaxed)) {
@@ -350,8 +362,16 @@ static int dsm_trylock(liblock_t *l, void *hold)
 static int dsm_unlock(liblock_t *l, void *hold)
 {
     struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
+    struct dsm_node *my = ((struct dsm_hold *)hold)->my;
     atomic_store_explicit(&s->holder, NULL, memory_order_relaxed);
-    combine(l, s, ((struct dsm_hold *)hold)->my, COMB_OWN_DONE, 0); /* runs no queued request */
+    /* Nobody queued: free the lock with the CAS combine() would end with
+     * (see "Uncontended unlock" in the header). */
+    struct dsm_node *expect = my;
+    if (LL_LIKELY(atomic_load_explicit(&s->tail, memory_order_relaxed) == my) &&
+        LL_LIKELY(atomic_compare_exchange_strong_explicit(&s->tail, &expect, NULL, memory_order_release,
+                                                          memory_order_relaxed)))
+        return 0;
+    combine(l, s, my, COMB_OWN_DONE, 0); /* runs no queued request */
     return 0;
 }
 
@@ -372,27 +392,11 @@ static int dsm_thread_register(liblock_t *l)
     return my_rec(LL_STATE(l, struct dsm_lock)) ? 0 : ENOMEM;
 }
 
-unsigned ll_dsmsynch_debug_max_pass(liblock_t *l, unsigned long *passes)
+/* Statistics (struct ll_ops .stats): max_pass and passes as cc-synch's;
+ * records, the per-thread records the lock owns; pending, read by the
+ * lock() holder: requests linked behind it (-1 when the lock is free). */
+static long dsm_pending(const struct dsm_lock *s)
 {
-    struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
-    if (passes)
-        *passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
-    return atomic_load_explicit(&s->max_pass, memory_order_relaxed);
-}
-
-long ll_dsmsynch_debug_records(liblock_t *l)
-{
-    struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
-    long n = 0;
-    for (struct ll_trec *r = atomic_load_explicit(&s->recs.head, memory_order_acquire); r; r = r->all_next)
-        n++;
-    return n;
-}
-
-/* For tests, called by the lock() holder: requests linked behind it. */
-long ll_dsmsynch_debug_pending(liblock_t *l)
-{
-    struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
     struct dsm_node *h = atomic_load_explicit(&s->holder, memory_order_relaxed);
     if (!h)
         return -1;
@@ -403,10 +407,22 @@ long ll_dsmsynch_debug_pending(liblock_t *l)
     return n;
 }
 
+static void dsm_stats(const liblock_t *l, struct ll_stats *o)
+{
+    struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
+    long recs = 0;
+    for (struct ll_trec *r = atomic_load_explicit(&s->recs.head, memory_order_acquire); r; r = r->all_next)
+        recs++;
+    ll_stats_put(o, "max_pass", atomic_load_explicit(&s->max_pass, memory_order_relaxed));
+    ll_stats_put(o, "passes", (int64_t)atomic_load_explicit(&s->passes, memory_order_relaxed));
+    ll_stats_put(o, "records", recs);
+    ll_stats_put(o, "pending", dsm_pending(s));
+}
+
 const struct ll_ops ll_ops_dsm_synch = {
     .name = "dsm-synch",
     .description = "DSM-Synch combining lock: CC-Synch with two local nodes per thread per lock",
-    .source = "seed 000 section 3.8, Algorithm 8; Fatourou and Kallimanis, PPoPP 2012",
+    .source = "Fatourou and Kallimanis, PPoPP 2012; Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), section 3.8, Algorithm 8",
     .props = LIBLOCK_PROP_FIFO | LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND |
              LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
@@ -424,4 +440,5 @@ const struct ll_ops ll_ops_dsm_synch = {
     .cond_release = dsm_cond_release,
     .cond_reacquire = dsm_cond_reacquire,
     .thread_register = dsm_thread_register,
+    .stats = dsm_stats,
 };

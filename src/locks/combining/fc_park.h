@@ -2,6 +2,10 @@
  * fc_park.h - Flat Combining's spin-then-park protocol (included by
  * flat-combining.c after its types; not a public header).
  *
+ * Source: ours.  Hendler, Incze, Shavit and Tzafrir (SPAA 2010) only spin;
+ * the lock() callers' sleeping is glibc's mutex protocol (U. Drepper,
+ * "Futexes Are Tricky", 2011, mutex #2) on barge_sleep.h's side word.
+ *
  * Policies: spin, yield and spin-then-park (the default: docs/api.md,
  * waiting defaults).  A waiter watches three things (combiner lock, its request,
  * its active flag), which the waiting layer's one-word park cannot
@@ -31,21 +35,23 @@
  *   A combiner thus wakes exactly the requesters it served, and a release
  *   wakes at most one lock() caller and one requester.  The combiner lock's
  *   release is an exchange (it must read the old value); its acquiring CAS
- *   and exchange are acquire, as before.
+ *   and exchange are acquire.
  * Asymmetric (not in the paper; the default under spin-then-park where
  * membarrier(2) has the private expedited command; LIBLOCK_FC_ASYM=0
  * turns it off).  The exchange at every release and the CAS per served
  * request above are locked instructions; each waits until the lines the
  * pass wrote (served records, read at that moment by their owners on the
- * other CPU) are exclusively ours again: 2 threads on 2 CPUs ran at half
- * of pure spin.  Requesters sleep rarely (after 1 ms of yielding), lock()
+ * other CPU) are exclusively ours again, a stall of a line transfer per
+ * served request on every pass.  Requesters sleep rarely (after 1 ms of
+ * yielding), lock()
  * callers once per spin budget at most, so the cost moves to the sleepers
  * (src/platform/membarrier.c):
  *   - lock() callers: the first one about to sleep switches the lock's
  *     releases to the symmetric exchange for good (lock_sym), so that its
- *     sleepers need no heavy barrier each (one per sleep made sqlite3 under
- *     the interposer 1.65x glibc at 32 threads against 1.39x symmetric, 5
- *     rounds): lock_sym goes 0 -> 1 (CAS), the caller issues the heavy
+ *     sleepers need no heavy barrier each (one per sleep, an interrupt on
+ *     every CPU that runs the process, costs more than the releases'
+ *     exchanges once lock() callers sleep often): lock_sym goes 0 -> 1
+ *     (CAS), the caller issues the heavy
  *     barrier (after setting the mark), then stores 2 (release).  Releases
  *     load lock_sym (relaxed) and swap FREE in unless it is 0.  Sleepers
  *     that read 2 (acquire) need no barrier; those that read 0 or 1 issue
@@ -185,11 +191,11 @@ static void release(struct fc_lock *s)
  * the usual reason for a long wait), and park only after `budget` cycles of
  * that (a holder that is blocked, not preempted): FC_YIELD_NS for
  * requesters, the library's spin budget for lock() callers.  Returns 1 then.
- * Measured, 8 and 32 threads on 2 CPUs, execute and lock/unlock mixed
- * (docs/combining.md): parking after the library's ~20 us spin budget made
- * flat combining 20-40x slower than yield, because with 4-16 threads per
- * CPU a requester's wait is a few scheduler rounds, and every park then
- * costs a futex wake-up on the path of the next combining pass. */
+ * Parking after the library's spin budget (about one futex round trip)
+ * would be much slower: with several threads per CPU a requester's wait is
+ * a few scheduler rounds, so nearly every requester would park, and every
+ * park then costs a futex wake-up on the path of the next combining
+ * pass. */
 #define FC_PAUSES 128
 static inline int fc_spin_step(unsigned *n, uint64_t start, uint64_t budget)
 {
@@ -245,11 +251,10 @@ static void wait_request_stp(struct fc_lock *s, struct fc_rec *r)
  * sleepers' mark of barge_sleep.h (header).  Spin for the spin budget,
  * pausing, then yielding (a holder preempted on this CPU gets it back), but
  * not while others sleep: then the running threads take the lock in long
- * runs on one CPU, as with glibc's mutex and tas_park.h.  Measured, sqlite3
- * under the interposer with 32 threads (BENCHMARKS.md): yielding for 1 ms
- * before sleeping, as requesters do, kept every waiter runnable (223,000
- * context switches in 0.5 s, both CPUs busy) and made the program about 2x
- * slower than on glibc's mutex. */
+ * runs on one CPU, as with glibc's mutex and tas_park.h.  Yielding for
+ * 1 ms before sleeping, as requesters do, would keep every waiter runnable:
+ * with many threads per CPU the yields then cost a context switch each and
+ * keep every CPU busy with threads that cannot take the lock. */
 static void lock_stp(struct fc_lock *s)
 {
     for (;;) {

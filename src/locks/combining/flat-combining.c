@@ -2,7 +2,11 @@
  * flat-combining - Flat Combining used as a lock (Hendler, Incze, Shavit
  * and Tzafrir, SPAA 2010).
  *
- * Source: seed 000 section 3.7, Algorithm 6 (digest 000 section 3.7).
+ * Source: D. Hendler, I. Incze, N. Shavit and M. Tzafrir, "Flat Combining
+ * and the Synchronization-Parallelism Tradeoff", SPAA 2010; as given in
+ * J.-P. Lozi, "Towards More Scalable Mutual Exclusion for Multicore
+ * Architectures", PhD thesis, UPMC (Paris 6), 2014, section 3.7,
+ * Algorithm 6:
  * Each thread owns one publication record per lock {req, ret, active, age,
  * next}; the lock is a publication list (push at the head with CAS), a
  * combiner lock word and a pass counter.
@@ -53,7 +57,7 @@
  *
  * Parameters (env, read at liblock_init): LIBLOCK_FC_CLEANUP_FREQUENCY
  * (default 100), LIBLOCK_FC_CLEANUP_OLD_THRESHOLD (default 10), the values
- * of the authors' code that the thesis used (seed 000 section 5.1);
+ * of the authors' code that the thesis used (its section 5.1);
  * LIBLOCK_FC_ASYM (default 1; fc_park.h).
  * Policies: spin, yield and spin-then-park (the default: docs/api.md,
  * waiting defaults).  Spin-then-park is this lock's own protocol, in
@@ -115,8 +119,8 @@ struct fc_lock {
 enum { FC_FREE = 0, FC_LOCKED = 1 }; /* lock_word */
 #define FC_YIELD_NS 1000000 /* spin-then-park: yield this long before parking (fc_spin_step) */
 
-static __thread struct ll_trec_tls fc_tls;
-static __thread const liblock_t *fc_combining;
+static __thread struct ll_trec_tls fc_tls LL_TLS_IE;
+static __thread const liblock_t *fc_combining LL_TLS_IE;
 
 static struct ll_trec *fc_alloc_rec(void) { return ll_alloc_aligned(sizeof(struct fc_rec)); }
 
@@ -276,17 +280,25 @@ static void *fc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
     return r->ret;
 }
 
+static LL_SLOW int fc_lock_wait(struct fc_lock *s, int policy);
+
 static int fc_lock(liblock_t *l, void *hold)
 {
     (void)hold;
     struct fc_lock *s = LL_STATE(l, struct fc_lock);
     if (fc_combining == l)
         return EDEADLK;
-    int policy = l->_wait;
     uint32_t expect = FC_FREE;
-    if (atomic_compare_exchange_strong_explicit(&s->lock_word, &expect, FC_LOCKED, memory_order_acquire,
-                                                memory_order_relaxed))
+    if (LL_LIKELY(atomic_compare_exchange_strong_explicit(&s->lock_word, &expect, FC_LOCKED, memory_order_acquire,
+                                                          memory_order_relaxed)))
         return 0;
+    return fc_lock_wait(s, l->_wait);
+}
+
+/* The lock word was not free. */
+static int fc_lock_wait(struct fc_lock *s, int policy)
+{
+    uint32_t expect;
     atomic_fetch_add_explicit(&s->lock_waiters, 1, memory_order_relaxed); /* for destroy only */
     if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
         lock_stp(s);
@@ -342,52 +354,33 @@ static int fc_thread_register(liblock_t *l)
     return ll_trec_lookup(&fc_tls, &s->recs, fc_alloc_rec) ? 0 : ENOMEM;
 }
 
-/* For tests: most critical sections run in one pass; number of passes;
- * number of records the lock owns (publication records ever allocated). */
-unsigned ll_fc_debug_max_pass(liblock_t *l, unsigned long *passes)
+/* Statistics (struct ll_ops .stats): max_pass, most critical sections run
+ * in one pass; passes, their number; records, the publication records the
+ * lock ever allocated; parks, futex waits so far; asym, whether the lock
+ * uses the asymmetric barrier (see the header); pending, read by the
+ * lock() holder: linked records with a pending request. */
+static void fc_stats(const liblock_t *l, struct ll_stats *o)
 {
     struct fc_lock *s = LL_STATE(l, struct fc_lock);
-    if (passes)
-        *passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
-    return atomic_load_explicit(&s->max_pass, memory_order_relaxed);
-}
-
-/* For tests: futex waits so far; whether the lock uses the asymmetric
- * barrier (see the header). */
-unsigned long ll_fc_debug_parks(liblock_t *l, int *asym)
-{
-    struct fc_lock *s = LL_STATE(l, struct fc_lock);
-    if (asym)
-        *asym = s->asym;
-    return atomic_load_explicit(&s->parks, memory_order_relaxed);
-}
-
-long ll_fc_debug_records(liblock_t *l)
-{
-    struct fc_lock *s = LL_STATE(l, struct fc_lock);
-    long n = 0;
+    long recs = 0, pending = 0;
     for (struct ll_trec *r = atomic_load_explicit(&s->recs.head, memory_order_acquire); r; r = r->all_next)
-        n++;
-    return n;
-}
-
-/* For tests, called by the lock() holder: linked records with a pending
- * request. */
-long ll_fc_debug_pending(liblock_t *l)
-{
-    struct fc_lock *s = LL_STATE(l, struct fc_lock);
-    long n = 0;
+        recs++;
     for (struct fc_rec *r = atomic_load_explicit(&s->head, memory_order_acquire); r;
          r = atomic_load_explicit(&r->next, memory_order_acquire))
         if (atomic_load_explicit(&r->req, memory_order_acquire))
-            n++;
-    return n;
+            pending++;
+    ll_stats_put(o, "max_pass", atomic_load_explicit(&s->max_pass, memory_order_relaxed));
+    ll_stats_put(o, "passes", (int64_t)atomic_load_explicit(&s->passes, memory_order_relaxed));
+    ll_stats_put(o, "records", recs);
+    ll_stats_put(o, "parks", (int64_t)atomic_load_explicit(&s->parks, memory_order_relaxed));
+    ll_stats_put(o, "asym", s->asym);
+    ll_stats_put(o, "pending", pending);
 }
 
 const struct ll_ops ll_ops_flat_combining = {
     .name = "flat-combining",
     .description = "Flat Combining: publication list of per-thread records, one combiner at a time",
-    .source = "seed 000 section 3.7, Algorithm 6; Hendler, Incze, Shavit and Tzafrir, SPAA 2010",
+    .source = "Hendler, Incze, Shavit and Tzafrir, SPAA 2010; Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), section 3.7, Algorithm 6",
     .props = LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
@@ -404,4 +397,5 @@ const struct ll_ops ll_ops_flat_combining = {
     .cond_release = fc_cond_release,
     .cond_reacquire = fc_cond_reacquire,
     .thread_register = fc_thread_register,
+    .stats = fc_stats,
 };

@@ -4,7 +4,10 @@
  * requests; the thread that holds the lock runs the pending requests before
  * it releases.
  *
- * Source: seed 000 section 3.6 (digest 000 section 3.6).
+ * Source: Y. Oyama, K. Taura and A. Yonezawa, "Executing Parallel Programs
+ * with Synchronization Bottlenecks Efficiently", PDSIA 1999; as described
+ * in J.-P. Lozi, "Towards More Scalable Mutual Exclusion for Multicore
+ * Architectures", PhD thesis, UPMC (Paris 6), 2014, section 3.6:
  *   execute(cs): if CAS(word, FREE, LOCKED): run cs, then release.
  *                else push a request node onto the stack held in the word
  *                (CAS word: LOCKED or top -> our node) and wait until run.
@@ -88,19 +91,24 @@
  *     as barge_sleep.h's no-lost-wake-up argument requires (a hand-over's
  *     wake-up only lets sleepers count their patience).  Why barge: with a
  *     queue, every lock()/unlock() hand-over with more threads than CPUs
- *     went to a parked thread and cost a wake-up (measured 30-60 us per critical
- *     section at 32 threads on 2 CPUs); barging lets the running threads
- *     take the lock, as posix does.  Why one wake-up at a time: with a
- *     plain count of sleepers every release made a futex_wake system call
- *     while anyone slept.  sqlite3 under the interposer (bench/apps, wall
- *     time x glibc, 3-5 interleaved rounds, 8 threads): 3.10x before,
- *     1.26x with the mark and no spinning while others sleep (1.29x at 32
- *     threads); bbuf at 32 threads 0.61x before, 0.82x now (0.58x at 8).
- *     The price is posix's: no order among lock() callers, bounded only by
- *     the patience.  The first attempt is a CAS before any clock read: rdtsc
- *     costs about 8 ns on the development VM, and sqlite3 makes 39 lock()
- *     calls per insert (one thread: 1.63x -> 1.49x glibc; 8 threads:
- *     3.22x -> 2.87x, 5 rounds).
+ *     goes to a parked thread and costs a wake-up, far longer than the
+ *     critical section; barging lets the running threads take the lock,
+ *     as posix does.  Why one wake-up at a time: with a plain count of
+ *     sleepers every release would make a futex_wake system call while
+ *     anyone slept (barge_sleep.h).  The price is posix's: no order among
+ *     lock() callers, bounded only by the patience.  The first attempt is
+ *     a CAS before any clock read: a clock read (rdtsc) costs several
+ *     nanoseconds, which is much of an uncontended lock() that programs
+ *     such as sqlite3 call many times per operation.
+ *
+ *  8. Uncontended unlock.  When no batch was handed to the holder (its
+ *     node's rest is nil) unlock() first tries what oy_release would do
+ *     first, CAS(word, LOCKED, FREE) (seq_cst, change 7), then the wake-up
+ *     check of change 7; if the word holds a stack, oy_release as before.
+ *     It skips oy_release's statistics (such a release serves nobody).
+ *     A request's `seen` time (change 4) is stored only under yield, the
+ *     only policy whose asleep() reads it, and lock() fills in its marker
+ *     request only when it is about to push it.
  *
  * Parameter: MAX_COMBINER_CS, env LIBLOCK_OYAMA_MAX_COMBINER_CS (read at
  * liblock_init), default 3 x the number of online CPUs.  With
@@ -154,7 +162,7 @@ struct oy_lock {
 
 static void *oy_lock_marker(void *arg) { return arg; }
 
-static __thread const liblock_t *oy_combining;
+static __thread const liblock_t *oy_combining LL_TLS_IE;
 
 static int oy_init(liblock_t *l, const liblock_attr_t *attr)
 {
@@ -333,10 +341,11 @@ static uint32_t oy_wait(liblock_t *l, struct oy_lock *s, struct oy_req *n, int f
 }
 
 /* Take the lock or push `n`; returns 1 if we own the lock, 0 if pushed. */
-static int oy_acquire_or_push(struct oy_lock *s, struct oy_req *n)
+static int oy_acquire_or_push(struct oy_lock *s, struct oy_req *n, int policy)
 {
     n->skips = 0;
-    atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
+    if (policy == LIBLOCK_WAIT_YIELD) /* only asleep() under yield reads it */
+        atomic_store_explicit(&n->seen, ll_cycles(), memory_order_relaxed);
     uintptr_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
     for (;;) {
         if (w == OY_FREE) {
@@ -366,7 +375,7 @@ static void *oy_execute(liblock_t *l, void *(*cs)(void *), void *arg)
     n.rest = NULL;
     atomic_store_explicit(&n.state, OY_WAIT, memory_order_relaxed);
     int foreign_ok = ll_may_run_foreign(self);
-    if (!oy_acquire_or_push(s, &n) && oy_wait(l, s, &n, foreign_ok) == OY_DONE)
+    if (!oy_acquire_or_push(s, &n, l->_wait) && oy_wait(l, s, &n, foreign_ok) == OY_DONE)
         return n.ret;
     /* we own the lock (took it, or were handed it with the rest of a
      * batch): run ours, then what is pending if we may */
@@ -383,12 +392,19 @@ static void *oy_execute(liblock_t *l, void *(*cs)(void *), void *arg)
  * the other policies, so a stream of execute() requests (which keeps the
  * word from ever being FREE) cannot starve it.  Returns 1 if it got the
  * lock, 0 if the caller must queue. */
-static int lock_barging(struct oy_lock *s)
+static LL_SLOW int lock_barging_slow(struct oy_lock *s);
+
+static inline int lock_barging(struct oy_lock *s)
 {
     uintptr_t w0 = OY_FREE; /* the uncontended case first: no clock read */
     if (LL_LIKELY(atomic_compare_exchange_strong_explicit(&s->word, &w0, OY_LOCKED, memory_order_acquire,
                                                           memory_order_relaxed)))
         return 1;
+    return lock_barging_slow(s);
+}
+
+static int lock_barging_slow(struct oy_lock *s)
+{
     for (int sleeps = 0; sleeps < OY_LOCK_PATIENCE; sleeps++) {
         uint64_t start = ll_cycles();
         unsigned n = 0;
@@ -420,13 +436,13 @@ static int oy_lock(liblock_t *l, void *hold)
     if (oy_combining == l)
         return EDEADLK;
     struct oy_req *n = hold;
-    n->cs = oy_lock_marker;
-    n->arg = NULL;
-    n->rest = NULL;
-    atomic_store_explicit(&n->state, OY_WAIT, memory_order_relaxed);
+    n->rest = NULL; /* what unlock hands on: nothing, unless a holder hands us a batch */
     if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK && lock_barging(s))
         return 0;
-    if (!oy_acquire_or_push(s, n))
+    n->cs = oy_lock_marker; /* the request, read only once pushed */
+    n->arg = NULL;
+    atomic_store_explicit(&n->state, OY_WAIT, memory_order_relaxed);
+    if (!oy_acquire_or_push(s, n, l->_wait))
         oy_wait(l, s, n, 0); /* a marker is never run: OWNER */
     return 0;
 }
@@ -446,7 +462,17 @@ static int oy_trylock(liblock_t *l, void *hold)
 static int oy_unlock(liblock_t *l, void *hold)
 {
     struct oy_req *n = hold;
-    oy_release(l, LL_STATE(l, struct oy_lock), n->rest, 1, 0); /* runs no queued request */
+    struct oy_lock *s = LL_STATE(l, struct oy_lock);
+    if (LL_LIKELY(n->rest == NULL)) {
+        /* change 8: nothing handed to us; oy_release's first step */
+        uintptr_t expect = OY_LOCKED;
+        if (LL_LIKELY(atomic_compare_exchange_strong_explicit(&s->word, &expect, OY_FREE, memory_order_seq_cst,
+                                                              memory_order_relaxed))) {
+            barge_wake(&s->ls);
+            return 0;
+        }
+    }
+    oy_release(l, s, n->rest, 1, 0); /* runs no queued request */
     return 0;
 }
 
@@ -462,30 +488,28 @@ static int oy_cond_release(liblock_t *l)
 
 static int oy_cond_reacquire(liblock_t *l) { return ll_api_lock(l); }
 
-unsigned ll_oyama_debug_max_pass(liblock_t *l, unsigned long *passes)
+/* Statistics (struct ll_ops .stats): max_pass and passes as cc-synch's;
+ * pending, read by the holder: requests pushed while it holds (-1 when the
+ * lock is free). */
+static void oy_stats(const liblock_t *l, struct ll_stats *o)
 {
     struct oy_lock *s = LL_STATE(l, struct oy_lock);
-    if (passes)
-        *passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
-    return atomic_load_explicit(&s->max_pass, memory_order_relaxed);
-}
-
-/* For tests, called by the holder: requests pushed while it holds. */
-long ll_oyama_debug_pending(liblock_t *l)
-{
-    uintptr_t w = atomic_load_explicit(&LL_STATE(l, struct oy_lock)->word, memory_order_acquire);
-    if (w == OY_FREE)
-        return -1;
-    long n = 0;
-    for (struct oy_req *r = w == OY_LOCKED ? NULL : (struct oy_req *)w; r; r = r->next)
-        n++;
-    return n;
+    ll_stats_put(o, "max_pass", atomic_load_explicit(&s->max_pass, memory_order_relaxed));
+    ll_stats_put(o, "passes", (int64_t)atomic_load_explicit(&s->passes, memory_order_relaxed));
+    uintptr_t w = atomic_load_explicit(&s->word, memory_order_acquire);
+    long n = -1;
+    if (w != OY_FREE) {
+        n = 0;
+        for (struct oy_req *r = w == OY_LOCKED ? NULL : (struct oy_req *)w; r; r = r->next)
+            n++;
+    }
+    ll_stats_put(o, "pending", n);
 }
 
 const struct ll_ops ll_ops_oyama = {
     .name = "oyama",
     .description = "Oyama lock: FREE/LOCKED/stack-of-requests word; the holder runs pending requests",
-    .source = "seed 000 section 3.6; Oyama, Taura and Yonezawa 1999",
+    .source = "Oyama, Taura and Yonezawa, PDSIA 1999; Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), section 3.6",
     .props = LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
@@ -501,4 +525,5 @@ const struct ll_ops ll_ops_oyama = {
     .execute = oy_execute,
     .cond_release = oy_cond_release,
     .cond_reacquire = oy_cond_reacquire,
+    .stats = oy_stats,
 };

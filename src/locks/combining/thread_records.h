@@ -4,6 +4,9 @@
  * two nodes per thread per lock).  Included by those algorithm files only
  * (a header, so it is not an algorithm in the registry).
  *
+ * Source: ours: the papers (Hendler et al., SPAA 2010; Fatourou and
+ * Kallimanis, PPoPP 2012) leave the records' lifetime to the runtime.
+ *
  * Why records cannot simply be freed at thread exit: the lock may still
  * reference them (a publication record stays linked in the publication list
  * until a combiner ages it out; a DSM-Synch node may still be read by a

@@ -4,9 +4,12 @@
  * optimisations of Petrovic's thesis: client back-off between polls and
  * streaming-store (MOVNTI) replies.
  *
- * Source: seed 004 chapter 7 (section 7.1, Algorithm 5 "baseline delegation
- * algorithm", and section 7.1.2 "Backoff with local spinning" and "Streaming
- * stores"); digest 004 sections 8, 11 and 13.1.  Adaptive back-off is ours
+ * Source: D. Petrovic, "Efficient Communication and Synchronization on
+ * Manycore Processors", PhD thesis no. 6552, EPFL, 2015, chapter 7:
+ * section 7.1.1, Algorithm 5 "Baseline delegation algorithm"; section
+ * 7.1.2 (the server's remote memory references per request); section 7.1.3
+ * "Backoff with local spinning" and "Streaming stores"; the server approach
+ * itself is section 6.1.2 (MP-Server).  Adaptive back-off is ours
  * (the thesis tunes the delay by hand and leaves run-time adaptation as
  * future work).  Files: this one (ops, requests, start-up, fork),
  * src/runtime/mpserver/server.c (the server thread), src/runtime/mpserver/client.c (how a
@@ -107,7 +110,7 @@
  *    and every ~2^16 cycles of polling, so a post that raced with the
  *    server's announcement delays the reply by at most that long.
  *
- * Back-off (section 7.1.2): LIBLOCK_MPSERVER_BACKOFF=N waits N cycles
+ * Back-off (section 7.1.3): LIBLOCK_MPSERVER_BACKOFF=N waits N cycles
  * (rdtsc) before each poll of the reply, so the client does not pull its
  * line back to S while the server's prefetcher has it (the "spinning-
  * prefetching collision").  LIBLOCK_MPSERVER_BACKOFF=adaptive learns, per
@@ -134,36 +137,34 @@
  * Oversubscription: the server spins one futex round trip
  * (ll_spin_budget_cycles) with nothing to serve, then sleeps; clients poll
  * (spin, yield) or poll then sleep (spin-then-park, default) or sleep at
- * once (park).  With the explicit spin policy that is all (seed 004's
- * dedicated-core configuration, unchanged), and so it is for a server
- * pinned by LIBLOCK_MPSERVER_CPU (a core given to it: `liblock bench
- * delegation` reproduces seed 004 so).  Otherwise the lock is in direct
+ * once (park).  With the explicit spin policy that is all (the thesis's
+ * dedicated-core configuration), and so it is for a server pinned by
+ * LIBLOCK_MPSERVER_CPU (a core given to it: `liblock bench delegation`
+ * reproduces the thesis's setting so).  Otherwise the lock is in direct
  * mode (below).
  *
- * Direct mode (ours, issue 12; src/runtime/mpserver/direct.c has the lock word and
+ * Direct mode (ours; src/runtime/mpserver/direct.c has the lock word and
  * its no-lost-wake-up argument).  Why: delegation pays only while the
  * server thread is on a CPU.  With more threads than CPUs it is an ordinary
  * thread that the scheduler runs 1/(threads on its CPU) of the time; a
  * request posted while it is off-CPU waits for it to be scheduled (or,
- * asleep, for a cross-CPU futex wake-up, 25-35 us on the 2-CPU machine),
- * and a client polling for the reply on the server's own CPU keeps it off.
- * Measured before this mode (lockbench -d 100 -k 2, 2 CPUs): 0.05-0.11x
- * posix at 8 threads, 0.01-0.04x at 32; and lock()/unlock() under the
- * interposer cost a server round trip per lock (6 to >10x glibc on the
- * application benchmark).  Raising the server's scheduling weight (nice
- * -20) or making clients on the server's CPU yield brought lockbench to
- * ~0.3x posix only: the cross-CPU round trip itself (~0.5-0.7 us here,
- * 1.6-2 M requests/s even with dedicated CPUs) is slower than the section
- * run locally by a thread that already has its lines, so the server must
- * get out of the way when it cannot be on a CPU of its own.
+ * asleep, for a cross-CPU futex wake-up), and a client polling for the
+ * reply on the server's own CPU keeps it off.  Each critical section then
+ * costs a scheduling delay or a wake-up instead of a cache-line round
+ * trip, and lock()/unlock() under the interposer would cost a server round
+ * trip per lock.  Raising the server's scheduling weight or making clients
+ * on the server's CPU yield is not enough: the cross-CPU round trip itself
+ * is slower than the section run locally by a thread that already has its
+ * lines, so the server must get out of the way when it cannot be on a CPU
+ * of its own.
  * What: a lock word (mps_lock.locked, MPS_W_* bits) that every critical
  * section holds, whichever thread runs it:
  *   lock/trylock/unlock: a futex mutex on the word (CAS 0 -> HELD, spin as
  *     the policy says -- spin-then-park: an eighth of the spin budget,
  *     LIBLOCK_MPSERVER_WORD_SPIN_NS, because in this mode the holder is
- *     often off its CPU: sqlite_threads 8 5000 under the interposer took
- *     0.14 s with it, 0.19 s spinning the whole budget, lockbench no
- *     different -- then sleep; unlock = exchange(0), wake one sleeper)
+ *     often off its CPU, and a waiter spinning the whole budget for it only
+ *     keeps a CPU from it -- then sleep; unlock = exchange(0), wake one
+ *     sleeper)
  *     -- no request at all, like rcl's direct lock/unlock, and no server
  *     thread either until the first execute (ensure_direct);
  *   execute: if the server sleeps (server_parked) or last ran a pass on the
@@ -191,14 +192,15 @@
  * release (the server rescans every pass; asleep, it is woken, direct.c),
  * unless its client has withdrawn it first (and then runs it itself).
  * Fairness is the futex word's: barging, not starvation-free (a section
- * posted to a running server is served in scan order as before; one whose
+ * posted to a running server is served in scan order, as in request mode;
+ * one whose
  * client withdrew competes for the word like a lock() caller).  Thread-
  * local state in a section that its caller runs itself is the caller's
  * (allowed by docs/api.md: a delegated section "may run on another
  * thread").  Cost when not oversubscribed: one CAS per pass and one per
  * request on the server, ll_current_cpu per pass and per execute.
  * LIBLOCK_MPSERVER_DIRECT=0 turns direct mode off (the request path for
- * every policy, as before issue 12); =1 turns it on for a pinned server
+ * every policy); =1 turns it on for a pinned server
  * too (never for the spin policy).
  * fork: the child has no server thread; the first request in the child
  * (ll_mps_generation differs from the lock's) starts one, after applying
@@ -219,7 +221,7 @@
 #include <string.h>
 #include <unistd.h>
 
-__thread const liblock_t *ll_mps_serving;
+__thread const liblock_t *ll_mps_serving LL_TLS_IE;
 _Atomic uint64_t ll_mps_generation = 1;
 
 
@@ -736,29 +738,29 @@ static int mps_thread_register(liblock_t *l)
     return my_chunk(s, self, &k) ? 0 : self->id >= MPS_CHUNK * MPS_MAX_CHUNKS ? EAGAIN : ENOMEM;
 }
 
-extern const struct ll_ops ll_ops_mp_server;
-
-/* For the benchmark (bench/delegation.c, weak reference): server counters.
- * batch = served / busy_passes is the thesis's "combining rate" analogue;
- * busy_cycles / served the server's cycles per request while busy. */
-int ll_mpserver_debug_stats(liblock_t *l, uint64_t out[6])
+/* Statistics (struct ll_ops .stats), for `liblock bench delegation`:
+ * served, requests the server ran; passes, its passes over the client
+ * lines; busy_passes, those that found a request; busy_cycles, cycles
+ * spent in them; parks, client sleeps; stream, streaming-store replies on
+ * (1) and available (ll_nt_available).  served / busy_passes is the
+ * thesis's "combining rate" analogue, busy_cycles / served the server's
+ * cycles per request while busy. */
+static void mps_stats(const liblock_t *l, struct ll_stats *o)
 {
-    if (!l || l->_magic != LL_LOCK_MAGIC || LL_OPS(l) != &ll_ops_mp_server)
-        return EINVAL;
     struct mps_lock *s = LL_STATE(l, struct mps_lock);
-    out[0] = atomic_load_explicit(&s->served, memory_order_relaxed);
-    out[1] = atomic_load_explicit(&s->passes, memory_order_relaxed);
-    out[2] = atomic_load_explicit(&s->busy_passes, memory_order_relaxed);
-    out[3] = atomic_load_explicit(&s->busy_cycles, memory_order_relaxed);
-    out[4] = atomic_load_explicit(&s->parks, memory_order_relaxed);
-    out[5] = (uint64_t)s->stream * 2 + (uint64_t)ll_nt_available();
-    return 0;
+    ll_stats_put(o, "served", (int64_t)atomic_load_explicit(&s->served, memory_order_relaxed));
+    ll_stats_put(o, "passes", (int64_t)atomic_load_explicit(&s->passes, memory_order_relaxed));
+    ll_stats_put(o, "busy_passes", (int64_t)atomic_load_explicit(&s->busy_passes, memory_order_relaxed));
+    ll_stats_put(o, "busy_cycles", (int64_t)atomic_load_explicit(&s->busy_cycles, memory_order_relaxed));
+    ll_stats_put(o, "parks", (int64_t)atomic_load_explicit(&s->parks, memory_order_relaxed));
+    ll_stats_put(o, "stream", s->stream);
+    ll_stats_put(o, "stream_available", ll_nt_available());
 }
 
 const struct ll_ops ll_ops_mp_server = {
     .name = "mp-server",
     .description = "dedicated server thread per lock, one line per client; optional client back-off and streaming-store replies",
-    .source = "seed 004 chapter 7 (Algorithm 5 with back-off and streaming stores), digest 004 sections 8, 11, 13.1",
+    .source = "Petrovic, Efficient Communication and Synchronization on Manycore Processors (PhD thesis, EPFL 2015), sections 6.1.2 and 7.1, Algorithm 5 with back-off and streaming stores",
     .props = LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) | LL_POLICY_BIT(LIBLOCK_WAIT_PARK),
@@ -775,4 +777,5 @@ const struct ll_ops ll_ops_mp_server = {
     .cond_release = mps_cond_release,
     .cond_reacquire = mps_cond_reacquire,
     .thread_register = mps_thread_register,
+    .stats = mps_stats,
 };

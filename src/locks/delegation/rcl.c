@@ -1,7 +1,14 @@
 /*
- * rcl - Remote Core Locking (Lozi et al.; seed 000 chapter 4.1, seed 003):
- * critical sections run on a dedicated server CPU, requested through one
- * cache line per client.
+ * rcl - Remote Core Locking: critical sections run on a dedicated server
+ * CPU, requested through one cache line per client.
+ *
+ * Source: J.-P. Lozi, "Towards More Scalable Mutual Exclusion for
+ * Multicore Architectures", PhD thesis, UPMC (Paris 6), 2014, section 4.1,
+ * Algorithms 9-11; J.-P. Lozi, F. David, G. Thomas, J. Lawall and
+ * G. Muller, "Remote Core Locking: Migrating Critical-Section Execution to
+ * Improve the Performance of Multithreaded Applications", USENIX ATC 2012;
+ * J.-P. Lozi, "Le Remote Core Lock (RCL) : une nouvelle technique de
+ * verrouillage pour les architectures multi-coeur", CFSE 2011.
  *
  * This file is the registry adapter only.  The runtime (servers, request
  * arrays, servicing-thread pools, management and backup threads, client
@@ -23,10 +30,17 @@
 
 static int rcl_destroy_op(liblock_t *l) { return rcl_lock_destroy(l); }
 
+/* struct ll_ops .bind: bind the lock to its server, starting it if needed. */
+static void rcl_bind_op(liblock_t *l) { rcl_server_of_lock(l); }
+
+/* struct ll_ops .direct_default: under the interposer, locks made from now
+ * on lock/unlock directly (LIBLOCK_RCL_DIRECT overrides; client.c). */
+static void rcl_direct_default_op(void) { rcl_direct_default = 1; }
+
 const struct ll_ops ll_ops_rcl = {
     .name = "rcl",
     .description = "Remote Core Locking: critical sections delegated to a server CPU",
-    .source = "seed 000 chapter 4.1, Algorithms 9-11 (Lozi's thesis); seed 003 (CFSE 2011 paper)",
+    .source = "Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), section 4.1, Algorithms 9-11; Lozi, David, Thomas, Lawall and Muller, USENIX ATC 2012; Lozi, CFSE 2011",
     .props = LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK | LIBLOCK_PROP_COND_IN_EXECUTE |
              LIBLOCK_PROP_SERVER,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK) |
@@ -44,4 +58,6 @@ const struct ll_ops ll_ops_rcl = {
     .cond_release = rcl_cond_release,
     .cond_reacquire = rcl_cond_reacquire,
     .thread_register = rcl_thread_register,
+    .bind = rcl_bind_op,
+    .direct_default = rcl_direct_default_op,
 };

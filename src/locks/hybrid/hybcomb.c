@@ -1,8 +1,16 @@
 /*
  * hybcomb - HybComb, hybrid combining: combiner identity in shared memory,
- * requests and replies by message (Petrovic's thesis, seed 004 section
- * 6.1.3, Algorithm 4; digest 004 sections 9 and 13.3), over the
- * shared-memory transport of src/runtime/transport/mailbox.h.
+ * requests and replies by message, over the shared-memory transport of
+ * src/runtime/transport/mailbox.h.
+ *
+ * Source: D. Petrovic, "Efficient Communication and Synchronization on
+ * Manycore Processors", PhD thesis no. 6552, EPFL, 2015, section 6.1.3
+ * "The combiner approach (HybComb)", Algorithm 4 and its correctness
+ * sketch (also D. Petrovic, T. Ropars and A. Schiper, "Leveraging
+ * Hardware Message Passing for Efficient Thread Synchronization", PPoPP
+ * 2014).  The thesis sends requests and replies through the hardware
+ * message queues of a manycore chip; here they travel through cache
+ * coherence (below).
  *
  * Algorithm 4 (thread id, node my_node = {id, n_ops = MAX_OPS, done = false};
  * lock = {last_registered_combiner, departed_combiner}, both first pointing
@@ -18,7 +26,7 @@
  *   my_node <-> lock.departed (swap); my_node.done = false;
  *   lock.departed.done = true                       -- hand the role over
  *
- * How messages travel here (digest 13.3).  On x86 the FAA on n_ops returns
+ * How messages travel here (our adaptation).  On x86 the FAA on n_ops returns
  * a unique index i < MAX_OPS, so the request needs no shared queue: the
  * client writes it into slot req[i] of the combiner's node (one cache line
  * per slot, one writer per slot per epoch), and the combiner sweeps
@@ -39,10 +47,10 @@
  *     stores n_ops = MAX_OPS << 32 (count 0 in the low 32 bits), so a FAA
  *     result carries the limit of the very opening it registered with:
  *     a client that reads no field of the node after a FAA that did not
- *     register it cannot race with the node's next opening (it used to
- *     read node.open_max, which the owner may already be rewriting; a
- *     node moving to a lock with a larger MAX_OPS could then give two
- *     clients one slot -- found by ThreadSanitizer in test_hybrid).  The
+ *     register it cannot race with the node's next opening (reading
+ *     node.open_max instead would race with the owner rewriting it for the
+ *     next opening, and a node moving to a lock with a larger MAX_OPS
+ *     could then give two clients one slot).  The
  *     count cannot reach 2^32 in one opening: a call FAAs the node it
  *     read from last_reg, and its failed CAS means last_reg has moved past
  *     that node, so one opening sees at most a few FAAs per thread.
@@ -65,7 +73,8 @@
  *     the node moved on) sees node.lock != ours, writes its slot as
  *     cancelled (fn = NULL, skipped by that combiner, which waits for it
  *     like any registered slot) and tries again.
- *  4. Starvation freedom (section 9.4's middle ground): after
+ *  4. Starvation freedom (the middle ground the thesis suggests in section
+ *     6.1.3, "use SWAP only if CAS fails several times"): after
  *     LIBLOCK_HYBCOMB_CAS_TRIES failed registration CASes in one call the
  *     thread registers with SWAP, which always succeeds and inserts it at
  *     the tail of the combiner queue, so every call finishes in a bounded
@@ -77,7 +86,7 @@
  *     role; unlock() departs as a combiner does.  Requests registered with
  *     combiners queued behind it wait; nothing runs concurrently with it.
  *  6. Delegation semantics (docs/api.md, "Delegated critical sections";
- *     docs/combining.md; ARCHITECTURE.md section 8).  A combiner opens its
+ *     docs/combining.md).  A combiner opens its
  *     node only if ll_may_run_foreign(self) at the call (it holds no
  *     liblock lock and is not inside a delegated critical section);
  *     otherwise it registers closed, runs its own request and departs, as
@@ -101,22 +110,21 @@
  *     opening store like node.lock, and read, like node.lock, before the
  *     client publishes its slot): that combiner is not running while
  *     the client is, and spinning only keeps it off the CPU (cr.h,
- *     "Same-CPU waiters"; lockbench -t 32 -d 100 -k 2, 6 interleaved
- *     rounds: 2.47-2.80 -> 2.65-3.61 M CS/s, +8% median, 5 rounds of 6
- *     higher; tests/test_same_cpu.c).
+ *     "Same-CPU waiters"; tests/test_same_cpu.c).
  *
  *  8. lock() barges under spin-then-park (the default), as oyama's does
  *     (oyama.c change 7).  Through the queue, every lock()/unlock()
- *     hand-over with more threads than CPUs went to a thread that had
- *     parked and cost it a wake-up: an unmodified program under the
- *     interposer ran 7-10x slower than with glibc (bbuf, BENCHMARKS.md).
+ *     hand-over with more threads than CPUs goes to a thread that has
+ *     parked and costs it a wake-up, so an unmodified program under the
+ *     interposer whose critical sections are short would spend most of its
+ *     time in wake-ups that glibc's barging mutex avoids.
  *     So lock() first takes the lock the way trylock does -- CAS of a
  *     FREE-tagged last_reg to its own node, exact as change 2 says -- and
  *     while the queue is not empty it spins for the spin budget (not at
  *     all while other lock() callers sleep, as tas_park.h argues) and then
  *     sleeps (barge_sleep.h).  After HC_LOCK_PATIENCE
- *     sleeps it registers in the queue as before, and from there it is
- *     FIFO like any combiner, so its wait stays bounded.
+ *     sleeps it registers in the queue as change 5 says, and from there it
+ *     is FIFO like any combiner, so its wait stays bounded.
  *     Sleeping is barge_sleep.h's: glibc's mutex protocol on a side word
  *     (a sleepers mark and an eventcount), with the no-lost-wake-up
  *     argument.  A departure (unlock, or a combiner leaving) that finds
@@ -124,17 +132,12 @@
  *     before it looks at the lock again (the CAS at the top of the loop,
  *     or register_node, which takes a FREE-tagged tail at once).  The
  *     departure that puts the FREE tag in does so by a seq_cst CAS, as
- *     barge_sleep.h requires.  Measured under the interposer (wall time x
- *     glibc, 3-4 interleaved rounds, 8 / 32 threads): sqlite >10x through
- *     the queue; barging with a plain count of sleepers, every departure
- *     waking one, 2.84-2.99x / 3.40x (3.42x / 4.55x when it also did not
- *     spin while others slept); one wake-up at a time through a count and
- *     a "waking" bit 1.32x / 1.27x (not kept: a process forked while
- *     threads slept kept them counted and could never wake its own
- *     sleepers); with the mark 1.63x / 1.81x, and 1.31x / 1.17x when a
- *     thread woken less than two spin budgets ago also counts as a sleeper
- *     (barge_sleep.h's window).  bbuf: 8.9x / 9.8x, 0.75x / 1.47x, 0.84x /
- *     1.11x, 0.89x / 0.95x, 0.93x / 1.14x.
+ *     barge_sleep.h requires.  One wake-up at a time (the mark), not one
+ *     per departure, and not spinning while others sleep, keep the
+ *     departures' system calls and the spinners off the CPUs the running
+ *     threads need; a thread woken less than two spin budgets ago also
+ *     counts as a sleeper (barge_sleep.h's window), so a departure does not
+ *     wake a second thread while the first is on its way.
  *     A departure that hands over wakes too, only so that sleepers count
  *     their patience while the queue stays busy.  The price is posix's:
  *     among lock() callers that barge there is no order.  execute() is
@@ -158,7 +161,7 @@
  *     LIBLOCK_HYBCOMB_ASYM=0, read at init).  The choice is per request,
  *     so the two kinds mix freely in one pass.
  *
- * Proof sketch (the thesis's section 6.1.3, digest 9.5, adapted).
+ * Proof sketch (the thesis's, section 6.1.3, adapted).
  *   CS_queue: the nodes from the dummy (lock.departed, done = 1) to the
  *   tail lock.last_reg, each registered node's predecessor being the value
  *   its CAS/SWAP replaced.  Insertion = a successful CAS or a SWAP on
@@ -234,7 +237,6 @@
 #include "runtime/transport/mailbox.h"
 #include "locks/combining/barge_sleep.h"
 #include "locks/deferred_wake.h"
-#include "hybcomb.h"
 
 #include <stdlib.h>
 
@@ -456,7 +458,19 @@ static void register_node(liblock_t *l, struct hc_lock *s, struct hc_node *mine)
  * trylock does; spin for the budget while the queue is busy (not while
  * other lock() callers sleep), then sleep until a departure; after
  * HC_LOCK_PATIENCE sleeps, register in the queue. */
-static void lock_barging(liblock_t *l, struct hc_lock *s, struct hc_node *mine)
+static LL_SLOW void lock_barging_slow(liblock_t *l, struct hc_lock *s, struct hc_node *mine);
+
+static inline void lock_barging(liblock_t *l, struct hc_lock *s, struct hc_node *mine)
+{
+    /* the uncontended case first: the loop's first attempt, inline */
+    uintptr_t lr = atomic_load_explicit(&s->last_reg, memory_order_relaxed);
+    if (LL_LIKELY(lr & HC_FREE) && LL_LIKELY(atomic_compare_exchange_strong_explicit(
+                                       &s->last_reg, &lr, (uintptr_t)mine, memory_order_acq_rel, memory_order_relaxed)))
+        return;
+    lock_barging_slow(l, s, mine);
+}
+
+static void lock_barging_slow(liblock_t *l, struct hc_lock *s, struct hc_node *mine)
 {
     for (int sleeps = 0; sleeps < HC_LOCK_PATIENCE; sleeps++) {
         uint64_t start = 0;
@@ -731,41 +745,49 @@ static int hc_thread_register(liblock_t *l)
     return ll_mbox_self() ? 0 : ENOMEM;
 }
 
-const struct ll_ops ll_ops_hybcomb;
-
-int ll_hybcomb_stats(const liblock_t *l, struct ll_hybcomb_stats *o)
+/* Statistics (struct ll_ops .stats), for tests and `liblock bench
+ * delegation` (combining rate, CAS per operation).  Counters are kept by
+ * the thread in the combiner role (no atomics) except the registration
+ * counters, relaxed atomic increments on the registration path only; a
+ * snapshot taken while the lock is in use may be a few operations out of
+ * step.  By name:
+ *   max_ops     MAX_OPS of this lock
+ *   cas_tries   failed CASes before the SWAP fallback
+ *   drain       pre-close drain on (1) or off
+ *   passes      times a thread held the combiner role (execute or lock)
+ *   own         critical sections run by their own thread as combiner
+ *   served      requests of other threads run by a combiner
+ *   cancelled   request slots written as "cancelled" (node reused by another lock)
+ *   cas         registration CASes attempted
+ *   cas_failed  of which failed
+ *   swaps       registrations by the SWAP fallback
+ *   max_pass    most requests served in one pass (own excluded)
+ *   tail_ops    the n_ops of the last registered combiner's node (requests
+ *               registered with it so far, failed FAAs beyond MAX_OPS
+ *               included) if that node is open for requests, else -1 */
+static void hc_stats(const liblock_t *l, struct ll_stats *o)
 {
-    if (!l || !o || l->_magic != LL_LOCK_MAGIC || l->_ops != &ll_ops_hybcomb)
-        return EINVAL;
     const struct hc_lock *s = LL_STATE(l, const struct hc_lock);
-    o->max_ops = s->max_ops;
-    o->cas_tries = s->cas_tries;
-    o->drain = s->drain;
-    o->passes = s->passes;
-    o->own = s->own;
-    o->served = s->served;
-    o->cancelled = atomic_load_explicit(&s->cancelled, memory_order_relaxed);
-    o->cas = atomic_load_explicit(&s->cas, memory_order_relaxed);
-    o->cas_failed = atomic_load_explicit(&s->cas_failed, memory_order_relaxed);
-    o->swaps = atomic_load_explicit(&s->swaps, memory_order_relaxed);
-    o->max_pass = s->max_pass;
-    return 0;
-}
-
-int64_t ll_hybcomb_debug_tail_ops(const liblock_t *l)
-{
-    const struct hc_lock *s = LL_STATE(l, const struct hc_lock);
+    ll_stats_put(o, "max_ops", s->max_ops);
+    ll_stats_put(o, "cas_tries", s->cas_tries);
+    ll_stats_put(o, "drain", s->drain);
+    ll_stats_put(o, "passes", (int64_t)s->passes);
+    ll_stats_put(o, "own", (int64_t)s->own);
+    ll_stats_put(o, "served", (int64_t)s->served);
+    ll_stats_put(o, "cancelled", (int64_t)atomic_load_explicit(&s->cancelled, memory_order_relaxed));
+    ll_stats_put(o, "cas", (int64_t)atomic_load_explicit(&s->cas, memory_order_relaxed));
+    ll_stats_put(o, "cas_failed", (int64_t)atomic_load_explicit(&s->cas_failed, memory_order_relaxed));
+    ll_stats_put(o, "swaps", (int64_t)atomic_load_explicit(&s->swaps, memory_order_relaxed));
+    ll_stats_put(o, "max_pass", (int64_t)s->max_pass);
     uintptr_t lr = atomic_load_explicit(&s->last_reg, memory_order_acquire);
-    if (lr & HC_FREE)
-        return -1;
-    int64_t n = atomic_load_explicit(&((struct hc_node *)lr)->n_ops, memory_order_acquire);
-    return n < HC_CLOSED ? (int64_t)HC_COUNT(n) : -1;
+    int64_t n = lr & HC_FREE ? HC_CLOSED : atomic_load_explicit(&((struct hc_node *)lr)->n_ops, memory_order_acquire);
+    ll_stats_put(o, "tail_ops", n < HC_CLOSED ? (int64_t)HC_COUNT(n) : -1);
 }
 
 const struct ll_ops ll_ops_hybcomb = {
     .name = "hybcomb",
     .description = "HybComb: combiner identity in shared memory (CAS, SWAP fallback), requests in FAA-indexed slots of the combiner's node, replies through per-thread mailboxes",
-    .source = "seed 004 section 6.1.3, Algorithm 4 (digest 004 sections 9, 13.3)",
+    .source = "Petrovic, Efficient Communication and Synchronization on Manycore Processors (PhD thesis, EPFL 2015), section 6.1.3, Algorithm 4; Petrovic, Ropars and Schiper, PPoPP 2014",
     .props = LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_DELEGATES | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
@@ -782,4 +804,5 @@ const struct ll_ops ll_ops_hybcomb = {
     .cond_release = hc_cond_release,
     .cond_reacquire = hc_cond_reacquire,
     .thread_register = hc_thread_register,
+    .stats = hc_stats,
 };

@@ -1,8 +1,14 @@
 /*
  * hyblock - HybLock, the hybrid queue lock: lock state in shared memory,
- * hand-over by message (Petrovic's thesis, seed 004 section 6.1.1,
- * Algorithm 3; digest 004 section 7), over the shared-memory mailboxes of
+ * hand-over by message, over the shared-memory mailboxes of
  * src/runtime/transport/mailbox.h.
+ *
+ * Source: D. Petrovic, "Efficient Communication and Synchronization on
+ * Manycore Processors", PhD thesis no. 6552, EPFL, 2015, section 6.1.1
+ * "The classic lock (HybLock)", Algorithm 3 (also Petrovic, Ropars and
+ * Schiper, PPoPP 2014).  The thesis sends the messages through the
+ * hardware message queues of a manycore chip; here they travel through
+ * cache coherence.
  *
  * Algorithm 3, for thread id with thread-local next (initially nil):
  *   acquire: prev = SWAP(lock, id); if prev != UNLOCKED: send(prev, id);
@@ -67,9 +73,9 @@
  * and yield policies (a store to the successor's lane); under
  * spin-then-park the lane tail is published with an exchange so that a
  * parked receiver is seen and woken.  Over cache coherence a message is a
- * cache-line transfer, so a hand-over costs what MCS's does (digest 004
- * section 13.3: expect no gain; the lock is here for completeness and for
- * machines where messages are cheaper than coherence misses).
+ * cache-line transfer, so a hand-over costs what MCS's does: no gain over
+ * MCS is to be expected; the lock is here for completeness and for
+ * machines where messages are cheaper than coherence misses.
  *
  * Policies: spin, yield, spin-then-park (default): a waiter waits for its
  * ALLOW (and a releaser for a successor that has swapped in but not yet
@@ -87,14 +93,12 @@
  * its predecessor's, before it sends its id (so no later write is
  * overtaken), then the sender of each READY or ALLOW, before the message
  * (send_place); an acquisition of a free lock writes "granted" itself.
- * When the receiver wrote its own place on receipt, it read "far back"
- * or "second" for as long as it had not run since the message -- all of
- * a wake-up, for a sleeper -- and the next arrival behind it slept at
- * once; with two threads on two CPUs that sustained itself (lockbench -t
- * 2 -d 100 -k 2: 0.70 M critical sections/s, 60-90 % of acquisitions
- * sleeping, against 2.27 M with pure spin).  With the sender's write: 1.86
- * M, under 0.1 % sleeping (5 interleaved rounds); 8 and 32 threads
- * unchanged (0.19 and 0.14-0.15 M).  The word is only a hint for the
+ * Why the sender writes it: if the receiver wrote its own place on
+ * receipt, its place would read "far back" or "second" for as long as it
+ * had not run since the message -- all of a wake-up, for a sleeper -- and
+ * the next arrival behind it would sleep at once; with two threads on two
+ * CPUs that sustains itself, every hand-off then waiting for a wake-up
+ * although both threads have a CPU.  The word is only a hint for the
  * choice between spinning and sleeping: every hand-over and promotion is
  * a message, and a stale place costs at most a spin budget or an early
  * sleep.
@@ -323,7 +327,7 @@ static int hyb_destroy(liblock_t *l)
 const struct ll_ops ll_ops_hyblock = {
     .name = "hyblock",
     .description = "HybLock: SWAP to enqueue, hand-over by message through per-thread mailboxes, CAS release when no successor; nested via per-level lanes",
-    .source = "seed 004 section 6.1.1, Algorithm 3 (digest 004 section 7)",
+    .source = "Petrovic, Efficient Communication and Synchronization on Manycore Processors (PhD thesis, EPFL 2015), section 6.1.1, Algorithm 3; Petrovic, Ropars and Schiper, PPoPP 2014",
     .props = LIBLOCK_PROP_FIFO | LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),

@@ -2,7 +2,12 @@
  * clh - the CLH queue lock (Craig; Landin and Hagersten), with a free tag on
  * the tail and early wake-up of the successor under spin-then-park.
  *
- * Source: seed 000 section 3.3, Algorithm 2.
+ * Source: T. S. Craig, "Building FIFO and Priority-Queuing Spin Locks from
+ * Atomic Swap", TR 93-02-02, University of Washington, 1993; P. Magnusson,
+ * A. Landin and E. Hagersten, "Queue Locks on Cache Coherent
+ * Multiprocessors", IPPS 1994; as given in J.-P. Lozi, "Towards More
+ * Scalable Mutual Exclusion for Multicore Architectures", PhD thesis, UPMC
+ * (Paris 6), 2014, section 3.3, Algorithm 2:
  *   lock:   mine.wait = 1; pred = swap(tail, mine); wait while pred.wait
  *   unlock: mine.wait = 0; the thread now owns pred (recycles it)
  * The queue always holds one node: the lock's initial dummy node or the last
@@ -18,12 +23,12 @@
  *     do we hand over through mine.wait.  This is what makes trylock safe:
  *     trylock reads the tail and, only if it carries FREE, CASes it from
  *     q|FREE to mine; it never dereferences q before owning it and never
- *     waits.  Why the old protocol was wrong: it read t = tail, then
- *     t->wait, then CAS(tail, t, mine).  t could be recycled by its
+ *     waits.  Why a trylock without the tag is wrong: reading t = tail,
+ *     then t->wait, then CAS(tail, t, mine), t can be recycled by its
  *     successor and freed (qnode_give, thread exit) between the load and
  *     the read (use after free), or recycled and re-enqueued as a waiting
- *     node (ABA) so that the CAS made it our genuine, still-held
- *     predecessor and trylock had to wait a whole critical section.  With
+ *     node (ABA) so that the CAS makes it our genuine, still-held
+ *     predecessor and trylock has to wait a whole critical section.  With
  *     the tag, a CAS that succeeds after any ABA still finds the lock free
  *     (the tail is q|FREE at the CAS, so no holder and no waiter exists).
  *  2. Under spin-then-park a node's word says where its owner stands, for
@@ -49,22 +54,20 @@
  *     two CPUs that is self-sustaining: one glimpse of 1 (an arrival on a
  *     free lock, between its swap and its announcement) and from then on
  *     each thread sleeps behind the other and every hand-off waits for a
- *     wake-up (lockbench -t 2 -d 100 -k 2: 84 K context switches/s and
- *     0.7-1.5 M critical sections/s, against 3.2 M with pure spin).  So a
+ *     wake-up, although both threads have a CPU.  So a
  *     waiter about to sleep at once writes its node into its
  *     predecessor's `waiter`; the predecessor, when its swap to 2 finds
  *     the parked bit, first changes that node's 1 to 3 (keeping the parked
- *     bit: the node's own owner still wakes its sleeper when it announces,
- *     as before) and then wakes it.  Arrivals behind it now read "first in
+ *     bit: the node's own owner still wakes its sleeper when it announces)
+ *     and then wakes it.  Arrivals behind it then read "first in
  *     line" and spin.  The node is live: its owner waits behind the
  *     promoter, who holds the lock.  `waiter` is reset before the tail
  *     swap, which publishes the reset to the one successor that can write
  *     it; the sleeper's store is published by its parking CAS (acq_rel),
- *     which the promoter's swap reads.  Same command, 5 interleaved
- *     rounds: 2 threads 1.17-1.52 -> 2.96 M (3.4 K context switches/s);
- *     8 and 32 threads unchanged (0.20 and 0.14-0.17 M).  Waking the
- *     promoted node's own sleeper at once instead made 8 and 32 threads
- *     0.7x as fast: two threads woken per acquisition on two CPUs.
+ *     which the promoter's swap reads.  The promoter does not also wake
+ *     the promoted node's own sleeper: with more threads than CPUs that
+ *     would wake two threads per acquisition, which then compete for the
+ *     CPUs the holder needs.
  *
  * Node word values: 1 the owner waits for the lock (or holds it without
  * having announced), 3 the owner is first in line, 2 the owner holds it
@@ -191,6 +194,8 @@ static inline void announce(struct clh_qnode *mine, uint32_t state)
     }
 }
 
+static LL_SLOW void clh_wait(struct clh_qnode *mine, struct clh_qnode *pred, int policy);
+
 static int clh_lock(liblock_t *l, void *vnode)
 {
     struct clh_lock *s = LL_STATE(l, struct clh_lock);
@@ -204,28 +209,33 @@ static int clh_lock(liblock_t *l, void *vnode)
     atomic_store_explicit(&mine->waiter, NULL, memory_order_relaxed);
     uintptr_t p = atomic_exchange_explicit(&s->tail, (uintptr_t)mine, memory_order_acq_rel);
     struct clh_qnode *pred = (struct clh_qnode *)(p & ~CLH_FREE);
-    if (!(p & CLH_FREE)) {
-        if (!parks(policy)) {
-            ll_wait_while(&pred->wait, W_WAITING, policy);
-        } else {
-            uint32_t v = atomic_load_explicit(&pred->wait, memory_order_acquire) & ~LL_PARKED;
-            int told = 0;
-            while (v != W_RELEASED) {
-                if (v == W_HOLDING && !told) {
-                    announce(mine, W_FIRST); /* wakes our successor: it is second now */
-                    told = 1;
-                }
-                if (v == W_WAITING) /* we sleep at once: let pred promote us when it acquires */
-                    atomic_store_explicit(&pred->waiter, mine, memory_order_relaxed);
-                v = ll_wait_while(&pred->wait, v, v == W_WAITING ? LIBLOCK_WAIT_PARK : policy);
-            }
-        }
-    }
+    if (LL_UNLIKELY(!(p & CLH_FREE)))
+        clh_wait(mine, pred, policy);
     if (parks(policy))
         announce(mine, W_HOLDING);
     h->mine = mine;
     h->pred = pred;
     return 0;
+}
+
+/* Wait behind pred (the lock was not free). */
+static void clh_wait(struct clh_qnode *mine, struct clh_qnode *pred, int policy)
+{
+    if (!parks(policy)) {
+        ll_wait_while(&pred->wait, W_WAITING, policy);
+    } else {
+        uint32_t v = atomic_load_explicit(&pred->wait, memory_order_acquire) & ~LL_PARKED;
+        int told = 0;
+        while (v != W_RELEASED) {
+            if (v == W_HOLDING && !told) {
+                announce(mine, W_FIRST); /* wakes our successor: it is second now */
+                told = 1;
+            }
+            if (v == W_WAITING) /* we sleep at once: let pred promote us when it acquires */
+                atomic_store_explicit(&pred->waiter, mine, memory_order_relaxed);
+            v = ll_wait_while(&pred->wait, v, v == W_WAITING ? LIBLOCK_WAIT_PARK : policy);
+        }
+    }
 }
 
 static int clh_trylock(liblock_t *l, void *vnode)
@@ -265,7 +275,7 @@ static int clh_unlock(liblock_t *l, void *vnode)
 const struct ll_ops ll_ops_clh = {
     .name = "clh",
     .description = "CLH queue lock: each waiter spins on its predecessor's node",
-    .source = "seed 000 section 3.3, Algorithm 2; Craig 1993, Magnusson, Landin and Hagersten 1994",
+    .source = "Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), section 3.3, Algorithm 2; Craig, UW TR 93-02-02, 1993; Magnusson, Landin and Hagersten, IPPS 1994",
     .props = LIBLOCK_PROP_FIFO | LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),

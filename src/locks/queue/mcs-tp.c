@@ -4,12 +4,15 @@
  * skips waiters that look preempted and waiters that waited too long leave
  * the queue instead of forming a convoy.
  *
- * Source: seed 000 section 3.5, Algorithms 4 (lock/trylock) and 5
- * (unlock), including the thesis's line 38 fix (digest 000 section 3.5).
- * Algorithm 5 is missing from the seed's text; the release below is
- * written from the algorithm's description in section 3.5 and the states
- * Algorithm 4 expects (FAILED = "you were removed from the queue").  The
- * spin-then-park policy (parked waiters and the parked list) is ours.
+ * Source: B. He, W. N. Scherer III and M. L. Scott, "Preemption Adaptivity
+ * in Time-Published Queue-Based Spin Locks", HiPC 2005; as given in
+ * J.-P. Lozi, "Towards More Scalable Mutual Exclusion for Multicore
+ * Architectures", PhD thesis, UPMC (Paris 6), 2014, section 3.5,
+ * Algorithms 4 (lock/trylock) and 5 (unlock), including the thesis's
+ * line 38 fix (last_lock = lock on a time-out, below).  The release below
+ * is written from the algorithm's description in section 3.5 and the
+ * states Algorithm 4 expects (FAILED = "you were removed from the queue").
+ * The spin-then-park policy (parked waiters and the parked list) is ours.
  *
  * Node {next, time, status, last_lock, plink, parked_at}; status is INIT,
  * AVAILABLE (you hold the lock), WAITING, TIMED_OUT (left the queue by
@@ -68,14 +71,14 @@
  * insertion (a swap that returned the node itself; counted, never happens
  * with the fix).
  *
- * Why spin-then-park (measured, BENCHMARKS.md): with more threads than
- * cores, a spin or yield waiter is mostly not running.  Under yield each
- * hand-over goes to a thread that still has to be scheduled (about one
- * yield round of its CPU), and once the threads per CPU times the cost of
- * a yield exceed UPDATE_DELAY most published times are stale: releasers
- * remove most of the queue at every unlock and the removed waiters
- * re-enqueue (test_mcstp, 64 threads: about 45 removals per critical
- * section).  A parked waiter instead says so in its status word: a
+ * Why spin-then-park: with more threads than cores, a spin or yield
+ * waiter is mostly not running.  Under yield each hand-over goes to a
+ * thread that still has to be scheduled (about one yield round of its
+ * CPU), and once the threads per CPU times the cost of a yield exceed
+ * UPDATE_DELAY most published times are stale: releasers remove most of
+ * the queue at every unlock and the removed waiters re-enqueue, so each
+ * critical section pays for tens of removals.  A parked waiter instead
+ * says so in its status word: a
  * releaser moves it off the queue in O(1) and it does not come back until
  * a holder wakes it, so the queue holds only waiters that are running, the
  * hand-over goes to one of them, and each parked node costs one pass and
@@ -121,15 +124,13 @@
  *
  * Publishing (our change to the paper's loop, which publishes at every
  * iteration).  The time shares a line with the status word the releaser
- * reads and then CASes, so a store at every pause took the line away from
- * the releaser between its read and its CAS.  A waiter now publishes when
+ * reads and then CASes, so a store at every pause would take the line away
+ * from the releaser between its read and its CAS.  A waiter publishes when
  * its last published time is a quarter of UPDATE_DELAY old: while it runs
- * a releaser never finds it stale, and one that stops running goes stale
- * as before.  The releaser prefetches the node's line for writing before
- * it reads it (platform/prefetch.h).  lockbench -d 100 -k 2 -D 0.5, 5
- * interleaved rounds, both changes: 1.94 -> 2.17 M critical sections/s at
- * 2 threads, 1.97 -> 2.27 M at 8, 1.82 -> 2.14 M at 32 (publishing alone:
- * 1.06x, 1.00x, 1.10x).
+ * a releaser never finds it stale, and one that stops running still goes
+ * stale within UPDATE_DELAY.  The releaser prefetches the node's line for
+ * writing before it reads it (platform/prefetch.h), so its read and its
+ * CAS cost one transfer of the line, not two.
  *
  * Parameters (env, read at liblock_init; nanoseconds):
  *   LIBLOCK_MCSTP_MAX_CS_TIME_NS    10,000,000 (10 ms)  holder looks preempted
@@ -483,37 +484,26 @@ out:
     return 0;
 }
 
-/* For tests: attempts that timed out (PATIENCE) and that were removed by a
- * releaser (FAILED). */
-unsigned long ll_mcstp_debug_timeouts(liblock_t *l, unsigned long *failed)
-{
-    struct tp_lock *s = LL_STATE(l, struct tp_lock);
-    if (failed)
-        *failed = atomic_load_explicit(&s->failed, memory_order_relaxed);
-    return atomic_load_explicit(&s->timeouts, memory_order_relaxed);
-}
-
-/* For tests: times a node was swapped into the queue while it was already
- * its tail (the double insertion that the line 38 fix prevents). */
-unsigned long ll_mcstp_debug_double_inserts(liblock_t *l)
-{
-    return atomic_load_explicit(&LL_STATE(l, struct tp_lock)->self_pred, memory_order_relaxed);
-}
-
-/* For tests: times a waiter parked (spin-then-park), and times a releaser
+/* Statistics (struct ll_ops .stats): timeouts, attempts that timed out
+ * (PATIENCE); failed, those removed by a releaser (FAILED);
+ * double_inserts, times a node was swapped into the queue while it was
+ * already its tail (the double insertion that the line 38 fix prevents);
+ * parks, times a waiter parked (spin-then-park); wakes, times a releaser
  * woke a parked waiter to try again. */
-unsigned long ll_mcstp_debug_parks(liblock_t *l, unsigned long *wakes)
+static void tp_stats(const liblock_t *l, struct ll_stats *o)
 {
     struct tp_lock *s = LL_STATE(l, struct tp_lock);
-    if (wakes)
-        *wakes = atomic_load_explicit(&s->wakes, memory_order_relaxed);
-    return atomic_load_explicit(&s->parks, memory_order_relaxed);
+    ll_stats_put(o, "timeouts", (int64_t)atomic_load_explicit(&s->timeouts, memory_order_relaxed));
+    ll_stats_put(o, "failed", (int64_t)atomic_load_explicit(&s->failed, memory_order_relaxed));
+    ll_stats_put(o, "double_inserts", (int64_t)atomic_load_explicit(&s->self_pred, memory_order_relaxed));
+    ll_stats_put(o, "parks", (int64_t)atomic_load_explicit(&s->parks, memory_order_relaxed));
+    ll_stats_put(o, "wakes", (int64_t)atomic_load_explicit(&s->wakes, memory_order_relaxed));
 }
 
 const struct ll_ops ll_ops_mcs_tp = {
     .name = "mcs-tp",
     .description = "MCS-TP: MCS queue lock with time-published waiters that skips preempted threads",
-    .source = "seed 000 section 3.5, Algorithms 4-5 with the thesis's last_lock fix; He, Scherer and Scott, HiPC 2005",
+    .source = "He, Scherer and Scott, HiPC 2005; Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), section 3.5, Algorithms 4-5 with the thesis's last_lock fix",
     .props = LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
@@ -526,4 +516,5 @@ const struct ll_ops ll_ops_mcs_tp = {
     .lock = tp_lock,
     .trylock = tp_trylock,
     .unlock = tp_unlock,
+    .stats = tp_stats,
 };

@@ -1,7 +1,11 @@
 /*
  * mcs - the MCS queue lock (Mellor-Crummey and Scott 1991).
  *
- * Source: seed 000 section 3.4, Algorithm 3.
+ * Source: J. M. Mellor-Crummey and M. L. Scott, "Algorithms for Scalable
+ * Synchronization on Shared-Memory Multiprocessors", ACM TOCS 9(1), 1991;
+ * as given in J.-P. Lozi, "Towards More Scalable Mutual Exclusion for
+ * Multicore Architectures", PhD thesis, UPMC (Paris 6), 2014, section 3.4,
+ * Algorithm 3:
  *   lock:   node.next = nil; node.locked = 1; pred = swap(tail, node);
  *           if pred: pred.next = node; wait while node.locked
  *   unlock: if node.next == nil: if CAS(tail, node, nil) return;
@@ -66,16 +70,17 @@
  * ahead of it.
  *
  * Fast hand-over under spin-then-park (not in the paper; the argument is
- * src/core/fastwake.c's, as for mcscr in src/locks/restricting/cr.h).  The grant was
- * a swap on the successor's word, to see whether it had parked: a locked
- * instruction on a line the spinning successor holds, so the releaser
- * stalled for the transfer at every hand-off.  Now the successor says
- * where it may sleep in the node it links behind, `succ_parked`, in the
+ * src/core/fastwake.c's, as for mcscr in src/locks/restricting/cr.h).  A
+ * grant by swap on the successor's word, to see whether it had parked,
+ * is a locked instruction on a line the spinning successor holds, so the
+ * releaser would stall for the transfer at every hand-off.  Instead the
+ * successor says where it may sleep in the node it links behind,
+ * `succ_parked`, in the
  * line of `next` that the releaser reads anyway:
  *  - a far waiter, which sleeps at once, stores 1 there before its link
  *    store (no fence: the releaser reads it after the acquire load of
  *    `next` that returns the link), and the releaser then grants with the
- *    swap, as before; so does a waiter whose thread slept in its last
+ *    swap; so does a waiter whose thread slept in its last
  *    contended wait (`slept_last`, from the waiting layer's count of this
  *    thread's sleeps), since with more threads than CPUs it will probably
  *    sleep again, and announcing then would cost a membarrier, an
@@ -93,11 +98,7 @@
  * requeue preparation), which the successor's swap orders before the
  * successor's store.  Only the holder writes its successor's word once
  * linked (promotions and the grant), so the plain store races only with
- * the waiter's own parking CAS, which the announcement covers.  lockbench
- * -d 100 -k 2 -D 0.5, 6 interleaved rounds: 2 threads 2.30 -> 2.64 M
- * critical sections/s (pure spin: 2.81 M); 8 and 32 threads within the
- * spread (0.16 -> 0.17 M; 0.14 -> 0.14-0.16 M over two sets of rounds,
- * one 0.91x and one 1.08x the old build).
+ * the waiter's own parking CAS, which the announcement covers.
  *
  * Condition-variable requeue (src/core/cond.c; under spin-then-park only).
  * A thread waiting on a condition prepares its next node for this lock as
@@ -188,7 +189,7 @@ static inline uint32_t rank_behind(struct mcs_node *pred)
 
 /* This thread slept in its last contended wait for an mcs lock (a hint;
  * "Fast hand-over" in the header). */
-static __thread bool slept_last;
+static __thread bool slept_last LL_TLS_IE;
 
 /* Link n behind pred with rank v (before the link store, everything the
  * holder may read: the announcement; see "Fast hand-over" in the header).
@@ -360,7 +361,7 @@ static int mcs_destroy(liblock_t *l)
 const struct ll_ops ll_ops_mcs = {
     .name = "mcs",
     .description = "MCS queue lock: each waiter spins on its own node",
-    .source = "seed 000 section 3.4, Algorithm 3; Mellor-Crummey and Scott 1991",
+    .source = "Mellor-Crummey and Scott, ACM TOCS 1991; Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), section 3.4, Algorithm 3",
     .props = LIBLOCK_PROP_FIFO | LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),

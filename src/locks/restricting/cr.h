@@ -1,6 +1,8 @@
 /*
  * cr.h - helpers shared by the concurrency-restricting (Malthusian) locks
- * mcscr, mcscrn, lifocr and loiter (seed 001, Dice, "Malthusian Locks").
+ * mcscr, mcscrn, lifocr and loiter (D. Dice, "Malthusian Locks", EuroSys
+ * 2017; section numbers in these files are those of the paper's extended
+ * version, arXiv:1511.06035).
  *
  *  - struct cr_node / struct cr_list: the MCS-style queue node these locks
  *    use, and an owner-only doubly linked list of nodes (the passive set, or
@@ -13,8 +15,8 @@
  *  - the fairness Bernoulli trial: probability LIBLOCK_CR_FAIRNESS
  *    (default 0.001, range [0, 1]) read when a lock is initialised, drawn on
  *    the per-thread xorshift generator ll_rand(ll_self()).
- *  - struct ll_cr_stats and the per-lock statistics readers, for tests and
- *    for the fairness instrumentation.  Counters are written only by the
+ *  - the names of the family's statistics (struct ll_ops .stats), for tests
+ *    and for the fairness instrumentation.  Counters are written only by the
  *    lock owner; readers load them without synchronisation, so they are
  *    exact only once the lock is quiescent.
  */
@@ -179,15 +181,14 @@ static inline void cr_link_wait_step(int policy)
  *    at most CR_MAX_TAKEOVERS times, each time re-entering the young end of
  *    the passive set -- without the bound a thread could cycle culled ->
  *    reprovisioned -> taken over where the eldest-first fairness trial never
- *    finds it.  Measured alternatives (RandArray, 32 threads, 2 CPUs):
- *    exempting a node from culling after its first take-over kept the
- *    throughput but let every take-over add a thread to the circulating set
- *    (with the CPUs loaded, the working set in tests/test_malthus.c's
- *    P = 0.01 run grew to ~27 of 32, against 17-20 with the bound below);
- *    granting a taken-over node outright when
- *    it is reprovisioned again brought back the wake-up stalls (40K instead
- *    of ~680K acquisitions/s).  With the bound 8: ~680K/s and an average
- *    working set of ~4.5 (no bound: ~700K/s, 4.6; bound 1: ~610K/s, 6). */
+ *    finds it.  The alternatives are worse: exempting a node from culling
+ *    after its first take-over lets every take-over add a thread to the
+ *    circulating set, which then grows towards all the threads (what
+ *    concurrency restriction exists to prevent); granting a taken-over node
+ *    outright when it is reprovisioned again brings back the wake-up stalls
+ *    that pending grants avoid.  A small bound keeps both the throughput
+ *    and the small working set; a bound of 1 takes over too rarely to hide
+ *    the wake-ups. */
 #define CR_MAX_TAKEOVERS 8u
 #define CR_RETRY 2u   /* word: your pending grant was taken over; arrive again */
 #define CR_PENDING 3u /* word: you hold the lock unless an arrival takes it over first */
@@ -201,16 +202,14 @@ static inline void cr_link_wait_step(int policy)
  * CPU: the spin only delays it, by the whole budget.  This is what
  * oversubscription does to a lock that hands over directly: the unlocker
  * grants the lock to a waiter of its own CPU, comes back for the lock and
- * queues behind it.  Measured with the critical section's owner logged at
- * each acquisition (32 threads pinned 16 per CPU on the 2-CPU VM, mcscr):
- * 10K such hand-offs per half second at 20-100 us each, half of the wall
- * time; with the rule each costs a context switch (1-2 us) and throughput
- * rose 1.8x (lifocr, with the same rule in its own form: 1.7-2.5x).  The
+ * queues behind it.  Each such hand-off then costs the waiter's whole spin
+ * budget before the holder can run; with the rule it costs one context
+ * switch.  The
  * CPU of a node is recorded when its thread arrives (ll_current_cpu:
  * sched_getcpu, which glibc reads from the thread's rseq area, a few
  * cycles) and is only a hint:
  * a thread migrated since makes the rule park where spinning would have
- * done, or spin as before. */
+ * done, or spin where parking at once would have been right. */
 
 /* One arrival: enqueue n and wait for the lock.  take_over: whether this
  * lock grants pending (mcscr) so that an arrival may take a pending grant
@@ -230,11 +229,8 @@ static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node
     if (!pred)
         return 0;
     /* We read pred's line and then link into it: take it exclusive at once
-     * (src/platform/prefetch.h).  lockbench -d 100 -k 2 -D 0.5, 5
-     * interleaved rounds: mcscr 2.86 -> 3.01 M critical sections/s at 2
-     * threads, 2.25 -> 2.39 M at 8, 2.12 -> 2.34 M at 32; mcscrn 1-6 %
-     * faster.  (mcs, whose arrival reads and links the same way, was not
-     * faster: 2.65/2.54, 0.15/0.16 M; it does not use it.) */
+     * (src/platform/prefetch.h), so the read and the link store cost one
+     * transfer of the line, not a shared fetch and then an upgrade. */
     ll_prefetchw(pred);
     /* Behind a thread of our own CPU, park at once ("Same-CPU waiters"
      * above).  pred's field is read before we link, so pred cannot have
@@ -291,9 +287,9 @@ static inline void cr_grant(struct cr_node *t, int policy) { ll_wake(&t->locked,
  * swap on succ's line.  This holds for every grant to n.next that n's
  * owner did not rewrite, the one after a failed release CAS included
  * (cr_release, the raced reprovisioning: the arrival linked itself to n);
- * with two threads that path is most hand-offs, and the swap there kept
- * mcscr at 2.15 M critical sections/s against 2.51 M with the plain store
- * (lockbench -t 2 -d 100 -k 2, 5 interleaved rounds).  Everything else -- a node whose next an owner
+ * with two threads that path is most hand-offs, so a locked swap on the
+ * spinning waiter's line there would stall most grants.  Everything else
+ * -- a node whose next an owner
  * rewrote (n.relinked), grants to a passive node, pending grants -- goes
  * through cr_grant, whose swap sees LL_PARKED, which an announcing waiter
  * also sets.  n.relinked is written by the owner that rewrites n.next (cr_relink)
@@ -391,16 +387,18 @@ static inline void cr_reprovision(_Atomic(struct cr_node *) *tail, struct cr_nod
  * later.  If the passive thread to be reprovisioned has parked, reprovision
  * costs a futex_wake, and the woken thread competes for a CPU with the
  * circulating threads (the scheduler favours a thread that slept), only to
- * be taken over and culled again: the churn that kept mcscr at 0.45x and
- * mcscrn at 0.04x posix at 32 threads on 2 CPUs.  So before reprovisioning a
+ * be taken over and culled again: a churn of wake-ups that can leave the
+ * lock far slower than glibc's mutex with many threads on few CPUs.  So
+ * before reprovisioning a
  * *parked* passive thread h, the owner waits up to `grace` cycles for an
  * arrival: if the tail moves away from n, the arrival (running, warm) gets
  * the lock by an ordinary MCS hand-off and h stays passive and asleep;
- * otherwise the owner reprovisions h as before.  The lock is held throughout
+ * otherwise the owner reprovisions h.  The lock is held throughout
  * (work conservation, I1, is kept), no waiter is stranded (the arrival is
  * granted; h stays in the passive set, from which it is reprovisioned or
  * grafted later), and the window is bounded, so a deficit costs the owner at
- * most `grace` more than before; a passive thread that has not parked yet
+ * most `grace` more than an immediate reprovisioning; a passive thread that
+ * has not parked yet
  * (its word lacks LL_PARKED) is reprovisioned at once, since granting it
  * costs no system call.  Orderings: the tail load is relaxed (a hint); the
  * arrival found is then linked through cr_await_link's acquire load and
@@ -434,8 +432,7 @@ static inline struct cr_node *cr_deficit_grace(_Atomic(struct cr_node *) *tail, 
  * successor succ has a successor of its own.  That read fetches succ's
  * node line from the CPU where succ waits on it, and the unlock cannot
  * grant anyone before the answer arrives: a second line transfer on every
- * hand-off, the one plain MCS does not make (a build of mcscr without it
- * ran 2 threads at 2.25-2.55 M against 1.9-2.0 M CS/s, docs/malthusian.md).
+ * hand-off, the one plain MCS does not make.
  * So the owner looks at the chain once, right after it gets the lock
  * (cr_note_chain: n.next, and that node's next), while its critical
  * section runs; at unlock, ss is what it saw then, provided succ is the
@@ -475,9 +472,9 @@ static inline struct cr_node *cr_seen_second(const struct cr_node *n, const stru
  * one after it, ss.  With more threads than CPUs that grants a waiter that
  * cannot run: ss on the unlocker's CPU is not running (the unlocker is),
  * and ss on succ's CPU has parked at once behind succ ("Same-CPU waiters"),
- * so the hand-off waits for a context switch or a cross-CPU wake-up
- * (lockbench -t 32 on 2 CPUs, owners logged: 13% of mcscr's hand-offs went
- * to a thread of the unlocker's CPU, 1-2 us each, 23% of the time).
+ * so the hand-off waits for a context switch or a cross-CPU wake-up, and
+ * with many threads per CPU such hand-offs are frequent enough to take a
+ * large share of the time.
  * cr_ss_not_running says when the CPU hints show that; the owner then
  * culls ss and grants succ.  Unlinking ss, the owner's node being n:
  *  - ss.next != nil: succ.next = ss.next.  Nobody else writes succ.next
@@ -541,28 +538,25 @@ static inline void cr_release(_Atomic(struct cr_node *) *tail, struct cr_node *n
     cr_grant_next(n, cr_await_link(n, policy), policy);
 }
 
-/* Statistics of a concurrency-restricting lock (owner-written counters). */
-struct ll_cr_stats {
-    uint64_t culls;        /* waiters moved from the queue to the passive set    */
-    uint64_t grafts;       /* eldest passive waiter admitted by the fairness trial */
-    uint64_t reprovisions; /* passive waiter admitted because the queue was empty */
-    uint64_t remote_culls; /* mcscrn: waiters moved to the remote list            */
-    uint64_t home_changes; /* mcscrn: changes of the home NUMA node               */
-    uint64_t handoffs;     /* loiter: direct hand-offs to an impatient standby    */
-    uint64_t pendings;     /* mcscr, mcscrn, lifocr: grants made pending (takeable) */
-    uint64_t steals;       /* mcscr, mcscrn, lifocr: pending grants taken over     */
-    uint64_t graces;       /* mcscr, mcscrn: deficits an arrival filled within the grace window */
-    unsigned passive;      /* current passive-set size                           */
-    unsigned remote;       /* mcscrn: current remote-list size                    */
-    int home;              /* mcscrn: current home node                            */
-    double fairness;       /* the lock's fairness probability                     */
-    const void *tail;      /* queue tail / stack top (tests: is someone waiting?) */
-};
-
-/* Each fills *out and returns 0, or EINVAL if l is not a lock of that kind. */
-int ll_mcscr_stats(const liblock_t *l, struct ll_cr_stats *out);
-int ll_mcscrn_stats(const liblock_t *l, struct ll_cr_stats *out);
-int ll_lifocr_stats(const liblock_t *l, struct ll_cr_stats *out);
-int ll_loiter_stats(const liblock_t *l, struct ll_cr_stats *out);
+/* Statistics of a concurrency-restricting lock (struct ll_ops .stats,
+ * owner-written counters), by name:
+ *   culls         waiters moved from the queue to the passive set
+ *   grafts        eldest passive waiter admitted by the fairness trial
+ *   reprovisions  passive waiter admitted because the queue was empty
+ *   remote_culls  mcscrn: waiters moved to the remote list
+ *   home_changes  mcscrn: changes of the home NUMA node
+ *   handoffs      loiter: direct hand-offs to an impatient standby
+ *   pendings      mcscr, mcscrn, lifocr: grants made pending (takeable)
+ *   steals        mcscr, mcscrn, lifocr: pending grants taken over
+ *   graces        mcscr, mcscrn: deficits an arrival filled within the grace window
+ *   passive       current passive-set size
+ *   remote        mcscrn: current remote-list size
+ *   home          mcscrn: current home node
+ *   fairness_ppb  the lock's fairness probability, in parts per 10^9
+ *   tail          the queue tail / stack top as an address (an identity:
+ *                 tests compare it to learn whether someone waits)
+ * A family member fills those it keeps. */
+static inline void cr_stats_fairness(struct ll_stats *o, double p) { ll_stats_put(o, "fairness_ppb", (int64_t)(p * 1e9 + 0.5)); }
+static inline void cr_stats_tail(struct ll_stats *o, const void *tail) { ll_stats_put(o, "tail", (int64_t)(intptr_t)tail); }
 
 #endif

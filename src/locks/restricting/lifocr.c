@@ -1,8 +1,8 @@
 /*
  * lifocr - LIFO lock with concurrency restriction (the paper's LIFO-CR).
  *
- * Source: seed 001 (Dice, "Malthusian Locks"), appendix A.2 "LIFO-CR";
- * digest shared/notes/001 section 2.3.
+ * Source: D. Dice, "Malthusian Locks", EuroSys 2017; extended version
+ * arXiv:1511.06035, appendix A.2 "LIFO-CR".
  *
  * The lock word `top` is the stack pointer of an explicit stack of waiting
  * nodes:  FREE (nil) = unlocked;  HELD (1) = held, no waiter;  otherwise
@@ -51,10 +51,10 @@
  * the waiter's ll_wait_while returns after an acquire load.  The release
  * CAS HELD -> FREE pairs with the next acquirer's acquire CAS FREE -> HELD.
  *
- * Pending grants (not in the paper; the same idea as mcscr's, cr.h).  On 2
- * CPUs the popped waiter has usually parked, and an outright grant makes
- * the lock wait for its wake-up while running threads pile up (40K
- * acquisitions/s on RandArray at 32 threads, 0.08x posix).  So when the
+ * Pending grants (not in the paper; the same idea as mcscr's, cr.h).  With
+ * more threads than CPUs the popped waiter has usually parked, and an
+ * outright grant makes the lock wait, held but idle, for its wake-up while
+ * running threads pile up behind it.  So when the
  * waiter w the owner takes off the stack sleeps (its word carries the
  * parked bit), the owner publishes w in `pend` (release) and wakes w with
  * LIFO_CHECK instead of 0.  Ownership then belongs to whoever first CASes
@@ -67,7 +67,7 @@
  *  - The lock is never free meanwhile: top is not touched by a pending
  *    grant or a take-over (it stays HELD or a stack), and pend != nil only
  *    while the lock is held pending.  Arrivals' fast path (FREE -> HELD)
- *    fails, so they reach take_pending.  Work conserving as before (I3).
+ *    fails, so they reach take_pending.  Work conserving, as I3 says.
  *  - No ABA on pend: only nodes are stored there and the CAS compares the
  *    word itself, never a node's memory, so a stale read of pend is
  *    harmless: if the CAS finds the same node pending again, that is a
@@ -100,13 +100,12 @@
  * as 1).  The word is reset before every push, and the push's release CAS
  * and the owner's acquire load of top order the reset before the owner's
  * read.  Everything else (the eldest hand-off, pending grants, the spin
- * and yield policies, LIBLOCK_FASTWAKE=0) keeps the swap.  2 threads,
- * lockbench -d 100 -k 2, 5 interleaved rounds: 2.43 -> 2.68 M critical
- * sections/s; at 8 and 32 threads no change beyond the spread (2.20 and
- * 2.19 M; 2.08 and 1.98 M).
+ * and yield policies, LIBLOCK_FASTWAKE=0) keeps the swap.  The plain store
+ * spares the owner a locked instruction on the line the spinning waiter
+ * holds, so the grant does not stall for that line's transfer.
  *
- * Same CPU (not in the paper; cr.h, "Same-CPU waiters", has the measured
- * case).  An unlocker that grants the lock to a waiter of its own CPU
+ * Same CPU (not in the paper; cr.h, "Same-CPU waiters", has the
+ * argument).  An unlocker that grants the lock to a waiter of its own CPU
  * remembers it (granted_same_cpu, thread-local); its next lock() of the
  * same lock, if it must wait, parks at once under spin-then-park instead of
  * spinning: the grantee cannot run on that CPU while the unlocker spins
@@ -159,7 +158,7 @@ static inline bool take_pending(struct lifocr_lock *s)
 
 /* The lock this thread last granted to a waiter of its own CPU (see
  * "Same CPU" in the header); a hint, cleared by the next lock(). */
-static __thread const struct lifocr_lock *granted_same_cpu;
+static __thread const struct lifocr_lock *granted_same_cpu LL_TLS_IE;
 
 static int lifocr_lock(liblock_t *l, void *vnode)
 {
@@ -293,27 +292,21 @@ static int lifocr_destroy(liblock_t *l)
     return atomic_load_explicit(&LL_STATE(l, struct lifocr_lock)->top, memory_order_acquire) ? EBUSY : 0;
 }
 
-extern const struct ll_ops ll_ops_lifocr;
-
-int ll_lifocr_stats(const liblock_t *l, struct ll_cr_stats *out)
+static void lifocr_stats(const liblock_t *l, struct ll_stats *o)
 {
-    if (!l || l->_magic != LL_LOCK_MAGIC || l->_ops != &ll_ops_lifocr || !out)
-        return EINVAL;
     struct lifocr_lock *s = l->_state;
-    memset(out, 0, sizeof *out);
-    out->grafts = s->grafts;
-    out->pendings = s->pendings;
-    out->steals = s->steals;
-    out->fairness = s->p;
-    out->tail = atomic_load_explicit(&s->top, memory_order_acquire);
-    return 0;
+    ll_stats_put(o, "grafts", (int64_t)s->grafts);
+    ll_stats_put(o, "pendings", (int64_t)s->pendings);
+    ll_stats_put(o, "steals", (int64_t)s->steals);
+    cr_stats_fairness(o, s->p);
+    cr_stats_tail(o, atomic_load_explicit(&s->top, memory_order_acquire));
 }
 
 const struct ll_ops ll_ops_lifocr = {
     .name = "lifocr",
     .description = "LIFO stack lock with concurrency restriction: most recent waiter first, eldest with "
                    "probability LIBLOCK_CR_FAIRNESS, constant-time unlock",
-    .source = "seed 001 appendix A.2 (LIFO-CR); Dice, Malthusian Locks, EuroSys 2017",
+    .source = "Dice, Malthusian Locks, EuroSys 2017 (extended version, arXiv:1511.06035), appendix A.2 (LIFO-CR)",
     .props = LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
@@ -326,4 +319,5 @@ const struct ll_ops ll_ops_lifocr = {
     .lock = lifocr_lock,
     .trylock = lifocr_trylock,
     .unlock = lifocr_unlock,
+    .stats = lifocr_stats,
 };

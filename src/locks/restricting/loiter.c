@@ -1,8 +1,8 @@
 /*
  * loiter - LOITER (Locking: Outer-Inner with ThRottling).
  *
- * Source: seed 001 (Dice, "Malthusian Locks"), appendix A.1; digest
- * shared/notes/001 section 2.2.
+ * Source: D. Dice, "Malthusian Locks", EuroSys 2017; extended version
+ * arXiv:1511.06035, appendix A.1 "LOITER Locks".
  *
  * Structure: an outer test-and-set word, an inner MCS queue lock and at most
  * one standby thread (the holder of the inner lock).
@@ -300,25 +300,19 @@ static int loiter_destroy(liblock_t *l)
     return 0;
 }
 
-extern const struct ll_ops ll_ops_loiter;
-
-int ll_loiter_stats(const liblock_t *l, struct ll_cr_stats *out)
+static void loiter_stats(const liblock_t *l, struct ll_stats *o)
 {
-    if (!l || l->_magic != LL_LOCK_MAGIC || l->_ops != &ll_ops_loiter || !out)
-        return EINVAL;
     struct loiter_lock *s = l->_state;
-    memset(out, 0, sizeof *out);
-    out->handoffs = s->handoffs;
-    out->fairness = s->p;
-    out->tail = atomic_load_explicit(&s->inner_tail, memory_order_acquire);
-    return 0;
+    ll_stats_put(o, "handoffs", (int64_t)s->handoffs);
+    cr_stats_fairness(o, s->p);
+    cr_stats_tail(o, atomic_load_explicit(&s->inner_tail, memory_order_acquire));
 }
 
 const struct ll_ops ll_ops_loiter = {
     .name = "loiter",
     .description = "LOITER: outer test-and-set lock with bounded arrival spin, inner MCS spin-then-park "
                    "lock, one standby, direct hand-off to an impatient standby",
-    .source = "seed 001 appendix A.1 (LOITER); Dice, Malthusian Locks, EuroSys 2017",
+    .source = "Dice, Malthusian Locks, EuroSys 2017 (extended version, arXiv:1511.06035), appendix A.1 (LOITER)",
     .props = LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
@@ -331,4 +325,5 @@ const struct ll_ops ll_ops_loiter = {
     .lock = loiter_lock,
     .trylock = loiter_trylock,
     .unlock = loiter_unlock,
+    .stats = loiter_stats,
 };

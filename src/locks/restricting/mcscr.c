@@ -1,8 +1,8 @@
 /*
  * mcscr - MCS with concurrency restriction (the paper's MCSCR).
  *
- * Source: seed 001 (Dice, "Malthusian Locks", EuroSys 2017, extended),
- * section 4 "MCSCR"; digest shared/notes/001 section 2.1.
+ * Source: D. Dice, "Malthusian Locks", EuroSys 2017; extended version
+ * arXiv:1511.06035, section 4 "The MCSCR lock algorithm".
  *
  * Idea: when more threads circulate over a lock than it needs to stay
  * saturated, the surplus only adds cache, pipeline and CPU pressure.  MCSCR
@@ -50,8 +50,9 @@
  * Pending grants (not in the paper; cr.h has the full argument).  Under
  * spin-then-park a passive thread has usually gone to sleep by the time it
  * is reprovisioned; granting it the lock outright makes the lock wait, held
- * but idle, for its wake-up (tens of microseconds when the CPUs are
- * oversubscribed) while running threads queue behind it.  So (R) grants the
+ * but idle, for its wake-up (a cross-CPU wake-up, or a whole time slice
+ * when the CPUs are oversubscribed) while running threads queue behind
+ * it.  So (R) grants the
  * PS head *pending*: it holds the lock unless the first arrival behind it
  * takes it over first, in which case the arrival owns the lock and the
  * passive thread, once it runs, arrives again as a new arrival.  The lock
@@ -242,31 +243,25 @@ static int mcscr_destroy(liblock_t *l)
     return atomic_load_explicit(&LL_STATE(l, struct mcscr_lock)->tail, memory_order_acquire) ? EBUSY : 0;
 }
 
-extern const struct ll_ops ll_ops_mcscr;
-
-int ll_mcscr_stats(const liblock_t *l, struct ll_cr_stats *out)
+static void mcscr_stats(const liblock_t *l, struct ll_stats *o)
 {
-    if (!l || l->_magic != LL_LOCK_MAGIC || l->_ops != &ll_ops_mcscr || !out)
-        return EINVAL;
     const struct mcscr_lock *s = l->_state;
-    memset(out, 0, sizeof *out);
-    out->culls = s->culls;
-    out->grafts = s->grafts;
-    out->reprovisions = s->reprovisions;
-    out->pendings = s->reprovisions; /* every reprovisioning grant is pending */
-    out->steals = s->steals;
-    out->graces = s->graces;
-    out->passive = s->ps.count;
-    out->fairness = s->p;
-    out->tail = atomic_load_explicit(&((struct mcscr_lock *)l->_state)->tail, memory_order_acquire);
-    return 0;
+    ll_stats_put(o, "culls", (int64_t)s->culls);
+    ll_stats_put(o, "grafts", (int64_t)s->grafts);
+    ll_stats_put(o, "reprovisions", (int64_t)s->reprovisions);
+    ll_stats_put(o, "pendings", (int64_t)s->reprovisions); /* every reprovisioning grant is pending */
+    ll_stats_put(o, "steals", (int64_t)s->steals);
+    ll_stats_put(o, "graces", (int64_t)s->graces);
+    ll_stats_put(o, "passive", (int64_t)s->ps.count);
+    cr_stats_fairness(o, s->p);
+    cr_stats_tail(o, atomic_load_explicit(&((struct mcscr_lock *)l->_state)->tail, memory_order_acquire));
 }
 
 const struct ll_ops ll_ops_mcscr = {
     .name = "mcscr",
     .description = "MCS with concurrency restriction: culls surplus waiters into a passive set, "
                    "admits the eldest with probability LIBLOCK_CR_FAIRNESS",
-    .source = "seed 001 section 4 (MCSCR); Dice, Malthusian Locks, EuroSys 2017",
+    .source = "Dice, Malthusian Locks, EuroSys 2017 (extended version, arXiv:1511.06035), section 4 (MCSCR)",
     .props = LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
@@ -279,4 +274,5 @@ const struct ll_ops ll_ops_mcscr = {
     .lock = mcscr_lock,
     .trylock = mcscr_trylock,
     .unlock = mcscr_unlock,
+    .stats = mcscr_stats,
 };

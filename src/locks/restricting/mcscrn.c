@@ -1,8 +1,9 @@
 /*
  * mcscrn - NUMA-aware MCSCR (the paper's MCSCRN).
  *
- * Source: seed 001 (Dice, "Malthusian Locks"), section 9.1 (future work,
- * described in prose only); digest shared/notes/001 section 2.4.  Built on
+ * Source: D. Dice, "Malthusian Locks", EuroSys 2017; extended version
+ * arXiv:1511.06035, section 9.1 "Future Work" (described in prose only).
+ * Built on
  * mcscr.c: read its header first; the races of putting a list node into an
  * empty chain and the ordering argument are the same and are not repeated.
  *
@@ -52,20 +53,18 @@
  * empty, outright (the paper's) while it holds a waiter.
  *  - With one node, or every waiter on the home node, there is no locality
  *    to keep, and an outright grant makes the lock wait, held but idle, for
- *    a parked passive thread's wake-up (~17 us here) while running threads
- *    queue behind it: on this 2-CPU machine mcscrn ran at 0.04-0.09x posix
- *    with short critical sections at 8 and 32 threads for that reason alone
- *    (BENCHMARKS.md, oversubscription).  A pending grant lets the first
- *    arrival take the lock over instead, exactly as in mcscr, so on one node
- *    mcscrn is mcscr (the claim below is now true of the code, not only of
- *    the algorithm).
+ *    a parked passive thread's wake-up while running threads queue behind
+ *    it; with short critical sections and more threads than CPUs that
+ *    stall dominates.  A pending grant lets the first arrival take the lock
+ *    over instead, exactly as in mcscr, so on one node mcscrn is mcscr, in
+ *    the code as in the algorithm.
  *  - While waiters of another node exist (the remote list is not empty), a
  *    pending grant would let whichever thread runs next -- of either node --
- *    take the lock over: tried here (even with take-overs keyed to the home
- *    node), it removed the wake-up stalls that let waiters of one node queue
- *    up to be culled, and the share of successions within a node in
- *    tests/test_mcscrn_numa.c fell from ~0.9 to 0.07-0.8.  So then the
- *    grant is outright, as in the paper: mcscrn's purpose is that locality.
+ *    take the lock over (even with take-overs keyed to the home node): that
+ *    removes the wake-up stalls that let waiters of one node queue up to be
+ *    culled, and successions within a node, which tests/test_mcscrn_numa.c
+ *    checks, stop being the rule.  So then the grant is outright, as in the
+ *    paper: mcscrn's purpose is that locality.
  *    The remote list is emptied only by a home switch that finds no other
  *    node's waiter, so with two nodes contending the grants stay outright.
  *  - An arrival may take over a pending grant whatever its node (it cannot
@@ -290,35 +289,29 @@ static int mcscrn_destroy(liblock_t *l)
     return atomic_load_explicit(&LL_STATE(l, struct mcscrn_lock)->tail, memory_order_acquire) ? EBUSY : 0;
 }
 
-extern const struct ll_ops ll_ops_mcscrn;
-
-int ll_mcscrn_stats(const liblock_t *l, struct ll_cr_stats *out)
+static void mcscrn_stats(const liblock_t *l, struct ll_stats *o)
 {
-    if (!l || l->_magic != LL_LOCK_MAGIC || l->_ops != &ll_ops_mcscrn || !out)
-        return EINVAL;
     struct mcscrn_lock *s = l->_state;
-    memset(out, 0, sizeof *out);
-    out->culls = s->culls;
-    out->remote_culls = s->remote_culls;
-    out->grafts = s->grafts;
-    out->reprovisions = s->reprovisions;
-    out->home_changes = s->home_changes;
-    out->pendings = s->pendings;
-    out->steals = s->steals;
-    out->graces = s->graces;
-    out->passive = s->ps.count;
-    out->remote = s->remote.count;
-    out->home = s->home;
-    out->fairness = s->p;
-    out->tail = atomic_load_explicit(&s->tail, memory_order_acquire);
-    return 0;
+    ll_stats_put(o, "culls", (int64_t)s->culls);
+    ll_stats_put(o, "remote_culls", (int64_t)s->remote_culls);
+    ll_stats_put(o, "grafts", (int64_t)s->grafts);
+    ll_stats_put(o, "reprovisions", (int64_t)s->reprovisions);
+    ll_stats_put(o, "home_changes", (int64_t)s->home_changes);
+    ll_stats_put(o, "pendings", (int64_t)s->pendings);
+    ll_stats_put(o, "steals", (int64_t)s->steals);
+    ll_stats_put(o, "graces", (int64_t)s->graces);
+    ll_stats_put(o, "passive", (int64_t)s->ps.count);
+    ll_stats_put(o, "remote", (int64_t)s->remote.count);
+    ll_stats_put(o, "home", (int64_t)s->home);
+    cr_stats_fairness(o, s->p);
+    cr_stats_tail(o, atomic_load_explicit(&s->tail, memory_order_acquire));
 }
 
 const struct ll_ops ll_ops_mcscrn = {
     .name = "mcscrn",
     .description = "NUMA-aware MCSCR: culls waiters of other NUMA nodes into a remote list, "
                    "changes home node with probability LIBLOCK_CR_FAIRNESS",
-    .source = "seed 001 section 9.1 (MCSCRN); Dice, Malthusian Locks, EuroSys 2017",
+    .source = "Dice, Malthusian Locks, EuroSys 2017 (extended version, arXiv:1511.06035), section 9.1 (MCSCRN)",
     .props = LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
@@ -331,4 +324,5 @@ const struct ll_ops ll_ops_mcscrn = {
     .lock = mcscrn_lock,
     .trylock = mcscrn_trylock,
     .unlock = mcscrn_unlock,
+    .stats = mcscrn_stats,
 };

@@ -1,7 +1,10 @@
 /*
  * client.c - how an mp-server client waits for its reply: polling with the
- * fixed or adaptive back-off of seed 004 section 7.1.2, sleeping (spin-then-
- * park, park), and trylock's withdrawable wait.  The algorithm, invariants
+ * fixed back-off of D. Petrovic, "Efficient Communication and
+ * Synchronization on Manycore Processors", PhD thesis no. 6552, EPFL, 2015,
+ * section 7.1.3 ("Backoff with local spinning"), or our adaptive one;
+ * sleeping (spin-then-park, park), and trylock's withdrawable wait.  The
+ * algorithm, invariants
  * (I4: sleeping clients and server) and memory-ordering argument are in the
  * header of src/locks/delegation/mp-server.c.
  */

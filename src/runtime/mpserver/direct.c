@@ -1,7 +1,8 @@
 /*
  * direct.c - mp-server's direct mode: the lock word that lets a thread run
- * its own critical section when the server thread is not running (issue
- * 12, oversubscription).  Not in seed 004.  The algorithm, why it is
+ * its own critical section when the server thread is not running (more
+ * threads than CPUs).  Not in the thesis mp-server comes from (Petrovic,
+ * EPFL 2015, chapter 7); ours.  The algorithm, why it is
  * needed and when it applies are in the header of src/locks/delegation/mp-server.c
  * ("Direct mode"); this file has the lock word and the withdrawable wait.
  *
@@ -46,7 +47,7 @@
 
 int ll_mps_direct_default(int policy, int pinned)
 {
-    /* the explicit spin policy is seed 004's dedicated-core configuration:
+    /* the explicit spin policy is the thesis's dedicated-core configuration:
      * it keeps the pure request path (no lock word, no CAS on the server);
      * so does a server pinned to a CPU (LIBLOCK_MPSERVER_CPU: the user
      * gave it a core), unless LIBLOCK_MPSERVER_DIRECT=1 */

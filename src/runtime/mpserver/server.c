@@ -14,7 +14,7 @@
 
 /* The lock whose critical sections this thread runs (the server thread's
  * own TLS; ll_cs_enter sets it around each delegated section). */
-extern __thread const liblock_t *ll_mps_serving;
+extern __thread const liblock_t *ll_mps_serving LL_TLS_IE;
 
 void ll_mps_wake_server(struct mps_lock *s)
 {

@@ -1,9 +1,12 @@
 /*
- * mailbox.h - per-thread mailboxes over cache coherence (seed 004, digest
- * sections 6, 13.3 and 14.4): the message-passing model of Petrovic's
- * thesis (send, blocking receive(k), is_empty, FIFO queues of 64-bit
- * words) built from ordinary loads and stores.  The platform for hyblock
- * and hybcomb (src/locks/hyb*.c); docs/hybrid.md is the user's view.
+ * mailbox.h - per-thread mailboxes over cache coherence: the
+ * message-passing model of D. Petrovic, "Efficient Communication and
+ * Synchronization on Manycore Processors", PhD thesis no. 6552, EPFL,
+ * 2015, section 5.2 "System Model" (send, blocking receive(k),
+ * is_msg_queue_empty, per-thread FIFO queues of 64-bit words), which the
+ * thesis gets from the hardware message queues of a manycore chip, built
+ * here from ordinary loads and stores.  The platform for hyblock and
+ * hybcomb (src/locks/hybrid/); docs/hybrid.md is the user's view.
  *
  * Shape.  Every thread owns one mailbox (created on its first call, given
  * back to a pool when it exits and reused by a later thread, never freed,
