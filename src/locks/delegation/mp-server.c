@@ -33,4 +33,5 @@ const struct ll_ops ll_ops_mp_server = {
     .cond_release = ll_mps_cond_release,
     .cond_reacquire = ll_mps_cond_reacquire,
     .thread_register = ll_mps_thread_register,
+    .stats = ll_mps_stats,
 };

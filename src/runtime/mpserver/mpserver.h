@@ -369,6 +369,9 @@ int ll_mps_lock_unlock(liblock_t *l, void *node);
 int ll_mps_cond_release(liblock_t *l);
 int ll_mps_cond_reacquire(liblock_t *l);
 
+/* server.c: the server counters (the ops table's .stats) */
+void ll_mps_stats(const liblock_t *l, struct ll_stats *o);
+
 /* request.c: posting a request */
 #define MPS_WITHDRAWN (-1) /* ll_mps_request(): direct mode, the EXEC was withdrawn */
 struct mps_chunk *ll_mps_my_chunk(struct mps_lock *s, ll_thread_t *self, unsigned *k);
