@@ -13,36 +13,13 @@
  * with -llock runs under the interposer: a transformed memcached's
  * daemon()).  Such a mutex becomes glibc's for life, like an allocator's met
  * during set-up (ip_in_setup); mutexes already set up are unaffected. */
-/* The owner word of an ownerless wrapper (IP_OWNERLESS, shim.h: posix's
- * fast path) is 0 while the program runs; its glibc mutex records the
- * holder's thread id (__owner: written by glibc's lock, cleared by its
- * unlock).  From here to the parent/child handler the word says whether
- * the forking thread holds the mutex, as every other wrapper's does (read
- * now: the child's thread has another id); then it is 0 again.  Only this
- * thread writes the word meanwhile: the other threads' fast paths never
- * do, and this thread runs no program code until the handlers are done.
- * The glibc mutex is in the algorithm's state, which lives as long as the
- * wrapper, so reading it is safe whatever became of the pthread_mutex_t. */
-static void ownerless_mark(int on)
-{
-    pid_t tid = on ? gettid() : 0;
-    for (struct ip_mutex *w = reg_mutexes; w; w = w->next) {
-        if (!IP_OWNERLESS(w))
-            continue;
-        int mine = on && __atomic_load_n(&IP_POSIX_MUTEX(w)->__data.__owner, __ATOMIC_RELAXED) == tid;
-        atomic_store_explicit(&w->owner, mine ? self_tag() : 0, memory_order_relaxed);
-    }
-}
-
 static void fork_prepare(void)
 {
     R.mutex_lock(&reg_mutex);
     ip_in_setup++;
-    ownerless_mark(1);
 }
 static void fork_parent(void)
 {
-    ownerless_mark(0);
     ip_in_setup--;
     R.mutex_unlock(&reg_mutex);
 }
@@ -63,6 +40,14 @@ static void fork_child(void)
             }
             continue;
         }
+        if (IP_INPLACE(w)) {
+            /* posix in place (shim.h): m is glibc's, inherited as glibc
+             * leaves it (held by this thread: still held, unlockable; by
+             * another: held for ever); and it may no longer exist (freed
+             * without destroy), so it is not touched.  The unused
+             * algorithm state is left as it is. */
+            continue;
+        }
         liblock_t fresh;
         if (liblock_init(&fresh, LL_OPS(&w->lock)->name, &w->algo->attr) != 0)
             continue; /* out of memory: left as it was */
@@ -70,9 +55,7 @@ static void fork_child(void)
         w->hold = NULL;
         mutex_set_fns(w); /* rcl: the fresh lock is bound on first use */
         if (mine && w_raw_lock(w) == 0) {
-            if (IP_OWNERLESS(w)) /* (ownerless_mark) */
-                atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
-            else if (w->type != PTHREAD_MUTEX_NORMAL)
+            if (w->type != PTHREAD_MUTEX_NORMAL)
                 /* Still held, but as glibc's: its owner is the forking
                  * thread's id, which the child's thread does not have, so
                  * there trylock is EBUSY, unlock EPERM and lock waits for
