@@ -376,20 +376,23 @@ static __attribute__((noinline)) int track_unlock_f(struct ip_mutex *w) { return
  * word (shim.h), loaded with __kind from the mutex's own line; posix in
  * place is then a tail call into glibc on m itself, the others a tail call into a
  * small function of their kind. */
-static inline uintptr_t fast_word(pthread_mutex_t *m)
-{
-    uintptr_t p = atomic_load_explicit(mptr(m), memory_order_acquire);
-    return LL_LIKELY(p > IP_GLIBC && !(mkind(m) & IP_KIND_PASS)) ? p : 0;
-}
-
+/* posix in place is tested first, on the word alone: a word whose tag is
+ * IP_FAST_GLIBC is one we published for an in-place mutex (IP_GLIBC is 1,
+ * unset is 0, and glibc writes the word only for robust mutexes, with
+ * pointers to 8-aligned list entries), and for any mutex glibc's own
+ * function on m is the right call anyway (it is what the pass-through kinds
+ * get), so __kind need not be read: one load, the compare, the tail jump.
+ * The word is loaded with acquire (shim.h I1). */
 LL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
-    uintptr_t p = fast_word(m), tag = p & IP_TAG_MASK;
+    uintptr_t p = atomic_load_explicit(mptr(m), memory_order_acquire), tag = p & IP_TAG_MASK;
+    if (tag == IP_FAST_GLIBC) /* posix in place: the wrapper is not read */
+        return R.mutex_lock(m);
+    if (LL_UNLIKELY(p <= IP_GLIBC || (mkind(m) & IP_KIND_PASS)))
+        return lock_rest(m);
     struct ip_mutex *w = ip_untag(p);
     if (LL_LIKELY(tag == IP_FAST_FN))
         return fn_lock(w);
-    if (tag == IP_FAST_GLIBC) /* posix in place: the wrapper is not read */
-        return R.mutex_lock(m);
     if (tag == IP_FAST_NODE)
         return node_lock_f(w);
     if (tag == IP_FAST_TRACK)
@@ -399,12 +402,14 @@ LL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 
 LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
-    uintptr_t p = fast_word(m), tag = p & IP_TAG_MASK;
+    uintptr_t p = atomic_load_explicit(mptr(m), memory_order_acquire), tag = p & IP_TAG_MASK;
+    if (tag == IP_FAST_GLIBC) /* posix in place */
+        return R.mutex_unlock(m);
+    if (LL_UNLIKELY(p <= IP_GLIBC || (mkind(m) & IP_KIND_PASS)))
+        return unlock_rest(m);
     struct ip_mutex *w = ip_untag(p);
     if (LL_LIKELY(tag == IP_FAST_FN))
         return fn_unlock(w);
-    if (tag == IP_FAST_GLIBC) /* posix in place */
-        return R.mutex_unlock(m);
     if (tag == IP_FAST_NODE)
         return node_unlock_f(w);
     if (tag == IP_FAST_TRACK)
