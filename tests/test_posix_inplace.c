@@ -14,11 +14,14 @@
  *     condition wait (woken, and timed out) releases and retakes the
  *     program's mutex; destroy of a held mutex is EBUSY and leaves it
  *     usable; a forked child inherits a mutex its parent's thread held and
- *     can unlock it; spin-then-park gives glibc's adaptive kind.
+ *     can unlock it, finds one another thread held free, and survives a
+ *     mutex unmapped without destroy; spin-then-park gives glibc's
+ *     adaptive kind.
  * Run without arguments it is the driver (part 1, then the children).
  */
 #include "harness.h"
 
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #define SENTINEL ((void *)0x5a5a5a5a5a5a5a40ul)
@@ -103,6 +106,18 @@ static void *signaller(void *arg)
     return NULL;
 }
 
+static int holding;
+static void *hold_static(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(pthread_mutex_lock(&m_static), 0);
+    __atomic_store_n(&holding, 1, __ATOMIC_RELEASE);
+    while (__atomic_load_n(&holding, __ATOMIC_ACQUIRE) != 2)
+        usleep(1000);
+    CHECK_EQ(pthread_mutex_unlock(&m_static), 0);
+    return NULL;
+}
+
 static int child(void)
 {
     th_watchdog(60);
@@ -143,13 +158,27 @@ static int child(void)
     CHECK_EQ(pthread_join(th, NULL), 0);
 
     th_context = "fork";
+    /* a mutex set up, then its memory unmapped without destroy: fork must
+     * not touch it */
+    pthread_mutex_t *gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(gone != MAP_FAILED, "mmap");
+    CHECK_EQ(pthread_mutex_lock(gone), 0);
+    CHECK_EQ(pthread_mutex_unlock(gone), 0);
+    CHECK_EQ(munmap(gone, 4096), 0);
     CHECK_EQ(pthread_mutex_lock(&m_init), 0);
+    holding = 0;
+    CHECK_EQ(pthread_create(&th, NULL, hold_static, NULL), 0);
+    while (!__atomic_load_n(&holding, __ATOMIC_ACQUIRE))
+        usleep(1000);
     pid_t pid = fork();
     if (pid == 0) {
         int ok = pthread_mutex_unlock(&m_init) == 0 && pthread_mutex_trylock(&m_init) == 0 &&
-                 owner(&m_init) == (int)gettid() && pthread_mutex_unlock(&m_init) == 0;
+                 owner(&m_init) == (int)gettid() && pthread_mutex_unlock(&m_init) == 0 &&
+                 pthread_mutex_trylock(&m_static) == 0 && pthread_mutex_unlock(&m_static) == 0;
         _exit(ok ? 0 : 1);
     }
+    __atomic_store_n(&holding, 2, __ATOMIC_RELEASE);
+    CHECK_EQ(pthread_join(th, NULL), 0);
     CHECK(pid > 0, "fork");
     int st = -1;
     CHECK_EQ(waitpid(pid, &st, 0), pid);

@@ -3,6 +3,8 @@
  */
 #include "shim.h"
 
+#include <sys/uio.h>
+
 #define reg_mutexes shim_reg_mutexes
 #define reg_conds shim_reg_conds
 
@@ -13,10 +15,43 @@
  * with -llock runs under the interposer: a transformed memcached's
  * daemon()).  Such a mutex becomes glibc's for life, like an allocator's met
  * during set-up (ip_in_setup); mutexes already set up are unaffected. */
+static pid_t fork_tid; /* the forking thread's id (fork_prepare), for inplace_child */
+
 static void fork_prepare(void)
 {
     R.mutex_lock(&reg_mutex);
     ip_in_setup++;
+    fork_tid = gettid();
+}
+
+/* posix in place (shim.h) in the child: the lock is glibc's state in the
+ * program's own mutex m, which is rebuilt like every other lock: held by
+ * the forking thread (glibc's __owner is its id, as glibc's lock writes
+ * it): left held, and the child may unlock it; held by another thread
+ * (which does not exist here): made free by clearing glibc's lock, owner,
+ * user-count and recursion words (glibc's initial values; no waiter can
+ * exist in the child, which runs one thread).  m may have been freed
+ * without pthread_mutex_destroy (std::mutex never calls it) while its
+ * wrapper stayed registered, so m is first read through process_vm_readv
+ * on ourselves, which reports an unmapped or unreadable address instead
+ * of faulting, and written only if its pointer word still names this
+ * wrapper with the in-place tag (only a live mutex set up on this wrapper
+ * holds that value).  If the read is not allowed, m is left as glibc
+ * leaves it.  Single-threaded here: plain accesses. */
+static void inplace_child(struct ip_mutex *w)
+{
+    pthread_mutex_t *m = IP_INPLACE_MUTEX(w), copy;
+    struct iovec local = {&copy, sizeof copy}, remote = {m, sizeof copy};
+    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof copy)
+        return;
+    if ((uintptr_t)copy.__data.__list.__prev != ip_word(w) || (copy.__data.__kind & IP_KIND_PASS))
+        return; /* no longer this wrapper's mutex */
+    if (copy.__data.__lock == 0 || copy.__data.__owner == fork_tid)
+        return; /* free, or the forking thread's */
+    m->__data.__lock = 0;
+    m->__data.__owner = 0;
+    m->__data.__nusers = 0;
+    m->__data.__count = 0;
 }
 static void fork_parent(void)
 {
@@ -41,11 +76,7 @@ static void fork_child(void)
             continue;
         }
         if (IP_INPLACE(w)) {
-            /* posix in place (shim.h): m is glibc's, inherited as glibc
-             * leaves it (held by this thread: still held, unlockable; by
-             * another: held for ever); and it may no longer exist (freed
-             * without destroy), so it is not touched.  The unused
-             * algorithm state is left as it is. */
+            inplace_child(w); /* (its unused algorithm state is left as it is) */
             continue;
         }
         liblock_t fresh;

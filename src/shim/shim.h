@@ -93,18 +93,20 @@
  * (release) exactly as without the interposer.
  * What then is glibc's, not ours: who holds m (__owner: no owner word,
  * IP_OWNERLESS), destroy's EBUSY (glibc's user count), timedlock/clocklock
- * (glibc's, not the polling loop), and fork: the child inherits m as glibc
- * leaves it (held by the forking thread: still held, and it may unlock it;
- * held by another thread: held for ever), not rebuilt like the others.
+ * (glibc's, not the polling loop).  fork treats m as every other lock
+ * ("fork" below): held by the forking thread, still held; held by another
+ * thread, made free (fork.c inplace_child, which reads m without faulting
+ * first: it may have been freed without destroy).
  * A condition variable waits with liblock's condition (LIBLOCK_COND
  * applies), releasing and retaking m through glibc (cond.c, a proxy lock
  * with cond_release/cond_reacquire hooks).  An in-place wrapper left behind
- * by a mutex freed without destroy is never read through its old address
- * (fork does not touch m; reuse at that address does not try the old
- * state, which was m's bytes and now belong to the new mutex).
+ * by a mutex freed without destroy is never faulted on through its old
+ * address (fork reads m with process_vm_readv; reuse at that address does
+ * not try the old state, which was m's bytes and now belong to the new
+ * mutex).
  * The profiler keeps the old posix path (glibc's lock on the glibc mutex in
  * the algorithm's state; IP_INPLACE is 0 there).
-
+ *
  * ---- Invariants and memory ordering -------------------------------------------
  *  I1 The pointer word of a mutex changes only 0 -> W or 0 -> IP_GLIBC (CAS,
  *     acq_rel), W -> 0 (pthread_mutex_destroy, when POSIX allows no other

@@ -404,7 +404,9 @@ struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int i
              * gives its own mutex; no thread uses m's lock words before the
              * word below is published (shim.h "posix in place") */
             int k = use->lock._wait == LIBLOCK_WAIT_SPIN_THEN_PARK ? PTHREAD_MUTEX_ADAPTIVE_NP : PTHREAD_MUTEX_NORMAL;
-            m->__data.__kind = (m->__data.__kind & ~IP_KIND_TYPE) | k;
+            int kind = mkind(m);
+            if ((kind & IP_KIND_TYPE) != k) /* (usually already so: no write) */
+                __atomic_store_n(&m->__data.__kind, (kind & ~IP_KIND_TYPE) | k, __ATOMIC_RELAXED);
         }
         lp_mutex_new(use, site);
         lp_set_fast(m, use);
