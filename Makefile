@@ -50,7 +50,9 @@ LOCK_NAMES := $(basename $(sort $(notdir $(LOCK_SRCS))))
 LIB_SRCS  := $(sort $(wildcard src/platform/*.c src/core/*.c src/runtime/rcl/*.c src/runtime/mpserver/*.c src/runtime/transport/*.c)) $(LOCK_SRCS)
 LIB_OBJS  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/registry.o
 # The shared interception layer (src/shim/) is compiled twice: as is for the
-# interposer, with -DLL_SHIM_PROFILE (into $(BUILD)/obj-profile) for the profiler.
+# interposer, with -DLL_SHIM_PROFILE (into $(BUILD)/obj-profile) for the profiler,
+# whose hooks (src/profile/hooks.h, implementing src/shim/observer.h) are then
+# force-included: the shim includes nothing of the profiler's.
 SHIM_SRCS := $(sort $(wildcard src/shim/*.c))
 INTERPOSE_SRCS := $(sort $(wildcard src/interpose/*.c))
 PROFILE_SRCS := $(sort $(wildcard src/profile/*.c))
@@ -85,7 +87,7 @@ PROFILE_SO := $(if $(PROFILE_SRCS),$(BUILD)/lib/liblock-profile.so)
 # Acquisition counter preloaded by `liblock bench apps` (bench/lockcount/).
 LOCKCOUNT_SO := $(BUILD)/lib/liblock-lockcount.so
 
-.PHONY: all deps test demo memcached-rcl install clean sanitizer-test sanitizer-build ubsan-preload FORCE
+.PHONY: all deps test demo benchmarks memcached-rcl install clean sanitizer-test sanitizer-build ubsan-preload FORCE
 all: $(LIB_SO) $(LIB_A) $(INTERPOSE_SO) $(PROFILE_SO) $(LOCKCOUNT_SO) $(TEST_BINS) $(TEST_CXX_BINS) $(POSIX_BINS) $(BENCH_BINS) $(APP_BINS) $(TOOL_BINS)
 
 # The registry is generated from the file names in src/locks/: NAME.c must
@@ -132,7 +134,7 @@ ifneq ($(PROFILE_SRCS),)
 PROFILE_OBJS := $(patsubst %.c,$(BUILD)/obj-profile/%.o,$(SHIM_SRCS) $(PROFILE_SRCS))
 $(BUILD)/obj-profile/%.o: %.c src/internal.h include/liblock.h $(wildcard src/*/*.h src/*/*/*.h) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -DLL_SHIM_PROFILE -c $< -o $@
+	$(CC) $(CFLAGS_ALL) -DLL_SHIM_PROFILE -include src/profile/hooks.h -c $< -o $@
 $(PROFILE_SO): $(PROFILE_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(PROFILE_OBJS) $(LIB_OBJS) -Wl,--as-needed $(LIBS) $(SHIM_LIBS) -ldl $(INTERPOSE_WRAP)
@@ -219,6 +221,12 @@ sanitizer-test: sanitizer-build
 demo: deps
 	$(MAKE) all
 	@scripts/demo.sh $(BUILD)
+
+# Regenerate BENCHMARKS.md: every section's benchmark (about 25 minutes on 2 CPUs), raw output
+# under $(BUILD)/results/, the reduced CSVs in bench/report/ (docs/bench.md, "liblock bench report").
+# BENCHMARKS_ARGS: options, e.g. --only headline,apps, --from-csv or --quick.
+benchmarks: all
+	LIBLOCK_BUILD=$(abspath $(BUILD)) tools/liblock bench report $(BENCHMARKS_ARGS)
 
 # liblock transform on Debian's memcached: profile it under memcslap Get and Set, transform the
 # critical sections of its hot locks, run its own tests natively, under rcl and mcs, then memcslap

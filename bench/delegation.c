@@ -25,14 +25,13 @@
 #include <pthread.h>
 #include <sched.h>
 
-#if __has_include("../src/locks/hybrid/hybcomb.h")
-#include "../src/locks/hybrid/hybcomb.h"
-#define HAVE_HYBCOMB_H 1
-int ll_hybcomb_stats(const liblock_t *l, struct ll_hybcomb_stats *out) __attribute__((weak));
-#endif
-int ll_mpserver_debug_stats(liblock_t *l, uint64_t out[6]) __attribute__((weak));
-unsigned ll_ccsynch_debug_max_pass(liblock_t *l, unsigned long *passes) __attribute__((weak));
-unsigned ll_fc_debug_max_pass(liblock_t *l, unsigned long *passes) __attribute__((weak));
+/* One of a lock's statistics (ll_lock_stats; names as the algorithm fills
+ * them), -1 if it keeps no such counter. */
+static double stat_of(const liblock_t *l, const char *name)
+{
+    struct ll_stats st;
+    return ll_lock_stats(l, &st) == 0 ? (double)ll_stat(&st, name, -1) : -1;
+}
 
 static const char usage[] =
     "usage: delegation -a ALGORITHM|faa [-o counter|stack|queue1|queue2] [-t THREADS] [-D SECONDS]\n"
@@ -240,32 +239,26 @@ int main(int argc, char **argv)
     }
     /* the algorithm's counters */
     double comb = -1, cas_per_op = -1, srv_cyc = -1, batch = -1, parks = -1;
-    uint64_t st[6];
-    if (!faa && ll_mpserver_debug_stats && ll_mpserver_debug_stats(&o.lock, st) == 0) {
-        uint64_t served = st[0], busy = st[2], cyc = st[3], pk = st[4];
-        if (o.nlocks == 2 && ll_mpserver_debug_stats(&o.lock2, st) == 0)
-            served += st[0], busy += st[2], cyc += st[3], pk += st[4];
+    if (!faa && stat_of(&o.lock, "busy_cycles") >= 0) { /* a server's counters (mp-server) */
+        double served = stat_of(&o.lock, "served"), busy = stat_of(&o.lock, "busy_passes"),
+               cyc = stat_of(&o.lock, "busy_cycles"), pk = stat_of(&o.lock, "parks");
+        if (o.nlocks == 2 && stat_of(&o.lock2, "busy_cycles") >= 0)
+            served += stat_of(&o.lock2, "served"), busy += stat_of(&o.lock2, "busy_passes"),
+                cyc += stat_of(&o.lock2, "busy_cycles"), pk += stat_of(&o.lock2, "parks");
         parks = total ? (double)pk / (double)total : -1;
         batch = busy ? (double)served / (double)busy : -1;
         srv_cyc = served ? (double)cyc / (double)served : -1;
         comb = batch;
     }
-    unsigned long passes = 0;
-    if (!faa && !strcmp(c.algo, "cc-synch") && ll_ccsynch_debug_max_pass) {
-        ll_ccsynch_debug_max_pass(&o.lock, &passes);
-        comb = passes ? (double)total / (double)passes : -1;
+    if (!faa && (!strcmp(c.algo, "cc-synch") || !strcmp(c.algo, "flat-combining"))) {
+        double passes = stat_of(&o.lock, "passes");
+        comb = passes > 0 ? (double)total / passes : -1;
     }
-    if (!faa && !strcmp(c.algo, "flat-combining") && ll_fc_debug_max_pass) {
-        ll_fc_debug_max_pass(&o.lock, &passes);
-        comb = passes ? (double)total / (double)passes : -1;
+    if (!faa && stat_of(&o.lock, "cas") >= 0) { /* hybcomb's registration counters */
+        double passes = stat_of(&o.lock, "passes");
+        comb = passes > 0 ? (stat_of(&o.lock, "own") + stat_of(&o.lock, "served")) / passes : -1;
+        cas_per_op = total ? stat_of(&o.lock, "cas") / (double)total : -1;
     }
-#ifdef HAVE_HYBCOMB_H
-    struct ll_hybcomb_stats hs;
-    if (!faa && ll_hybcomb_stats && ll_hybcomb_stats(&o.lock, &hs) == 0) {
-        comb = hs.passes ? (double)(hs.own + hs.served) / (double)hs.passes : -1;
-        cas_per_op = total ? (double)hs.cas / (double)total : -1;
-    }
-#endif
     double probe1 = c.probe && ncpu > 1 && !stuck ? probe_quick() : -1;
 
     struct record r = {0};

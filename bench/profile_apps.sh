@@ -19,12 +19,12 @@
 #    the `liblock` front end is not counted). When an advice file names no lock, the "advised"
 #    run is the same as the native one and says so.
 # Also the cost of the profiler: the same runs under `liblock profile`.
-# Outputs in OUT (docs/bench-results/profile): NAME.txt (the report),
+# Outputs in OUT (default build/results/profile, not tracked): NAME.txt (the report),
 # NAME.json, NAME.conf (the advice), effect.txt.
 # Environment: ROUNDS (3), KC_THREADS (4), KC_RECORDS (200000), MEMCACHED.
 set -u
 build=${1:-build}
-out=${2:-docs/bench-results/profile}
+out=${2:-$build/results/profile}
 cd "$(dirname "$0")/.." || exit 2
 root=$PWD
 export LIBLOCK_BUILD="$root/$build"

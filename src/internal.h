@@ -305,6 +305,14 @@ struct ll_exit_hook {
  * the -fPIC library (a few bytes of static TLS, fine for LD_PRELOAD too). */
 #define LL_TLS_IE __attribute__((tls_model("initial-exec"))) /* the same for the algorithms' own */
 extern __thread ll_thread_t *ll_self_tls __attribute__((tls_model("initial-exec")));
+/* Nonzero on a servicing thread of the library: one that a runtime runs to
+ * execute other threads' critical sections on a server CPU (an RCL server's
+ * servicing, management and backup threads), set by the runtime first thing
+ * in that thread and never cleared.  Read by the interposer's
+ * pthread_create (src/interpose/thread_create.c): a thread created there
+ * is the program's and must not inherit the server's scheduling.  The
+ * thread's own variable: no ordering. */
+extern __thread int ll_servicing_tls __attribute__((tls_model("initial-exec")));
 ll_thread_t *ll_self_slow(void);          /* creates the record; NULL on ENOMEM */
 static inline ll_thread_t *ll_self(void)
 {
@@ -445,6 +453,7 @@ static inline uint64_t ll_rand(ll_thread_t *self)
  * stack (EDEADLK / EPERM detection) and hands the algorithm a node of
  * LL_NODE_BYTES that stays put from lock() to unlock().
  * ====================================================================== */
+struct ll_stats;
 struct ll_ops {
     const char *name;
     const char *description;
@@ -486,7 +495,59 @@ struct ll_ops {
     int (*requeue_wait)(liblock_t *l, void *node, uint64_t deadline_ns);
     /* Optional: per-thread set-up (liblock_thread_register). */
     int (*thread_register)(liblock_t *l);
+    /* Optional: the lock's statistics and test probes as named counters
+     * (ll_stats_put), reached through ll_lock_stats.  Reads the lock's
+     * counters without synchronisation (relaxed loads): exact once the
+     * lock is quiescent; a probe documented "read by the holder" is
+     * meaningful only when the caller holds the lock. */
+    void (*stats)(const liblock_t *l, struct ll_stats *out);
+    /* Optional: attach the lock to a resource it starts on first need (an
+     * RCL server), called by the interposer inside its set-up on a mutex's
+     * first lock or trylock, so that a process that never locks starts
+     * nothing and what the start meets stays glibc's.  Idempotent. */
+    void (*bind)(liblock_t *l);
+    /* Optional: make locks initialised from now on take their "direct"
+     * mode, where the algorithm has one (lock/unlock without a request to
+     * a server: docs/rcl.md); called once by the interposer's
+     * configuration, before its first lock is made. */
+    void (*direct_default)(void);
+    /* LL_OPS_*: what the interposer may assume of the algorithm. */
+    unsigned flags;
 };
+/* The lock's state begins with a glibc pthread_mutex_t whose glibc lock and
+ * unlock are the algorithm's lock and unlock (the interposer's
+ * IP_FAST_GLIBC path calls glibc on it directly). */
+#define LL_OPS_GLIBC_STATE 1u
+
+/* A lock's statistics (struct ll_ops .stats): up to LL_STATS_MAX named
+ * counters, names static strings, each documented where the algorithm
+ * fills it (docs/internals.md, "Statistics").  For tests, benchmarks and
+ * the fairness instrumentation. */
+#define LL_STATS_MAX 24
+struct ll_stat {
+    const char *name;
+    int64_t value;
+};
+struct ll_stats {
+    unsigned n;
+    struct ll_stat v[LL_STATS_MAX];
+};
+static inline void ll_stats_put(struct ll_stats *s, const char *name, int64_t value)
+{
+    if (s->n < LL_STATS_MAX)
+        s->v[s->n++] = (struct ll_stat){name, value};
+}
+/* Fill *out from the lock's algorithm: 0; EINVAL if l is not an
+ * initialised lock or out is NULL; ENOTSUP if its algorithm keeps none. */
+LL_EXPORT int ll_lock_stats(const liblock_t *l, struct ll_stats *out);
+/* The counter called name: 0 with *value set, or ENOENT. */
+LL_EXPORT int ll_stats_get(const struct ll_stats *s, const char *name, int64_t *value);
+/* The counter called name, or dflt when the record has none. */
+static inline int64_t ll_stat(const struct ll_stats *s, const char *name, int64_t dflt)
+{
+    int64_t v;
+    return ll_stats_get(s, name, &v) == 0 ? v : dflt;
+}
 
 #define LL_STATE(l, type) ((type *)(l)->_state)
 #define LL_OPS(l) ((const struct ll_ops *)(l)->_ops)

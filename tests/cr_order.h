@@ -15,21 +15,39 @@
 
 #include <sched.h>
 
-/* The statistics of a concurrency-restricting lock; EINVAL for another. */
-static inline int cr_stats_of(const liblock_t *l, struct ll_cr_stats *st)
+struct cr_stats {
+    uint64_t culls, grafts, reprovisions, remote_culls, home_changes, handoffs, pendings, steals, graces;
+    unsigned passive, remote;
+    int home;
+    double fairness;
+    const void *tail;
+};
+
+/* The statistics of a concurrency-restricting lock, read through
+ * ll_lock_stats (the names its stats hook fills, src/locks/restricting/cr.h;
+ * a counter the algorithm does not keep reads 0): 0 with *st filled;
+ * EINVAL, or ENOTSUP for an algorithm that keeps none. */
+static inline int cr_stats_of(const liblock_t *l, struct cr_stats *st)
 {
-    const char *a = liblock_algorithm(l);
-    if (!a)
-        return EINVAL;
-    if (!strcmp(a, "mcscr"))
-        return ll_mcscr_stats(l, st);
-    if (!strcmp(a, "mcscrn"))
-        return ll_mcscrn_stats(l, st);
-    if (!strcmp(a, "lifocr"))
-        return ll_lifocr_stats(l, st);
-    if (!strcmp(a, "loiter"))
-        return ll_loiter_stats(l, st);
-    return EINVAL;
+    struct ll_stats s;
+    int r = ll_lock_stats(l, &s);
+    if (r)
+        return r;
+    st->culls = (uint64_t)ll_stat(&s, "culls", 0);
+    st->grafts = (uint64_t)ll_stat(&s, "grafts", 0);
+    st->reprovisions = (uint64_t)ll_stat(&s, "reprovisions", 0);
+    st->remote_culls = (uint64_t)ll_stat(&s, "remote_culls", 0);
+    st->home_changes = (uint64_t)ll_stat(&s, "home_changes", 0);
+    st->handoffs = (uint64_t)ll_stat(&s, "handoffs", 0);
+    st->pendings = (uint64_t)ll_stat(&s, "pendings", 0);
+    st->steals = (uint64_t)ll_stat(&s, "steals", 0);
+    st->graces = (uint64_t)ll_stat(&s, "graces", 0);
+    st->passive = (unsigned)ll_stat(&s, "passive", 0);
+    st->remote = (unsigned)ll_stat(&s, "remote", 0);
+    st->home = (int)ll_stat(&s, "home", 0);
+    st->fairness = (double)ll_stat(&s, "fairness_ppb", 0) / 1e9;
+    st->tail = (const void *)(intptr_t)ll_stat(&s, "tail", 0);
+    return 0;
 }
 
 struct cr_order {
@@ -81,7 +99,7 @@ static inline void cr_queue_in_order(struct cr_order *o, const char *algo, int p
     pthread_t th[64];
     struct cr_order_arg args[64];
     for (int i = 0; i < n; i++) {
-        struct ll_cr_stats st;
+        struct cr_stats st;
         cr_stats_of(&o->lock, &st);
         const void *before = st.tail;
         args[i].o = o;

@@ -27,31 +27,37 @@
 
 #include <sys/syscall.h>
 
-long ll_ccsynch_debug_pending(liblock_t *l);
-long ll_dsmsynch_debug_pending(liblock_t *l);
-long ll_oyama_debug_pending(liblock_t *l);
-long ll_fc_debug_pending(liblock_t *l);
-unsigned ll_ccsynch_debug_max_pass(liblock_t *l, unsigned long *passes);
-unsigned ll_dsmsynch_debug_max_pass(liblock_t *l, unsigned long *passes);
-unsigned ll_oyama_debug_max_pass(liblock_t *l, unsigned long *passes);
-unsigned ll_fc_debug_max_pass(liblock_t *l, unsigned long *passes);
-long ll_fc_debug_records(liblock_t *l);
-long ll_dsmsynch_debug_records(liblock_t *l);
-long liblock_debug_live_threads(void);
+#include "internal.h"
+
+/* One of the lock's statistics (ll_lock_stats; the names are those the
+ * combining algorithms fill), -2 if it keeps no such counter. */
+static long stat_of(liblock_t *l, const char *name)
+{
+    struct ll_stats st;
+    return ll_lock_stats(l, &st) == 0 ? (long)ll_stat(&st, name, -2) : -2;
+}
+/* Requests published behind the caller, who holds l through lock(). */
+static long pending_of(liblock_t *l) { return stat_of(l, "pending"); }
+/* Longest combining pass; *passes: their number. */
+static unsigned max_pass_of(liblock_t *l, unsigned long *passes)
+{
+    *passes = (unsigned long)stat_of(l, "passes");
+    return (unsigned)stat_of(l, "max_pass");
+}
+/* Per-thread records the lock owns. */
+static long records_of(liblock_t *l) { return stat_of(l, "records"); }
 
 struct algo {
     const char *name;
-    long (*pending)(liblock_t *);
-    unsigned (*max_pass)(liblock_t *, unsigned long *);
     const char *max_env; /* NULL: no MAX_COMBINER_CS (flat combining) */
     int stp;             /* supports spin-then-park */
 };
 
 static const struct algo algos[] = {
-    {"cc-synch", ll_ccsynch_debug_pending, ll_ccsynch_debug_max_pass, "LIBLOCK_CCSYNCH_MAX_COMBINER_CS", 1},
-    {"dsm-synch", ll_dsmsynch_debug_pending, ll_dsmsynch_debug_max_pass, "LIBLOCK_DSMSYNCH_MAX_COMBINER_CS", 1},
-    {"oyama", ll_oyama_debug_pending, ll_oyama_debug_max_pass, "LIBLOCK_OYAMA_MAX_COMBINER_CS", 1},
-    {"flat-combining", ll_fc_debug_pending, ll_fc_debug_max_pass, NULL, 1},
+    {"cc-synch", "LIBLOCK_CCSYNCH_MAX_COMBINER_CS", 1},
+    {"dsm-synch", "LIBLOCK_DSMSYNCH_MAX_COMBINER_CS", 1},
+    {"oyama", "LIBLOCK_OYAMA_MAX_COMBINER_CS", 1},
+    {"flat-combining", NULL, 1},
 };
 
 static pid_t tid(void) { return (pid_t)syscall(SYS_gettid); }
@@ -116,7 +122,7 @@ static void test_delegation(const struct algo *al, int policy)
     for (int i = 0; i < NREQ; i++)
         pthread_create(&reqs[i].th, NULL, requester_main, &reqs[i]);
     /* wait until every request is published behind us */
-    while (al->pending(&L) < NREQ)
+    while (pending_of(&L) < NREQ)
         usleep(1000);
     CHECK_EQ(liblock_unlock(&L), 0);
     int on_me = 0, other = 0;
@@ -132,7 +138,7 @@ static void test_delegation(const struct algo *al, int policy)
     CHECK_EQ(seq_counter, NREQ);
     CHECK(other > 0, "no request ran on a thread other than its requester");
     unsigned long passes = 0;
-    unsigned mp = al->max_pass(&L, &passes);
+    unsigned mp = max_pass_of(&L, &passes);
     /* docs/api.md, "Delegated critical sections": unlock() never runs other threads'
      * requests (its caller may hold locks liblock cannot see); the role goes
      * to the first requester, which combines for the others. */
@@ -531,7 +537,7 @@ static void *churn_main(void *a)
     return NULL;
 }
 
-static void test_churn(const char *name, long (*records)(liblock_t *))
+static void test_churn(const char *name)
 {
     CHECK_EQ(init_lock(&L, name, LIBLOCK_WAIT_YIELD), 0);
     long live0 = liblock_debug_live_threads();
@@ -549,7 +555,7 @@ static void test_churn(const char *name, long (*records)(liblock_t *))
     }
     CHECK_EQ(failed, 0);
     CHECK_EQ(bb_exec_count, 1000 * 20);
-    long nrec = records(&L);
+    long nrec = records_of(&L);
     CHECK(nrec >= 1 && nrec <= 4, "%s: %ld records after 1000 threads, 4 at a time", name, nrec);
     CHECK(liblock_debug_live_threads() == live0, "%s: %ld live thread records, %ld before", name,
           liblock_debug_live_threads(), live0);
@@ -559,7 +565,7 @@ static void test_churn(const char *name, long (*records)(liblock_t *))
     CHECK_EQ(liblock_destroy(&L), 0);
     CHECK_EQ(init_lock(&L, name, LIBLOCK_WAIT_SPIN), 0);
     CHECK(liblock_execute(&L, cs_exec_count, &L) == &L, "execute after re-init");
-    CHECK_EQ(records(&L), 1);
+    CHECK_EQ(records_of(&L), 1);
     CHECK_EQ(liblock_destroy(&L), 0);
 }
 
@@ -592,8 +598,8 @@ int main(int argc, char **argv)
     }
     th_context = "records";
     if (th_selected(argc, argv, "flat-combining"))
-        test_churn("flat-combining", ll_fc_debug_records);
+        test_churn("flat-combining");
     if (th_selected(argc, argv, "dsm-synch"))
-        test_churn("dsm-synch", ll_dsmsynch_debug_records);
+        test_churn("dsm-synch");
     return th_report("test_combining");
 }

@@ -31,7 +31,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-unsigned long ll_fc_debug_parks(liblock_t *l, int *asym);
+/* The lock's futex waits so far; *asym: whether it uses the asymmetric
+ * barrier (its statistics, ll_lock_stats). */
+static unsigned long fc_parks(liblock_t *l, int *asym)
+{
+    struct ll_stats st;
+    if (ll_lock_stats(l, &st) != 0)
+        return 0;
+    if (asym)
+        *asym = (int)ll_stat(&st, "asym", -1);
+    return (unsigned long)ll_stat(&st, "parks", 0);
+}
 
 static liblock_t L;
 static long counter;
@@ -142,16 +152,16 @@ static void run_mode(const char *mode, const char *asym_env, int want_asym)
     init_fc();
     unsetenv("LIBLOCK_FC_ASYM");
     int asym = -1;
-    ll_fc_debug_parks(&L, &asym);
+    fc_parks(&L, &asym);
     if (want_asym >= 0)
         CHECK_EQ(asym, want_asym);
     uint64_t t0 = th_now_ns();
     parked_by_holder(mode, th_scale_small() ? 10 : 40);
-    unsigned long p1 = ll_fc_debug_parks(&L, NULL);
+    unsigned long p1 = fc_parks(&L, NULL);
     CHECK(p1 > 0, "%s: no waiter parked behind a 3 ms holder", mode);
     counter = 0;
     stress(mode, th_scale_small() ? 300 : 1500);
-    unsigned long p2 = ll_fc_debug_parks(&L, NULL) - p1;
+    unsigned long p2 = fc_parks(&L, NULL) - p1;
     CHECK(p2 > 0, "%s: no waiter parked in the stress", mode);
     CHECK_EQ(atomic_load(&violations), 0);
     CHECK_EQ(atomic_load(&errors), 0);
@@ -171,7 +181,7 @@ static void after_fork(void)
         init_fc();
         parked_by_holder("fork child", 5);
         int asym = -1;
-        unsigned long parks = ll_fc_debug_parks(&L, &asym);
+        unsigned long parks = fc_parks(&L, &asym);
         int ok = th_report("test_fc_park (fork child)") == 0 && parks > 0 &&
                  asym == (ll_heavy_barrier_ok() ? 1 : 0) && liblock_destroy(&L) == 0;
         printf("  fork child: asym %d, %lu parks\n", asym, parks);

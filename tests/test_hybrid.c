@@ -25,12 +25,12 @@
  *                  migrate between locks, change 3 of hybcomb.c): exact
  *                  counts on both.
  *  bad-input       a malformed LIBLOCK_HYBCOMB_MAX_OPS falls back to 200;
- *                  ll_hybcomb_stats on another algorithm is EINVAL.
+ *                  hybcomb's statistics of a hyblock lock: ENOTSUP.
  *
  * Usage: test_hybrid
  */
 #include "harness.h"
-#include "locks/hybrid/hybcomb.h"
+#include "hybcomb_stats.h"
 
 #include <stdatomic.h>
 
@@ -134,10 +134,10 @@ static void *exec_main(void *arg)
 static void wait_tail_ops(int64_t want)
 {
     uint64_t dl = th_now_ns() + 20000000000ull;
-    while (ll_hybcomb_debug_tail_ops(&cl) != want && th_now_ns() < dl)
+    while (hc_tail_ops(&cl) != want && th_now_ns() < dl)
         usleep(200);
-    CHECK(ll_hybcomb_debug_tail_ops(&cl) == want, "tail node n_ops %lld, expected %lld",
-          (long long)ll_hybcomb_debug_tail_ops(&cl), (long long)want);
+    CHECK(hc_tail_ops(&cl) == want, "tail node n_ops %lld, expected %lld",
+          (long long)hc_tail_ops(&cl), (long long)want);
 }
 
 static void test_hybcomb_combine(void)
@@ -147,9 +147,9 @@ static void test_hybcomb_combine(void)
     CHECK_EQ(liblock_init(&cl, "hybcomb", NULL), 0);
     unsetenv("LIBLOCK_HYBCOMB_MAX_OPS");
     cl_count = 0;
-    CHECK_EQ(ll_hybcomb_debug_tail_ops(&cl), -1); /* free */
+    CHECK_EQ(hc_tail_ops(&cl), -1); /* free */
     CHECK_EQ(liblock_lock(&cl), 0);
-    CHECK_EQ(ll_hybcomb_debug_tail_ops(&cl), -1); /* a lock() holder's node never opens */
+    CHECK_EQ(hc_tail_ops(&cl), -1); /* a lock() holder's node never opens */
     pthread_t e[5];
     pthread_create(&e[0], NULL, exec_main, (void *)(intptr_t)0);
     wait_tail_ops(0); /* E1 registered behind us and opened its node */
@@ -160,9 +160,9 @@ static void test_hybcomb_combine(void)
     /* E5: E1 is full (MAX_OPS = 3): it registers as the next combiner */
     pthread_create(&e[4], NULL, exec_main, (void *)(intptr_t)4);
     uint64_t dl = th_now_ns() + 20000000000ull;
-    while (ll_hybcomb_debug_tail_ops(&cl) != 0 && th_now_ns() < dl)
+    while (hc_tail_ops(&cl) != 0 && th_now_ns() < dl)
         usleep(200);
-    CHECK_EQ(ll_hybcomb_debug_tail_ops(&cl), 0);
+    CHECK_EQ(hc_tail_ops(&cl), 0);
     CHECK_EQ(cl_count, 0);
     CHECK_EQ(liblock_unlock(&cl), 0);
     for (intptr_t i = 0; i < 5; i++) {
@@ -175,8 +175,8 @@ static void test_hybcomb_combine(void)
         CHECK(pthread_equal(cl_ran_on[i], e[0]), "request %d did not run on the combiner E1", i);
     CHECK(pthread_equal(cl_ran_on[0], e[0]), "E1's own request ran elsewhere");
     CHECK(pthread_equal(cl_ran_on[4], e[4]), "E5's request ran elsewhere");
-    struct ll_hybcomb_stats st;
-    CHECK_EQ(ll_hybcomb_stats(&cl, &st), 0);
+    struct hc_stats st;
+    CHECK_EQ(hc_stats_of(&cl, &st), 0);
     CHECK_EQ(st.max_ops, 3);
     CHECK_EQ(st.served, 3);
     CHECK_EQ(st.own, 2);
@@ -261,10 +261,10 @@ static void run_opts(const char *what, const char *var, const char *val, const c
     CHECK_EQ(ocount[0] + ocount[1], OPT_THREADS * w.n);
     if (two)
         CHECK_EQ(ocount[0], ocount[1]);
-    struct ll_hybcomb_stats st[2];
+    struct hc_stats st[2];
     uint64_t own = 0, served = 0;
     for (int k = 0; k < 2; k++) {
-        CHECK_EQ(ll_hybcomb_stats(&ol[k], &st[k]), 0);
+        CHECK_EQ(hc_stats_of(&ol[k], &st[k]), 0);
         CHECK(st[k].max_pass <= st[k].max_ops, "a pass served %llu > MAX_OPS %u", (unsigned long long)st[k].max_pass,
               st[k].max_ops);
         own += st[k].own;
@@ -293,15 +293,15 @@ static void test_bad_input(void)
     setenv("LIBLOCK_HYBCOMB_MAX_OPS", "lots", 1);
     CHECK_EQ(liblock_init(&l, "hybcomb", NULL), 0);
     unsetenv("LIBLOCK_HYBCOMB_MAX_OPS");
-    struct ll_hybcomb_stats st;
-    CHECK_EQ(ll_hybcomb_stats(&l, &st), 0);
+    struct hc_stats st;
+    CHECK_EQ(hc_stats_of(&l, &st), 0);
     CHECK_EQ(st.max_ops, 200);
     CHECK_EQ(liblock_lock(&l), 0);
     CHECK_EQ(liblock_destroy(&l), EBUSY);
     CHECK_EQ(liblock_unlock(&l), 0);
     CHECK_EQ(liblock_destroy(&l), 0);
     CHECK_EQ(liblock_init(&l, "hyblock", NULL), 0);
-    CHECK_EQ(ll_hybcomb_stats(&l, &st), EINVAL);
+    CHECK_EQ(hc_stats_of(&l, &st), ENOTSUP);
     CHECK_EQ(liblock_lock(&l), 0);
     CHECK_EQ(liblock_destroy(&l), EBUSY);
     CHECK_EQ(liblock_unlock(&l), 0);

@@ -274,7 +274,7 @@ static void test_orders(const char *algo)
             CHECK(same, "%s/%s P=%d: admission order %s, expected %d %d %d %d %d %d %d %d", algo,
                   liblock_wait_name(pol), pass == 0, buf, want_order[0], want_order[1], want_order[2],
                   want_order[3], want_order[4], want_order[5], want_order[6], want_order[7]);
-            struct ll_cr_stats st;
+            struct cr_stats st;
             cr_stats_of(&o.lock, &st);
             if (pass == 0)
                 CHECK_EQ(st.culls, 0);
@@ -303,7 +303,7 @@ struct duo {
 /* Is a thread other than the holder (whose node is mynode) queued? */
 static int other_waiting(liblock_t *l, void *mynode)
 {
-    struct ll_cr_stats st;
+    struct cr_stats st;
     cr_stats_of(l, &st);
     const char *a = liblock_algorithm(l);
     if (!strcmp(a, "lifocr"))
@@ -364,7 +364,7 @@ static void test_two_threads(const char *algo)
         CHECK(breaks == 0, "%s/%s: two threads not admitted alternately (%d repeats)", algo,
               liblock_wait_name(pol), breaks);
         CHECK_EQ(d.n, 2 * d.iters);
-        struct ll_cr_stats st;
+        struct cr_stats st;
         cr_stats_of(&d.lock, &st);
         CHECK(st.culls == 0 && st.remote_culls == 0, "%s/%s: culled with two threads (%llu)", algo,
               liblock_wait_name(pol), (unsigned long long)st.culls);
@@ -404,7 +404,7 @@ static void test_working_set(const char *algo, const char *fair, double lwss_max
         }
     int who2 = -1;
     long gap2 = max_gap(r.log, r.logged, r.nthreads, &who2);
-    struct ll_cr_stats st = {0};
+    struct cr_stats st = {0};
     cr_stats_of(&r.lock, &st);
     printf("  %-7s 32 threads P=%s: avg LWSS %.1f, max wait %ld admissions (thread %d; max gap between "
            "admissions %ld), culls %llu grafts %llu "
@@ -582,7 +582,7 @@ static void test_drain(const char *algo, int policy, const char *fair)
     set_fairness(NULL);
     for (int i = 0; i < r.nthreads; i++)
         CHECK_EQ(r.count[i], r.quota);
-    struct ll_cr_stats st = {0};
+    struct cr_stats st = {0};
     cr_stats_of(&r.lock, &st);
     CHECK(st.passive == 0 && st.remote == 0, "%s: %u passive, %u remote left after drain", algo, st.passive, st.remote);
     CHECK(st.tail == NULL, "%s: lock not free after drain", algo);
@@ -630,7 +630,7 @@ static void test_loiter_patience(void)
             liblock_lock(&p.lock);
             pthread_t th;
             pthread_create(&th, NULL, pat_standby, &p);
-            struct ll_cr_stats st;
+            struct cr_stats st;
             do { /* until the thread is the standby (holds the inner lock) */
                 cr_stats_of(&p.lock, &st);
                 sched_yield();
@@ -682,7 +682,7 @@ static void test_bad_input(const char *algo)
     CHECK_EQ(liblock_unlock(&l), 0);
     CHECK_EQ(liblock_trylock(&l), 0);
     CHECK_EQ(liblock_unlock(&l), 0);
-    struct ll_cr_stats st;
+    struct cr_stats st;
     CHECK_EQ(cr_stats_of(NULL, &st), EINVAL);
     CHECK_EQ(liblock_destroy(&l), 0);
     /* a malformed LIBLOCK_CR_FAIRNESS falls back to the default */
@@ -699,7 +699,7 @@ static void test_bad_input(const char *algo)
     set_fairness(NULL);
     /* the stats reader refuses a lock of another algorithm */
     CHECK_EQ(liblock_init(&l, "mcs", NULL), 0);
-    CHECK_EQ(ll_mcscr_stats(&l, &st), EINVAL);
+    CHECK_EQ(cr_stats_of(&l, &st), ENOTSUP);
     CHECK_EQ(liblock_destroy(&l), 0);
 }
 

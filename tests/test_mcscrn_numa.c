@@ -32,7 +32,7 @@ static void test_order(const char *p, const int *expect, int policy)
     for (int i = 0; i < o.n; i++)
         same &= o.log[i] == expect[i];
     CHECK(same, "P=%s %s: admission order %s", p, liblock_wait_name(policy), buf);
-    struct ll_cr_stats st;
+    struct cr_stats st;
     cr_stats_of(&o.lock, &st);
     if (strcmp(p, "0") == 0) {
         CHECK_EQ(st.remote_culls, 3);
@@ -78,7 +78,7 @@ static void *run_thread(void *arg)
     }
 }
 
-static double same_node_fraction(const char *algo, struct ll_cr_stats *st, long per_node[2])
+static double same_node_fraction(const char *algo, struct cr_stats *st, long per_node[2])
 {
     static struct run r;
     memset(&r, 0, sizeof r);
@@ -148,7 +148,7 @@ int main(void)
     double fn = 0, fc = 0, best = 0;
     const int reps = 4;
     for (int rep = 0; rep < reps; rep++) {
-        struct ll_cr_stats st;
+        struct cr_stats st;
         long per[2];
         double f = same_node_fraction("mcscrn", &st, per);
         printf("  mcscrn: same-node successions %.3f, node 0 %ld / node 1 %ld admissions, home changes %llu, "

@@ -30,12 +30,32 @@
  * Bounded by watchdogs; no timing assertions.
  */
 #include "harness.h"
+#include "internal.h"
 
 #include <sys/wait.h>
 
-unsigned long ll_mcstp_debug_timeouts(liblock_t *l, unsigned long *failed);
-unsigned long ll_mcstp_debug_parks(liblock_t *l, unsigned long *wakes);
-unsigned long ll_mcstp_debug_double_inserts(liblock_t *l);
+/* The lock's statistics (ll_lock_stats; names filled by mcs-tp). */
+static unsigned long stat_of(liblock_t *l, const char *name)
+{
+    struct ll_stats st;
+    return ll_lock_stats(l, &st) == 0 ? (unsigned long)ll_stat(&st, name, 0) : 0;
+}
+/* Attempts that timed out; *failed: those removed by a releaser. */
+static unsigned long tp_timeouts(liblock_t *l, unsigned long *failed)
+{
+    if (failed)
+        *failed = stat_of(l, "failed");
+    return stat_of(l, "timeouts");
+}
+/* Times a waiter parked; *wakes: times a releaser woke one to try again. */
+static unsigned long tp_parks(liblock_t *l, unsigned long *wakes)
+{
+    if (wakes)
+        *wakes = stat_of(l, "wakes");
+    return stat_of(l, "parks");
+}
+/* Times a node was swapped in while it was already the tail. */
+static unsigned long tp_double_inserts(liblock_t *l) { return stat_of(l, "double_inserts"); }
 
 static liblock_t L;
 
@@ -78,7 +98,7 @@ static int fix_child(int disable_fix)
     pthread_create(&t, NULL, waiter_main, NULL);
     /* hold until the waiter has timed out twice: its second attempt had to
      * deal with its leftover place in the queue */
-    while (ll_mcstp_debug_timeouts(&L, NULL) < 2)
+    while (tp_timeouts(&L, NULL) < 2)
         usleep(500);
     liblock_unlock(&L);
     void *rv;
@@ -87,7 +107,7 @@ static int fix_child(int disable_fix)
         return 6;
     /* the waiter's second attempt swapped its node in behind itself: the
      * queue had a cycle, and this time the lock got out of it by luck */
-    if (ll_mcstp_debug_double_inserts(&L))
+    if (tp_double_inserts(&L))
         return 8;
     /* a few more rounds, both threads */
     for (int i = 0; i < 50; i++) {
@@ -181,8 +201,8 @@ static void run_many(const char *label, int policy, int nthreads, long iters)
     CHECK(total == nthreads * iters, "%s: %ld of %ld sections", label, total, nthreads * iters);
     CHECK(counter == total, "%s: counter %ld != %ld", label, counter, total);
     CHECK(violations == 0, "%s: %d exclusion violations", label, violations);
-    unsigned long failed = 0, to = ll_mcstp_debug_timeouts(&L, &failed), wakes = 0,
-                  parks = ll_mcstp_debug_parks(&L, &wakes);
+    unsigned long failed = 0, to = tp_timeouts(&L, &failed), wakes = 0,
+                  parks = tp_parks(&L, &wakes);
     printf("  %-36s %d threads x %ld: ok, %lu time-outs, %lu removals, %lu parks, %lu wake-ups\n", label, nthreads,
            iters, to, failed, parks, wakes);
     /* every waiter that parked was woken by a holder (none left asleep) */
@@ -242,7 +262,7 @@ static void *hammer(void *a)
 
 static void wait_parks(unsigned long n)
 {
-    while (ll_mcstp_debug_parks(&L, NULL) < n)
+    while (tp_parks(&L, NULL) < n)
         usleep(200);
 }
 
@@ -261,7 +281,7 @@ static void test_park(void)
     wait_parks(1);
     CHECK_EQ(liblock_unlock(&L), 0);
     pthread_join(w[0].th, NULL);
-    parks = ll_mcstp_debug_parks(&L, &wakes);
+    parks = tp_parks(&L, &wakes);
     CHECK(w[0].done && counter == 1, "parked waiter did not get the lock (counter %ld)", counter);
     CHECK(wakes >= 1, "one parked waiter: %lu wake-ups, expected at least 1", wakes);
     printf("  one parked waiter: %lu parks, %lu wake-ups\n", parks, wakes);
@@ -282,7 +302,7 @@ static void test_park(void)
     CHECK_EQ(liblock_unlock(&L), 0);
     pthread_join(w[0].th, NULL);
     pthread_join(w[1].th, NULL);
-    parks = ll_mcstp_debug_parks(&L, &wakes);
+    parks = tp_parks(&L, &wakes);
     CHECK(counter == 2, "two parked waiters: counter %ld, expected 2", counter);
     CHECK(wakes >= 2, "two parked waiters: %lu wake-ups, expected at least 2", wakes);
     printf("  two parked waiters: %lu parks, %lu wake-ups\n", parks, wakes);
@@ -308,7 +328,7 @@ static void test_park(void)
     for (int i = 0; i < 2; i++)
         pthread_join(h[i], NULL);
     pthread_join(w[0].th, NULL);
-    parks = ll_mcstp_debug_parks(&L, &wakes);
+    parks = tp_parks(&L, &wakes);
     CHECK(wakes >= 1, "busy lock: %lu wake-ups, expected at least 1", wakes);
     printf("  parked waiter under contention: got the lock after %ld sections; %lu parks, %lu wake-ups\n",
            counter, parks, wakes);

@@ -603,7 +603,7 @@ int main(int argc, char **argv)
             sc_run(*a, "exit", bound, exit_body, NULL);
         /* rcl x fork once hung: the child's backup thread (then FIFO
          * below the servicing threads) could not run to exit while the
-         * parent's server was busy (src/runtime/rcl/server.c, "backup thread"). */
+         * parent's server was busy (src/runtime/rcl/pool.c, "backup thread"). */
         if (sc_scenario_selected("fork"))
             sc_run(*a, "fork", bound, fork_body, NULL);
         if (sc_scenario_selected("fork-held"))

@@ -38,18 +38,15 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-int ll_mpserver_debug_stats(liblock_t *l, uint64_t out[6]);
-
 static pid_t tid(void) { return (pid_t)syscall(SYS_gettid); }
 
-static uint64_t stat_of(liblock_t *l, int i)
+static uint64_t stat_of(liblock_t *l, const char *name)
 {
-    uint64_t st[6] = {0};
-    ll_mpserver_debug_stats(l, st);
-    return st[i];
+    struct ll_stats st;
+    return ll_lock_stats(l, &st) == 0 ? (uint64_t)ll_stat(&st, name, 0) : 0;
 }
-#define SERVED(l) stat_of(l, 0)
-#define PARKS(l) stat_of(l, 4)
+#define SERVED(l) stat_of(l, "served")
+#define PARKS(l) stat_of(l, "parks")
 
 static void pin(int cpu)
 {

@@ -64,7 +64,7 @@
  */
 #include "harness.h"
 #include "internal.h"
-#include "locks/hybrid/hybcomb.h"
+#include "hybcomb_stats.h"
 
 #include <sched.h>
 #include <sys/resource.h>
@@ -111,7 +111,7 @@ static void *combiner_cs(void *arg)
 {
     atomic_store(&race_go, (long)(intptr_t)arg);
     uint64_t deadline = th_now_ns() + 5000000000ull;
-    while (ll_hybcomb_debug_tail_ops(&L) < 1)
+    while (hc_tail_ops(&L) < 1)
         if (th_now_ns() > deadline) {
             atomic_fetch_add(&errors, 1); /* the arrival did not register: counted, the round then hangs */
             break;

@@ -22,6 +22,7 @@
  * Each case also checks that the lock still works: every thread gets it.
  */
 #include "harness.h"
+#include "internal.h"
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -159,13 +160,10 @@ static void unlocker_parks(void)
     printf("lifocr: an unlocker that granted a waiter of its own CPU parked in its next lock()\n");
 }
 
-#include "locks/restricting/cr.h"
-int ll_lifocr_stats(const liblock_t *l, struct ll_cr_stats *out);
-
 static int lifocr_top_is_node(liblock_t *l)
 {
-    struct ll_cr_stats st;
-    return ll_lifocr_stats(l, &st) == 0 && (uintptr_t)st.tail > 1; /* not FREE (0) or HELD (1) */
+    struct ll_stats st;
+    return ll_lock_stats(l, &st) == 0 && (uintptr_t)ll_stat(&st, "tail", 0) > 1; /* not FREE (0) or HELD (1) */
 }
 
 /* ---- 3. hybcomb: a client of a combiner of its own CPU ---- */

@@ -200,6 +200,28 @@ LL_EXPORT const char *liblock_algorithm(const liblock_t *l)
     return LL_OPS(l)->name;
 }
 
+/* The door to an algorithm's statistics (struct ll_ops .stats). */
+LL_EXPORT int ll_lock_stats(const liblock_t *l, struct ll_stats *out)
+{
+    if (!l || !out || l->_magic != LL_LOCK_MAGIC)
+        return EINVAL;
+    out->n = 0;
+    if (!LL_OPS(l)->stats)
+        return ENOTSUP;
+    LL_OPS(l)->stats(l, out);
+    return 0;
+}
+
+LL_EXPORT int ll_stats_get(const struct ll_stats *s, const char *name, int64_t *value)
+{
+    for (unsigned i = 0; s && i < s->n && i < LL_STATS_MAX; i++)
+        if (strcmp(s->v[i].name, name) == 0) {
+            *value = s->v[i].value;
+            return 0;
+        }
+    return ENOENT;
+}
+
 LL_EXPORT int liblock_getwait(const liblock_t *l, int *policy)
 {
     if (!l || l->_magic != LL_LOCK_MAGIC || !policy)

@@ -14,7 +14,7 @@
  * wake-up and two context switches per request).  The thread is the
  * program's, not the server's: it gets what its caller would have given it.
  *
- * So when the caller is a servicing thread (rcl_tls.my_server), the new
+ * So when the caller is a servicing thread (ll_servicing_tls), the new
  * thread is created SCHED_OTHER (priority 0) with the CPUs the process
  * could use when the interposer was loaded; the application-side affinity
  * narrowing (docs/rcl.md, "Keeping application threads off the server
@@ -31,7 +31,6 @@
  * "the end of the process").
  */
 #include "internal.h"
-#include "runtime/rcl/rcl.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -114,7 +113,7 @@ LL_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
     if (!s)
         return EAGAIN;
     *s = (struct ip_start){fn, arg, 0, 0};
-    if (LL_LIKELY(rcl_tls.my_server == NULL))
+    if (LL_LIKELY(!ll_servicing_tls))
         return create_counted(th, attr, s);
     if (!attr) {
         pthread_attr_t a;

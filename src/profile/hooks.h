@@ -1,9 +1,11 @@
 /*
- * hooks.h - the profiler's measurement hooks on the shim's lock paths
- * (included by src/shim/shim.h when compiled with LL_SHIM_PROFILE).
+ * hooks.h - the profiler's measurement hooks on the shim's lock paths: the
+ * profiler's implementation of the observer contract of src/shim/observer.h
+ * (force-included into every object of the profiler build by the
+ * Makefile, with LL_SHIM_PROFILE).
  *
  * What is recorded (docs/profile-runtime.md; the raw dump format is the
- * contract in src/profile/dump.c):
+ * contract in src/profile/report.c):
  *  - per thread (struct lp_table, mmap'd, reached through one thread-local
  *    pointer): per lock instance, by the instance's id, acquisitions, hold
  *    time and successful trylocks (struct lp_islot); per (lock site, call
@@ -23,8 +25,10 @@
  * a miss for every line an acquisition touches and a transfer between CPUs
  * for every shared line it writes.  An uncontended acquisition of a NORMAL
  * mutex on glibc writes glibc's mutex (as without the profiler) and
- * otherwise only the thread's own records; it reads the wrapper's line 1,
- * which stays shared.  A contended one also writes its instance record.
+ * otherwise only the thread's own records: with a descriptor (below, "the
+ * fast path") it reads no wrapper at all; without one it reads lines 1
+ * and 2 of the wrapper (shim.h), which stay shared.  A contended one also
+ * writes its instance record.
  *
  * No lock of the profiler's own is ever taken on the program's lock path:
  *  P1 An instance record's fields other than try_fail are written only by
@@ -62,6 +66,9 @@
  */
 #ifndef LL_PROFILE_HOOKS_H
 #define LL_PROFILE_HOOKS_H
+
+#define SHIM_OBSERVER 1 /* the hooks of shim/observer.h are defined here */
+#include "shim/shim.h"
 
 #include <stdint.h>
 
@@ -307,7 +314,7 @@ static inline __attribute__((always_inline)) void lp_acq_core(pthread_mutex_t *m
             LP_ADD(r->wait_ns, wn);
     }
     /* the wait histogram counts contended acquisitions only: the report
-     * puts the others (wait 0) in bucket 0 (dump.c) */
+     * puts the others (wait 0) in bucket 0 (report.c) */
     if (cont)
         lp_hist_add(t, r, hidx, w, m, 0, wn, 1);
     /* An entry for m is left over only when another thread released it (a

@@ -1,5 +1,6 @@
 /*
- * profile.h - the profiler runtime's state shared by record.c and dump.c.
+ * profile.h - the profiler runtime's state shared by record.c, report.c
+ * and dump.c.
  */
 #ifndef LL_PROFILE_H
 #define LL_PROFILE_H
@@ -38,6 +39,11 @@ struct lp_state {
     long nthreads;
 };
 extern struct lp_state lp;
+
+struct lp_json;
+/* report.c: the whole report into b; how/status/sig: how the program
+ * ended (status -1, sig 0: not known or not applicable). */
+void lp_report_build(struct lp_json *b, const char *how, int status, int sig, int argc, char **argv);
 
 void lp_dump_setup(void);
 void lp_dump_fork_child(void);

@@ -5,7 +5,6 @@
  * LIBLOCK_STRICT; and the choice of algorithm for one lock site.
  */
 #include "shim.h"
-#include "runtime/rcl/rcl.h" /* rcl_direct_default */
 
 struct shim_cfg shim_cfg;
 _Atomic int shim_cfg_ready;
@@ -173,7 +172,11 @@ static int delegates(const struct ll_ops *o) { return o && (o->props & LIBLOCK_P
 
 static void config_load(void)
 {
-    rcl_direct_default = 1; /* interposed mutexes: rcl lock/unlock without requests (docs/rcl.md) */
+    /* interposed mutexes: an algorithm's direct mode where it has one
+     * (lock/unlock without requests to a server: docs/rcl.md) */
+    for (const struct ll_ops *const *o = ll_registry; *o; o++)
+        if ((*o)->direct_default)
+            (*o)->direct_default();
     sem_config_load();
     const char *name = getenv("LIBLOCK_LOCK");
     if (name && *name) {
@@ -206,12 +209,9 @@ static void config_load(void)
     cfg.mixed = deleg && classic;
     cfg.debug_sites = ll_env_long("LIBLOCK_DEBUG_SITES", 0, 0, 1) == 1;
     cfg.need_site = cfg.file.nrules > 0 || cfg.debug_sites;
-#ifdef LL_SHIM_PROFILE
-    cfg.need_site = 1;
-    cfg.wrap = 1;
-#else
-    cfg.wrap = cfg.active;
-#endif
+    /* an observer sees every lock, glibc's included, by its site */
+    cfg.need_site = cfg.need_site || SHIM_OBSERVED;
+    cfg.wrap = cfg.active || SHIM_OBSERVED;
     if (!cfg.active)
         return;
     cond_config_load();

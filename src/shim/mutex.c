@@ -51,10 +51,8 @@ LL_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *
     struct ip_mutex *w = NULL;
     if (alg)
         w = mutex_new(type, alg);
-#ifdef LL_SHIM_PROFILE
-    else if (R.mutex_init(m, a) == 0) /* glibc's mutex, measured: glibc mode */
+    else if (SHIM_OBSERVED && R.mutex_init(m, a) == 0) /* glibc's mutex, observed: glibc mode */
         w = mutex_new(type, NULL);
-#endif
     ip_in_setup--;
     if (!w) {
         if (alg)
@@ -63,13 +61,8 @@ LL_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *
         int r = alg ? 0 : R.mutex_init(m, a);
         if (r == 0)
             atomic_store_explicit(mptr(m), IP_GLIBC, memory_order_release);
-#ifdef LL_SHIM_PROFILE
-        if (r == 0)
-            shim_to_glibc(SG_MUTEX, SG_NOMEM); /* not measured */
-#else
-        if (r == 0)
-            shim_to_glibc(SG_MUTEX, SG_CONFIG);
-#endif
+        if (r == 0) /* observed: no memory to observe it; else: the configuration's */
+            shim_to_glibc(SG_MUTEX, SHIM_OBSERVED ? SG_NOMEM : SG_CONFIG);
         return r;
     }
     mutex_install(m, w, 1, type, alg, sp);
@@ -258,9 +251,8 @@ static inline __attribute__((always_inline)) int glibc_unlock(struct ip_mutex *w
 {
     if (IP_INPLACE(w))
         return R.mutex_unlock(m);
-#ifdef LL_SHIM_PROFILE
-    atomic_store_explicit(&w->owner, 0, memory_order_relaxed); /* (IP_OWNERLESS: interposer only) */
-#endif
+    if (SHIM_OBSERVED) /* (IP_OWNERLESS: without an observer only) */
+        atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
     return R.mutex_unlock(IP_POSIX_MUTEX(w));
 }
 
@@ -268,19 +260,16 @@ static inline __attribute__((always_inline)) int lock_at(pthread_mutex_t *m, voi
 {
     struct lp_tok t;
     int r;
-#ifdef LL_SHIM_PROFILE
     uintptr_t d = lp_fast_desc(m);
     if (LL_LIKELY(d & LP_FAST_TAG) && LL_LIKELY(!(mkind(m) & IP_KIND_PASS))) {
-        /* a recorded NORMAL mutex on glibc: neither wrapper nor record touched */
+        /* an observed NORMAL mutex on glibc: neither wrapper nor record touched */
         lp_fast_begin(&t, m);
         r = R.mutex_lock(m);
         lp_fast_end(&t, d, m, r, ra);
         return r;
     }
-#endif
     struct ip_mutex *w = mutex_fast(m);
     if (LL_LIKELY(w != NULL)) {
-#ifdef LL_SHIM_PROFILE
         if (SHIM_GLIBC(w) && w->type == PTHREAD_MUTEX_NORMAL) {
             /* glibc mode, NORMAL: glibc's lock; the wrapper is only read
              * (glibc's own owner field says who holds it: shim.h) */
@@ -289,7 +278,6 @@ static inline __attribute__((always_inline)) int lock_at(pthread_mutex_t *m, voi
             lp_lock_end(&t, w, m, r, ra);
             return r;
         }
-#endif
         lp_lock_begin(&t, w, m);
         switch (w->fast) {
         case IP_FAST_FN:
@@ -297,10 +285,8 @@ static inline __attribute__((always_inline)) int lock_at(pthread_mutex_t *m, voi
             break;
         case IP_FAST_GLIBC:
             r = glibc_lock(w, m);
-#ifdef LL_SHIM_PROFILE
-            if (LL_LIKELY(r == 0)) /* (IP_OWNERLESS: interposer only) */
+            if (SHIM_OBSERVED && LL_LIKELY(r == 0)) /* (IP_OWNERLESS: without an observer only) */
                 atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
-#endif
             break;
         case IP_FAST_NODE:
             r = node_lock(w);
@@ -327,20 +313,16 @@ static inline __attribute__((always_inline)) int lock_at(pthread_mutex_t *m, voi
 
 static inline __attribute__((always_inline)) int unlock_at(pthread_mutex_t *m)
 {
-#ifdef LL_SHIM_PROFILE
     uintptr_t d = lp_fast_desc(m);
     if (LL_LIKELY(d & LP_FAST_TAG) && LL_LIKELY(!(mkind(m) & IP_KIND_PASS))) {
         lp_fast_unlock(d, m);
         return R.mutex_unlock(m);
     }
-#endif
     struct ip_mutex *w = mutex_fast(m);
     if (LL_LIKELY(w != NULL)) {
         lp_unlock_begin(w, m);
-#ifdef LL_SHIM_PROFILE
         if (SHIM_GLIBC(w) && w->type == PTHREAD_MUTEX_NORMAL)
             return R.mutex_unlock(m);
-#endif
         switch (w->fast) {
         case IP_FAST_FN:
             return fn_unlock(w);
@@ -423,23 +405,19 @@ LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) { return unlock_at(m); }
 
 int shim_mutex_trylock_at(pthread_mutex_t *m, void *ra)
 {
-#ifdef LL_SHIM_PROFILE
     uintptr_t d = lp_fast_desc(m);
     if (LL_LIKELY(d & LP_FAST_TAG) && LL_LIKELY(!(mkind(m) & IP_KIND_PASS))) {
         int r = R.mutex_trylock(m);
         lp_fast_trylock_end(d, m, r, ra);
         return r;
     }
-#endif
     struct ip_mutex *w = mutex_fast(m);
-#ifdef LL_SHIM_PROFILE
     if (LL_LIKELY(w != NULL) && SHIM_GLIBC(w) && w->type == PTHREAD_MUTEX_NORMAL) {
         /* glibc mode, NORMAL: as in lock_at */
         int r = R.mutex_trylock(m);
         lp_trylock_end(w, m, r, ra);
         return r;
     }
-#endif
     if (LL_UNLIKELY(!w)) {
         if (LL_UNLIKELY(!atomic_load_explicit(&shim_resolved, memory_order_acquire)) && ip_resolving)
             return 0;

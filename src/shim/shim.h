@@ -4,9 +4,10 @@
  * algorithms: src/interpose/) and build/lib/liblock-profile.so (measure
  * every lock of an unmodified program: src/profile/).  The files of src/shim
  * files are compiled twice: once as they are for the interposer, once with
- * -DLL_SHIM_PROFILE for the profiler, where the measurement hooks declared
- * at the end of this header are real calls (they are empty inline functions
- * otherwise, so the interposer pays nothing for them).
+ * -DLL_SHIM_PROFILE for the profiler, where the observer hooks of
+ * observer.h are the profiler's (src/profile/hooks.h, force-included by the
+ * Makefile; they are empty inline functions otherwise, so the interposer
+ * pays nothing for them).  The shim includes nothing of the profiler's.
  *
  * Files: real.c (bootstrap: the real glibc functions), config.c (the
  * environment), site_config.c (the LIBLOCK_CONFIG file parser), site.c
@@ -378,7 +379,6 @@ struct shim_algo *shim_algo_for(const struct shim_site *s);
 int shim_algo_ready(struct shim_algo *a);
 void shim_debug_site(const struct shim_site *s, const struct shim_algo *a);
 
-extern const struct ll_ops ll_ops_posix; /* src/locks/classic/posix.c (IP_FAST_GLIBC) */
 
 /* ---- site.c: where a lock comes from ------------------------------------------- */
 #define SHIM_SITE_FRAMES 8
@@ -405,14 +405,18 @@ void shim_module_offset(const void *addr, char *buf, size_t n);
 /* ---- the wrappers ------------------------------------------------------------- */
 struct lp_inst;
 struct lp_cs;
-#ifndef LL_SHIM_PROFILE
+/* One layout for both libraries.  Line 0 holds everything the
+ * interposer's uncontended NORMAL path touches; line 1 what the other
+ * paths of an algorithm's mutex use; line 2 what set-up and an observer
+ * read (an observer's glibc-mode NORMAL mutexes normally go through its
+ * own fast path, which touches no wrapper: observer.h). */
 struct ip_mutex {
-    /* first cache line: everything the uncontended NORMAL path touches */
+    /* line 0: everything the uncontended NORMAL path touches */
     liblock_t lock;
     int (*lockfn)(liblock_t *, void *);   /* IP_FAST_FN, _NODE, _TRACK: the algorithm's lock */
     int (*unlockfn)(liblock_t *, void *);
     _Atomic uintptr_t owner;              /* self_tag() of the holder, 0 when free */
-    /* second line */
+    /* line 1 */
     int fast;                             /* IP_FAST_*: the fast path (also in the pointer word's tag) */
     ll_hold_t *hold;                      /* node algorithms: the holder's node */
     int (*trylockfn)(liblock_t *, void *);
@@ -421,60 +425,27 @@ struct ip_mutex {
     int holds;                            /* algorithm needs per-hold nodes (node path) */
     int api;                              /* delegating algorithm: through the API layer */
     int track;                            /* count holds in the thread record (w_track_acquired) */
-    _Atomic int bind;                     /* rcl: not bound to a server yet (w_bind) */
+    _Atomic int bind;                     /* the algorithm's bind hook is still to run (w_bind) */
     uint64_t trk;                         /* track: serial of the thread whose count has this hold */
     const void *addr;                     /* the pthread_mutex_t it was made for (reuse table) */
-    struct shim_algo *algo;               /* what it runs on (NULL: glibc's mutex, profiler only) */
+    /* line 2 */
+    struct shim_algo *algo;               /* what it runs on (NULL: glibc's mutex, with an observer only) */
+    struct lp_inst *prof;                 /* observer: its record; NULL: not recorded */
+    int lp_hidx;                          /* observer: its lock site's index (the threads' records) */
+    uint32_t lp_iid;                      /* observer: its instance's id (the threads' records) */
     struct ip_mutex *prev, *next;         /* registry (fork) */
 };
 _Static_assert(offsetof(struct ip_mutex, owner) + sizeof(uintptr_t) <= LL_CACHELINE, "hot fields in one line");
-#else
-/* The profiler's layout (same fields, plus its own).  What costs a
- * profiled program most is not instructions but cache lines: a table of
- * thousands of locks taken by threads on different CPUs (memcached's item
- * and LRU locks) pays a miss or a transfer for every line an acquisition
- * touches, and a transfer for every line it writes.  So everything the
- * glibc-mode lock path reads is in one line (line 1), which that path
- * never writes (for a NORMAL mutex glibc's own owner field says who holds
- * it); what the profiler counts goes to the thread's own records
- * (src/profile/hooks.h).  On an algorithm, the acquisition touches the
- * algorithm's line (line 0) and writes owner as the interposer does. */
-struct ip_mutex {
-    /* line 0: the algorithm's lock and its functions (unused in glibc mode) */
-    liblock_t lock;
-    int (*lockfn)(liblock_t *, void *);   /* non-NULL: direct path (NORMAL type, no nodes) */
-    int (*unlockfn)(liblock_t *, void *);
-    int (*trylockfn)(liblock_t *, void *);
-    /* line 1: the lock path */
-    _Atomic uintptr_t owner __attribute__((aligned(LL_CACHELINE))); /* self_tag() of the holder, 0 when free */
-    unsigned count;                       /* recursion depth while held */
-    int type;                             /* PTHREAD_MUTEX_NORMAL/RECURSIVE/ERRORCHECK */
-    struct shim_algo *algo;               /* what it runs on (NULL: glibc's mutex) */
-    struct lp_inst *prof;                 /* its record; NULL: not recorded */
-    int lp_hidx;                          /* its lock site's index (the threads' records) */
-    uint32_t lp_iid;                      /* its instance's id (the threads' records) */
-    int track;                            /* count holds in the thread record (w_track_acquired) */
-    /* line 2 */
-    int fast;                             /* IP_FAST_*: the fast path (also in the pointer word's tag) */
-    ll_hold_t *hold;                      /* node algorithms: the holder's node */
-    int holds;                            /* algorithm needs per-hold nodes (node path) */
-    int api;                              /* delegating algorithm: through the API layer */
-    _Atomic int bind;                     /* rcl: not bound to a server yet (w_bind) */
-    uint64_t trk;                         /* track: serial of the thread whose count has this hold */
-    const void *addr;                     /* the pthread_mutex_t it was made for (reuse table) */
-    struct ip_mutex *prev, *next;         /* registry (fork) */
-};
-_Static_assert(offsetof(struct ip_mutex, track) + sizeof(int) <= 2 * LL_CACHELINE, "lock path in line 1");
-#endif
+_Static_assert(offsetof(struct ip_mutex, trk) + sizeof(uint64_t) <= 2 * LL_CACHELINE, "tracked path in line 1");
 
 /* The fast path of a mutex, chosen by mutex_set_fns for a NORMAL mutex:
  *  IP_FAST_FN     node-less algorithm, not tracked: lockfn/unlockfn;
  *  IP_FAST_NODE   queue lock, not tracked: lockfn/unlockfn with the
  *                 thread's cached node;
- *  IP_FAST_GLIBC  the posix algorithm, not tracked: glibc's lock/unlock
- *                 on the program's pthread_mutex_t itself ("posix in
- *                 place" above; in the profiler: on the glibc mutex the
- *                 algorithm's state begins with, src/locks/classic/posix.c);
+ *  IP_FAST_GLIBC  an algorithm with LL_OPS_GLIBC_STATE (posix), not
+ *                 tracked: glibc's lock/unlock on the program's
+ *                 pthread_mutex_t itself ("posix in place" above; in the
+ *                 profiler: on the glibc mutex its state begins with);
  *  IP_FAST_TRACK  tracked (w->track: a delegating algorithm's, or a mixed
  *                 configuration's) with per-hold nodes: IP_FAST_NODE's path
  *                 plus what w_lock/w_unlock add for it (the rcl bind check,
@@ -504,8 +475,8 @@ enum { IP_FAST_NONE = 0, IP_FAST_FN, IP_FAST_GLIBC, IP_FAST_NODE, IP_FAST_TRACK 
 /* The pthread_mutex_t an in-place wrapper was made for (set before the
  * pointer word is published; a wrapper is only reused at that address). */
 #define IP_INPLACE_MUTEX(w) ((pthread_mutex_t *)(uintptr_t)(w)->addr)
-/* The glibc mutex of a lock of the posix algorithm: the first member of its
- * state (src/locks/classic/posix.c asserts it). */
+/* The glibc mutex of a lock whose algorithm has LL_OPS_GLIBC_STATE: the
+ * first member of its state (the algorithm asserts it). */
 #define IP_POSIX_MUTEX(w) ((pthread_mutex_t *)(w)->lock._state)
 
 #ifdef LL_SHIM_PROFILE
@@ -640,27 +611,7 @@ void shim_to_glibc_fork_child(void);
 extern struct ip_sem *shim_reg_sems;
 void sem_fork_child(void);
 
-/* ---- measurement hooks (the profiler; empty for the interposer) --------------------- */
-#ifdef LL_SHIM_PROFILE
-#include "profile/hooks.h"
-#else
-struct lp_tok {
-    char unused;
-};
-static inline void lp_lock_begin(struct lp_tok *t, struct ip_mutex *w, pthread_mutex_t *m) { (void)t; (void)w; (void)m; }
-static inline void lp_lock_end(struct lp_tok *t, struct ip_mutex *w, pthread_mutex_t *m, int r, void *ra)
-{
-    (void)t; (void)w; (void)m; (void)r; (void)ra;
-}
-static inline void lp_trylock_end(struct ip_mutex *w, pthread_mutex_t *m, int r, void *ra) { (void)w; (void)m; (void)r; (void)ra; }
-static inline void lp_unlock_begin(struct ip_mutex *w, pthread_mutex_t *m) { (void)w; (void)m; }
-static inline int lp_glibc_mine(const pthread_mutex_t *m) { (void)m; return 0; }
-static inline void lp_cond_begin(struct lp_tok *t, struct ip_mutex *w) { (void)t; (void)w; }
-static inline void lp_cond_end(struct lp_tok *t, struct ip_mutex *w, pthread_mutex_t *m) { (void)t; (void)w; (void)m; }
-static inline void lp_set_fast(pthread_mutex_t *m, const struct ip_mutex *w) { (void)m; (void)w; }
-static inline void lp_mutex_new(struct ip_mutex *w, const struct shim_site *s) { (void)w; (void)s; }
-static inline void lp_start(void) {}
-static inline void lp_fork_child(void) {}
-#endif
+/* ---- the observer's hooks (observer.h) ------------------------------------------- */
+#include "observer.h"
 
 #endif

@@ -55,6 +55,19 @@ static int parse_algo(const char *name, const struct ll_ops **ops)
     return *ops ? 0 : -1;
 }
 
+/* The names of the algorithms that run on a server (LIBLOCK_PROP_SERVER),
+ * for a message: "a, b". */
+static void server_algos(char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (const struct ll_ops *const *o = ll_registry; *o; o++)
+        if (((*o)->props & LIBLOCK_PROP_SERVER) && k < n) {
+            int w = snprintf(buf + k, n - k, "%s%s", k ? ", " : "", (*o)->name);
+            k += w > 0 ? (size_t)w : 0;
+        }
+}
+
 /* [wait=POLICY] [server=CPU] options from tok[i..n). */
 static int parse_opts(char **tok, int i, int n, const struct ll_ops *ops, int allow_server, int *wait, int *cpu,
                       char *err, size_t errlen, const char *path, int line)
@@ -83,8 +96,10 @@ static int parse_opts(char **tok, int i, int n, const struct ll_ops *ops, int al
                 err_at(err, errlen, path, line, "server= is only for site lines");
                 return -1;
             }
-            if (!ops || strcmp(ops->name, "rcl") != 0) {
-                err_at(err, errlen, path, line, "server= applies only to rcl");
+            if (!ops || !(ops->props & LIBLOCK_PROP_SERVER)) {
+                char names[256];
+                server_algos(names, sizeof names);
+                err_at(err, errlen, path, line, "server= applies only to %s", names);
                 return -1;
             }
             char *end;

@@ -2,7 +2,7 @@
  * to_glibc.c - the objects the shim leaves to glibc, counted by kind and
  * reason (shim.h "Mutex types", docs/interpose.md "What goes to glibc").
  * The interposer prints one line at exit when some were (src/interpose/);
- * the profiler puts the counts in its report (src/profile/dump.c).
+ * the profiler puts the counts in its report (src/profile/report.c).
  *
  * An object is counted once, where the shim decides to leave it to glibc
  * (its initialisation, or the first use of a statically initialised

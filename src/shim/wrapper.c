@@ -5,7 +5,7 @@
  * per-thread nodes of queue locks, and acquire/release on it with POSIX
  * types (RECURSIVE/ERRORCHECK implemented here on top of the algorithm).
  *
- * In the profiler (LL_SHIM_PROFILE) a mutex left to glibc still gets a
+ * With an observer (SHIM_OBSERVED, observer.h: the profiler) a mutex left to glibc still gets a
  * wrapper, with algo == NULL ("glibc mode"): acquire/release call glibc's
  * own functions on the pthread_mutex_t itself (so every type, timed locks
  * and glibc's condition variables keep glibc's exact semantics), and the
@@ -36,7 +36,7 @@ void mutex_set_fns(struct ip_mutex *w)
      * (track).  LIBLOCK_INTERPOSE_API=1 takes every algorithm this way (for
      * testing). */
     w->api = (o->props & LIBLOCK_PROP_DELEGATES) || cfg.force_api;
-    atomic_store_explicit(&w->bind, strcmp(o->name, "rcl") == 0, memory_order_relaxed);
+    atomic_store_explicit(&w->bind, o->bind != NULL, memory_order_relaxed);
     w->holds = w->api || o->node_size > 0;
     w->trylockfn = o->trylock;
     /* Holds a combining lock may ask about (ll_may_run_foreign) are counted
@@ -49,7 +49,7 @@ void mutex_set_fns(struct ip_mutex *w)
     w->fast = !normal                ? IP_FAST_NONE
               : w->track             ? (w->holds ? IP_FAST_TRACK : IP_FAST_NONE)
               : w->holds             ? IP_FAST_NODE
-              : o == &ll_ops_posix   ? IP_FAST_GLIBC
+              : o->flags & LL_OPS_GLIBC_STATE ? IP_FAST_GLIBC
                                      : IP_FAST_FN;
     int fn = w->fast == IP_FAST_FN || w->fast == IP_FAST_NODE || w->fast == IP_FAST_TRACK;
     w->lockfn = fn ? o->lock : NULL;
@@ -146,8 +146,7 @@ struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
         ip_in_setup--;
         sp = &site;
     }
-#ifndef LL_SHIM_PROFILE
-    if (!a) {
+    if (!SHIM_OBSERVED && !a) {
         uintptr_t z = 0;
         if (atomic_compare_exchange_strong_explicit(pw, &z, IP_GLIBC, memory_order_acq_rel, memory_order_acquire)) {
             shim_to_glibc(SG_MUTEX, SG_CONFIG);
@@ -157,7 +156,6 @@ struct ip_mutex *mutex_resolve(pthread_mutex_t *m)
             return NULL;
         return ip_untag(z);
     }
-#endif
     /* No wrapper allocated here: install reuses an idle one left at this
      * address first, so a loop that news and deletes std::mutex objects
      * allocates nothing and keeps getting the same address back. */
@@ -283,15 +281,16 @@ void reclaim_hold(ll_thread_t *s, struct ip_mutex *w)
 }
 
 /* ---- acquire / release on a wrapper -------------------------------------------- */
-/* An rcl lock is bound to its server, which is started then if needed, on
- * its first use, not when it is set up (a process that never locks starts
- * no server: docs/rcl.md).  Bind it here, inside set-up, so that a mutex
- * the server's start meets (an allocator's) stays glibc's as during any
- * set-up (see "Bootstrap"). */
+/* A lock whose algorithm has a bind hook (struct ll_ops; an RCL lock: its
+ * server, which is started then if needed) is bound on its first use, not
+ * when it is set up (a process that never locks starts no server:
+ * docs/rcl.md).  Bind it here, inside set-up, so that a mutex the server's
+ * start meets (an allocator's) stays glibc's as during any set-up (see
+ * "Bootstrap"). */
 void w_bind(struct ip_mutex *w)
 {
     ip_in_setup++;
-    liblock_server_of(&w->lock);
+    LL_OPS(&w->lock)->bind(&w->lock);
     ip_in_setup--;
     atomic_store_explicit(&w->bind, 0, memory_order_relaxed);
 }
@@ -421,7 +420,6 @@ struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int i
     return use;
 }
 
-#ifdef LL_SHIM_PROFILE
 /* Glibc mode: glibc does the locking (recursion, error checks, timeouts);
  * the wrapper keeps owner/count of a RECURSIVE or ERRORCHECK mutex so the
  * profiler knows the outermost acquisition and release (a NORMAL one has
@@ -473,7 +471,6 @@ static int g_unlock(struct ip_mutex *w)
     }
     return r;
 }
-#endif
 
 /* Relock / owner checks for RECURSIVE and ERRORCHECK.  Returns -1 when the
  * caller must really acquire; otherwise the result of the call. */
@@ -493,10 +490,8 @@ int w_owner_check(struct ip_mutex *w, int try)
 
 int w_lock(struct ip_mutex *w)
 {
-#ifdef LL_SHIM_PROFILE
     if (SHIM_GLIBC(w))
         return g_lock(w);
-#endif
     int r = w_owner_check(w, 0);
     if (r >= 0)
         return r;
@@ -512,10 +507,8 @@ int w_lock(struct ip_mutex *w)
 
 int w_trylock(struct ip_mutex *w)
 {
-#ifdef LL_SHIM_PROFILE
     if (SHIM_GLIBC(w))
         return g_trylock(w);
-#endif
     int r = w_owner_check(w, 1);
     if (r >= 0)
         return r;
@@ -531,10 +524,8 @@ int w_trylock(struct ip_mutex *w)
 
 int w_unlock(struct ip_mutex *w)
 {
-#ifdef LL_SHIM_PROFILE
     if (SHIM_GLIBC(w))
         return g_unlock(w);
-#endif
     uintptr_t me = self_tag();
     uintptr_t owner = atomic_load_explicit(&w->owner, memory_order_relaxed);
     if (w->type != PTHREAD_MUTEX_NORMAL) {
@@ -573,7 +564,6 @@ static int ts_passed(clockid_t clk, const struct timespec *t, uint64_t *left_ns)
 int w_timedlock(struct ip_mutex *w, clockid_t clk, const struct timespec *abstime)
 {
     LL_KEEP_ERRNO;
-#ifdef LL_SHIM_PROFILE
     if (SHIM_GLIBC(w)) {
         int g = clk == CLOCK_REALTIME ? R.mutex_timedlock(GM(w), abstime)
                 : R.mutex_clocklock   ? R.mutex_clocklock(GM(w), clk, abstime)
@@ -582,7 +572,6 @@ int w_timedlock(struct ip_mutex *w, clockid_t clk, const struct timespec *abstim
             g_acquired(w);
         return g;
     }
-#endif
     if (IP_INPLACE(w)) /* posix in place: glibc's own timed lock on m (shim.h) */
         return clk == CLOCK_REALTIME ? R.mutex_timedlock(GM(w), abstime)
                : R.mutex_clocklock   ? R.mutex_clocklock(GM(w), clk, abstime)

@@ -45,6 +45,9 @@ def add_arguments(sub, common):
     sp.add_argument("--apps", default=",".join(APPS), help=f"programs (default {','.join(APPS)})")
     sp.add_argument("--threads-list", default="8,16,32", help="thread counts (default 8,16,32)")
     sp.add_argument("--wait", help="waiting policy for every algorithm that has it (default: each algorithm's own)")
+    sp.add_argument("--cond", choices=["fifo", "mostly-lifo", "glibc"],
+                    help="the interposer's kind of condition variable (LIBLOCK_COND; default: the interposer's own, "
+                         "docs/interpose.md)")
     sp.add_argument("--bound", type=float, default=10.0,
                     help="a run is killed past this many times the glibc run of its round (default 10)")
     sp.add_argument("--min-bound", type=float, default=1.0, help="... but never before this many seconds (default 1)")
@@ -193,6 +196,8 @@ def run(args, env):
                                ratio_vs_glibc="")
                 else:
                     e = dict(base_env, LD_PRELOAD=lib, LIBLOCK_LOCK=algo, LIBLOCK_STRICT="1")
+                    if args.cond:
+                        e["LIBLOCK_COND"] = args.cond
                     if wait:
                         e["LIBLOCK_WAIT"] = wait
                     st, s, line = run_once(cmd, e, bound)

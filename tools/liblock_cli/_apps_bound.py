@@ -95,6 +95,8 @@ def run(args, env, run_once, app_cmd, points, algos, reg, base_env, lib, rows, p
             info = reg[algo]
             wait = args.wait if args.wait and args.wait in info["policies"] else None
             e = dict(base_env, LD_PRELOAD=f"{cl} {lib}", LIBLOCK_LOCK=algo, LIBLOCK_STRICT="1")
+            if getattr(args, "cond", None):
+                e["LIBLOCK_COND"] = args.cond
             if wait:
                 e["LIBLOCK_WAIT"] = wait
             err = []

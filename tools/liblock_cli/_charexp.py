@@ -164,7 +164,7 @@ def null_rpc(args, env, d):
     for s in sorted((s for s in summary if s.get("n")), key=lambda s: (s["regime"], s["layout"])):
         print(f"  {s['regime']:<7} {s['layout']:<15} n={s['n']}  {s['cycles_per_rpc_median']:.0f} cycles "
               f"[{s['cycles_per_rpc_min']:.0f}-{s['cycles_per_rpc_max']:.0f}]  = {s['ns_per_rpc_median']:.0f} ns"
-              f"  (probe {s['probe_ns_median']:.0f} ns)")
+              + (f"  (probe {s['probe_ns_median']:.0f} ns)" if s.get("probe_ns_median") is not None else "  (no probe)"))
     dom = _runner.dominant_regime(rows)
     same = next((s for s in summary if s.get("regime") == dom and s.get("layout") == "same-line" and s.get("n")), None)
     sep = next((s for s in summary if s.get("regime") == dom and s.get("layout") == "separate-lines" and s.get("n")), None)

@@ -1,24 +1,31 @@
-"""`liblock bench report DIR...`: print the Markdown tables of BENCHMARKS.md
-from results directories written by `liblock bench oversubscription` and
-`liblock bench apps` (their summary.csv and meta.json), so the report can be
-regenerated from the raw results instead of copied by hand.
+"""`liblock bench report`: BENCHMARKS.md and its tables.
 
-Several directories of the same experiment are printed one after the other,
-each with its own header line (command, date, commit, load), so a before and
-an after run can be set side by side."""
+Without a directory it regenerates BENCHMARKS.md: every section's benchmark
+run, reduced to bench/report/SECTION.csv, rendered through
+bench/report/BENCHMARKS.md.in (_report_run.py; `make benchmarks`).
+
+With directories (`liblock bench report DIR...`) it prints the Markdown
+tables of results directories written by `liblock bench oversubscription`
+and `liblock bench apps` (their summary.csv and meta.json), each with its
+own header line (command, date, commit, load), so a before and an after run
+can be set side by side."""
 import csv
 import json
 import os
 import sys
 
 from . import _apps_bound
+from . import _report_run
 
 
 def add_arguments(sub):
-    sp = sub.add_parser("report", help="print BENCHMARKS.md's tables from results directories "
-                        "(oversubscription, apps)")
-    sp.add_argument("dirs", nargs="+", metavar="DIR", help="results directory (holds summary.csv and meta.json)")
-    sp.add_argument("--locks", default="", help="only these algorithms (comma-separated; default every one)")
+    sp = sub.add_parser("report", help="regenerate BENCHMARKS.md (every section's benchmark, reduced to "
+                        "bench/report/*.csv); with DIRs: print the tables of oversubscription/apps results")
+    sp.add_argument("dirs", nargs="*", metavar="DIR",
+                    help="results directory of `bench oversubscription` or `bench apps` (holds summary.csv and "
+                         "meta.json): print its tables instead of regenerating BENCHMARKS.md")
+    sp.add_argument("--locks", default="", help="with DIRs: only these algorithms (comma-separated; default every one)")
+    _report_run.add_arguments(sp)
 
 
 def _f(v):
@@ -213,6 +220,8 @@ def _apps(d, meta, rows, keep):
 
 
 def run(args, env):
+    if not args.dirs:
+        return _report_run.run(args, env)
     keep = {x.strip() for x in args.locks.split(",") if x.strip()}
     for d in args.dirs:
         meta, rows = _load(d)

@@ -20,7 +20,9 @@ Experiments (docs/bench.md, BENCHMARKS.md):
                (`liblock malthus` is the old spelling of the same command)
   startup      what the interposer adds to a process's start: /bin/true and a shell loop of 200 /bin/true,
                plain vs interposed (warm: figures handed down; cold: no cache), medians
-  report DIR...  print BENCHMARKS.md's tables from oversubscription / apps results directories
+  report       regenerate BENCHMARKS.md: every section's benchmark, reduced to bench/report/*.csv
+               (`make benchmarks`; --only, --from-csv, --quick); with DIR...: print the tables of
+               oversubscription / apps results directories
 """
 import os
 import sys

@@ -98,6 +98,7 @@ const struct ll_ops ll_ops_posix = {
     .props = LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_PARK) | LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_PARK,
+    .flags = LL_OPS_GLIBC_STATE,
     .oversubscribed = "waiters sleep in the kernel at once (glibc); a running thread may take the lock before a woken one (barging), so it keeps its throughput",
     .state_size = sizeof(struct posix_lock),
     .node_size = 0,

@@ -473,21 +473,13 @@ static int ccs_cond_release(liblock_t *l)
 
 static int ccs_cond_reacquire(liblock_t *l) { return ll_api_lock(l); }
 
-/* For tests: longest combining pass (critical sections run by one combiner
- * before handing over or freeing the lock) and number of passes. */
-unsigned ll_ccsynch_debug_max_pass(liblock_t *l, unsigned long *passes)
+/* Statistics (struct ll_ops .stats): max_pass, the longest combining pass
+ * (critical sections run by one combiner before handing over or freeing
+ * the lock); passes, their number; pending, read by the thread that holds
+ * the lock through lock(): requests published (linked) behind it (-1 when
+ * the lock is free). */
+static long ccs_pending(const struct ccs_lock *s)
 {
-    struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
-    if (passes)
-        *passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
-    return atomic_load_explicit(&s->max_pass, memory_order_relaxed);
-}
-
-/* For tests, called by the thread that holds the lock through lock():
- * number of requests published (linked) behind it. */
-long ll_ccsynch_debug_pending(liblock_t *l)
-{
-    struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
     struct ccs_node *h = atomic_load_explicit(&s->holder, memory_order_relaxed);
     if (!h)
         return -1;
@@ -501,6 +493,14 @@ long ll_ccsynch_debug_pending(liblock_t *l)
         t = nx;
     }
     return n;
+}
+
+static void ccs_stats(const liblock_t *l, struct ll_stats *o)
+{
+    struct ccs_lock *s = LL_STATE(l, struct ccs_lock);
+    ll_stats_put(o, "max_pass", atomic_load_explicit(&s->max_pass, memory_order_relaxed));
+    ll_stats_put(o, "passes", (int64_t)atomic_load_explicit(&s->passes, memory_order_relaxed));
+    ll_stats_put(o, "pending", ccs_pending(s));
 }
 
 const struct ll_ops ll_ops_cc_synch = {
@@ -523,4 +523,5 @@ const struct ll_ops ll_ops_cc_synch = {
     .execute = ccs_execute,
     .cond_release = ccs_cond_release,
     .cond_reacquire = ccs_cond_reacquire,
+    .stats = ccs_stats,
 };

@@ -392,27 +392,11 @@ static int dsm_thread_register(liblock_t *l)
     return my_rec(LL_STATE(l, struct dsm_lock)) ? 0 : ENOMEM;
 }
 
-unsigned ll_dsmsynch_debug_max_pass(liblock_t *l, unsigned long *passes)
+/* Statistics (struct ll_ops .stats): max_pass and passes as cc-synch's;
+ * records, the per-thread records the lock owns; pending, read by the
+ * lock() holder: requests linked behind it (-1 when the lock is free). */
+static long dsm_pending(const struct dsm_lock *s)
 {
-    struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
-    if (passes)
-        *passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
-    return atomic_load_explicit(&s->max_pass, memory_order_relaxed);
-}
-
-long ll_dsmsynch_debug_records(liblock_t *l)
-{
-    struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
-    long n = 0;
-    for (struct ll_trec *r = atomic_load_explicit(&s->recs.head, memory_order_acquire); r; r = r->all_next)
-        n++;
-    return n;
-}
-
-/* For tests, called by the lock() holder: requests linked behind it. */
-long ll_dsmsynch_debug_pending(liblock_t *l)
-{
-    struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
     struct dsm_node *h = atomic_load_explicit(&s->holder, memory_order_relaxed);
     if (!h)
         return -1;
@@ -421,6 +405,18 @@ long ll_dsmsynch_debug_pending(liblock_t *l)
          t = atomic_load_explicit(&t->next, memory_order_acquire))
         n++;
     return n;
+}
+
+static void dsm_stats(const liblock_t *l, struct ll_stats *o)
+{
+    struct dsm_lock *s = LL_STATE(l, struct dsm_lock);
+    long recs = 0;
+    for (struct ll_trec *r = atomic_load_explicit(&s->recs.head, memory_order_acquire); r; r = r->all_next)
+        recs++;
+    ll_stats_put(o, "max_pass", atomic_load_explicit(&s->max_pass, memory_order_relaxed));
+    ll_stats_put(o, "passes", (int64_t)atomic_load_explicit(&s->passes, memory_order_relaxed));
+    ll_stats_put(o, "records", recs);
+    ll_stats_put(o, "pending", dsm_pending(s));
 }
 
 const struct ll_ops ll_ops_dsm_synch = {
@@ -444,4 +440,5 @@ const struct ll_ops ll_ops_dsm_synch = {
     .cond_release = dsm_cond_release,
     .cond_reacquire = dsm_cond_reacquire,
     .thread_register = dsm_thread_register,
+    .stats = dsm_stats,
 };

@@ -354,46 +354,27 @@ static int fc_thread_register(liblock_t *l)
     return ll_trec_lookup(&fc_tls, &s->recs, fc_alloc_rec) ? 0 : ENOMEM;
 }
 
-/* For tests: most critical sections run in one pass; number of passes;
- * number of records the lock owns (publication records ever allocated). */
-unsigned ll_fc_debug_max_pass(liblock_t *l, unsigned long *passes)
+/* Statistics (struct ll_ops .stats): max_pass, most critical sections run
+ * in one pass; passes, their number; records, the publication records the
+ * lock ever allocated; parks, futex waits so far; asym, whether the lock
+ * uses the asymmetric barrier (see the header); pending, read by the
+ * lock() holder: linked records with a pending request. */
+static void fc_stats(const liblock_t *l, struct ll_stats *o)
 {
     struct fc_lock *s = LL_STATE(l, struct fc_lock);
-    if (passes)
-        *passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
-    return atomic_load_explicit(&s->max_pass, memory_order_relaxed);
-}
-
-/* For tests: futex waits so far; whether the lock uses the asymmetric
- * barrier (see the header). */
-unsigned long ll_fc_debug_parks(liblock_t *l, int *asym)
-{
-    struct fc_lock *s = LL_STATE(l, struct fc_lock);
-    if (asym)
-        *asym = s->asym;
-    return atomic_load_explicit(&s->parks, memory_order_relaxed);
-}
-
-long ll_fc_debug_records(liblock_t *l)
-{
-    struct fc_lock *s = LL_STATE(l, struct fc_lock);
-    long n = 0;
+    long recs = 0, pending = 0;
     for (struct ll_trec *r = atomic_load_explicit(&s->recs.head, memory_order_acquire); r; r = r->all_next)
-        n++;
-    return n;
-}
-
-/* For tests, called by the lock() holder: linked records with a pending
- * request. */
-long ll_fc_debug_pending(liblock_t *l)
-{
-    struct fc_lock *s = LL_STATE(l, struct fc_lock);
-    long n = 0;
+        recs++;
     for (struct fc_rec *r = atomic_load_explicit(&s->head, memory_order_acquire); r;
          r = atomic_load_explicit(&r->next, memory_order_acquire))
         if (atomic_load_explicit(&r->req, memory_order_acquire))
-            n++;
-    return n;
+            pending++;
+    ll_stats_put(o, "max_pass", atomic_load_explicit(&s->max_pass, memory_order_relaxed));
+    ll_stats_put(o, "passes", (int64_t)atomic_load_explicit(&s->passes, memory_order_relaxed));
+    ll_stats_put(o, "records", recs);
+    ll_stats_put(o, "parks", (int64_t)atomic_load_explicit(&s->parks, memory_order_relaxed));
+    ll_stats_put(o, "asym", s->asym);
+    ll_stats_put(o, "pending", pending);
 }
 
 const struct ll_ops ll_ops_flat_combining = {
@@ -416,4 +397,5 @@ const struct ll_ops ll_ops_flat_combining = {
     .cond_release = fc_cond_release,
     .cond_reacquire = fc_cond_reacquire,
     .thread_register = fc_thread_register,
+    .stats = fc_stats,
 };

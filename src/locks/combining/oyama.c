@@ -488,24 +488,22 @@ static int oy_cond_release(liblock_t *l)
 
 static int oy_cond_reacquire(liblock_t *l) { return ll_api_lock(l); }
 
-unsigned ll_oyama_debug_max_pass(liblock_t *l, unsigned long *passes)
+/* Statistics (struct ll_ops .stats): max_pass and passes as cc-synch's;
+ * pending, read by the holder: requests pushed while it holds (-1 when the
+ * lock is free). */
+static void oy_stats(const liblock_t *l, struct ll_stats *o)
 {
     struct oy_lock *s = LL_STATE(l, struct oy_lock);
-    if (passes)
-        *passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
-    return atomic_load_explicit(&s->max_pass, memory_order_relaxed);
-}
-
-/* For tests, called by the holder: requests pushed while it holds. */
-long ll_oyama_debug_pending(liblock_t *l)
-{
-    uintptr_t w = atomic_load_explicit(&LL_STATE(l, struct oy_lock)->word, memory_order_acquire);
-    if (w == OY_FREE)
-        return -1;
-    long n = 0;
-    for (struct oy_req *r = w == OY_LOCKED ? NULL : (struct oy_req *)w; r; r = r->next)
-        n++;
-    return n;
+    ll_stats_put(o, "max_pass", atomic_load_explicit(&s->max_pass, memory_order_relaxed));
+    ll_stats_put(o, "passes", (int64_t)atomic_load_explicit(&s->passes, memory_order_relaxed));
+    uintptr_t w = atomic_load_explicit(&s->word, memory_order_acquire);
+    long n = -1;
+    if (w != OY_FREE) {
+        n = 0;
+        for (struct oy_req *r = w == OY_LOCKED ? NULL : (struct oy_req *)w; r; r = r->next)
+            n++;
+    }
+    ll_stats_put(o, "pending", n);
 }
 
 const struct ll_ops ll_ops_oyama = {
@@ -527,4 +525,5 @@ const struct ll_ops ll_ops_oyama = {
     .execute = oy_execute,
     .cond_release = oy_cond_release,
     .cond_reacquire = oy_cond_reacquire,
+    .stats = oy_stats,
 };

@@ -738,23 +738,23 @@ static int mps_thread_register(liblock_t *l)
     return my_chunk(s, self, &k) ? 0 : self->id >= MPS_CHUNK * MPS_MAX_CHUNKS ? EAGAIN : ENOMEM;
 }
 
-extern const struct ll_ops ll_ops_mp_server;
-
-/* For the benchmark (bench/delegation.c, weak reference): server counters.
- * batch = served / busy_passes is the thesis's "combining rate" analogue;
- * busy_cycles / served the server's cycles per request while busy. */
-int ll_mpserver_debug_stats(liblock_t *l, uint64_t out[6])
+/* Statistics (struct ll_ops .stats), for `liblock bench delegation`:
+ * served, requests the server ran; passes, its passes over the client
+ * lines; busy_passes, those that found a request; busy_cycles, cycles
+ * spent in them; parks, client sleeps; stream, streaming-store replies on
+ * (1) and available (ll_nt_available).  served / busy_passes is the
+ * thesis's "combining rate" analogue, busy_cycles / served the server's
+ * cycles per request while busy. */
+static void mps_stats(const liblock_t *l, struct ll_stats *o)
 {
-    if (!l || l->_magic != LL_LOCK_MAGIC || LL_OPS(l) != &ll_ops_mp_server)
-        return EINVAL;
     struct mps_lock *s = LL_STATE(l, struct mps_lock);
-    out[0] = atomic_load_explicit(&s->served, memory_order_relaxed);
-    out[1] = atomic_load_explicit(&s->passes, memory_order_relaxed);
-    out[2] = atomic_load_explicit(&s->busy_passes, memory_order_relaxed);
-    out[3] = atomic_load_explicit(&s->busy_cycles, memory_order_relaxed);
-    out[4] = atomic_load_explicit(&s->parks, memory_order_relaxed);
-    out[5] = (uint64_t)s->stream * 2 + (uint64_t)ll_nt_available();
-    return 0;
+    ll_stats_put(o, "served", (int64_t)atomic_load_explicit(&s->served, memory_order_relaxed));
+    ll_stats_put(o, "passes", (int64_t)atomic_load_explicit(&s->passes, memory_order_relaxed));
+    ll_stats_put(o, "busy_passes", (int64_t)atomic_load_explicit(&s->busy_passes, memory_order_relaxed));
+    ll_stats_put(o, "busy_cycles", (int64_t)atomic_load_explicit(&s->busy_cycles, memory_order_relaxed));
+    ll_stats_put(o, "parks", (int64_t)atomic_load_explicit(&s->parks, memory_order_relaxed));
+    ll_stats_put(o, "stream", s->stream);
+    ll_stats_put(o, "stream_available", ll_nt_available());
 }
 
 const struct ll_ops ll_ops_mp_server = {
@@ -777,4 +777,5 @@ const struct ll_ops ll_ops_mp_server = {
     .cond_release = mps_cond_release,
     .cond_reacquire = mps_cond_reacquire,
     .thread_register = mps_thread_register,
+    .stats = mps_stats,
 };

@@ -30,6 +30,13 @@
 
 static int rcl_destroy_op(liblock_t *l) { return rcl_lock_destroy(l); }
 
+/* struct ll_ops .bind: bind the lock to its server, starting it if needed. */
+static void rcl_bind_op(liblock_t *l) { rcl_server_of_lock(l); }
+
+/* struct ll_ops .direct_default: under the interposer, locks made from now
+ * on lock/unlock directly (LIBLOCK_RCL_DIRECT overrides; client.c). */
+static void rcl_direct_default_op(void) { rcl_direct_default = 1; }
+
 const struct ll_ops ll_ops_rcl = {
     .name = "rcl",
     .description = "Remote Core Locking: critical sections delegated to a server CPU",
@@ -51,4 +58,6 @@ const struct ll_ops ll_ops_rcl = {
     .cond_release = rcl_cond_release,
     .cond_reacquire = rcl_cond_reacquire,
     .thread_register = rcl_thread_register,
+    .bind = rcl_bind_op,
+    .direct_default = rcl_direct_default_op,
 };

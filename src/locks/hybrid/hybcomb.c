@@ -237,7 +237,6 @@
 #include "runtime/transport/mailbox.h"
 #include "locks/combining/barge_sleep.h"
 #include "locks/deferred_wake.h"
-#include "hybcomb.h"
 
 #include <stdlib.h>
 
@@ -746,35 +745,43 @@ static int hc_thread_register(liblock_t *l)
     return ll_mbox_self() ? 0 : ENOMEM;
 }
 
-const struct ll_ops ll_ops_hybcomb;
-
-int ll_hybcomb_stats(const liblock_t *l, struct ll_hybcomb_stats *o)
+/* Statistics (struct ll_ops .stats), for tests and `liblock bench
+ * delegation` (combining rate, CAS per operation).  Counters are kept by
+ * the thread in the combiner role (no atomics) except the registration
+ * counters, relaxed atomic increments on the registration path only; a
+ * snapshot taken while the lock is in use may be a few operations out of
+ * step.  By name:
+ *   max_ops     MAX_OPS of this lock
+ *   cas_tries   failed CASes before the SWAP fallback
+ *   drain       pre-close drain on (1) or off
+ *   passes      times a thread held the combiner role (execute or lock)
+ *   own         critical sections run by their own thread as combiner
+ *   served      requests of other threads run by a combiner
+ *   cancelled   request slots written as "cancelled" (node reused by another lock)
+ *   cas         registration CASes attempted
+ *   cas_failed  of which failed
+ *   swaps       registrations by the SWAP fallback
+ *   max_pass    most requests served in one pass (own excluded)
+ *   tail_ops    the n_ops of the last registered combiner's node (requests
+ *               registered with it so far, failed FAAs beyond MAX_OPS
+ *               included) if that node is open for requests, else -1 */
+static void hc_stats(const liblock_t *l, struct ll_stats *o)
 {
-    if (!l || !o || l->_magic != LL_LOCK_MAGIC || l->_ops != &ll_ops_hybcomb)
-        return EINVAL;
     const struct hc_lock *s = LL_STATE(l, const struct hc_lock);
-    o->max_ops = s->max_ops;
-    o->cas_tries = s->cas_tries;
-    o->drain = s->drain;
-    o->passes = s->passes;
-    o->own = s->own;
-    o->served = s->served;
-    o->cancelled = atomic_load_explicit(&s->cancelled, memory_order_relaxed);
-    o->cas = atomic_load_explicit(&s->cas, memory_order_relaxed);
-    o->cas_failed = atomic_load_explicit(&s->cas_failed, memory_order_relaxed);
-    o->swaps = atomic_load_explicit(&s->swaps, memory_order_relaxed);
-    o->max_pass = s->max_pass;
-    return 0;
-}
-
-int64_t ll_hybcomb_debug_tail_ops(const liblock_t *l)
-{
-    const struct hc_lock *s = LL_STATE(l, const struct hc_lock);
+    ll_stats_put(o, "max_ops", s->max_ops);
+    ll_stats_put(o, "cas_tries", s->cas_tries);
+    ll_stats_put(o, "drain", s->drain);
+    ll_stats_put(o, "passes", (int64_t)s->passes);
+    ll_stats_put(o, "own", (int64_t)s->own);
+    ll_stats_put(o, "served", (int64_t)s->served);
+    ll_stats_put(o, "cancelled", (int64_t)atomic_load_explicit(&s->cancelled, memory_order_relaxed));
+    ll_stats_put(o, "cas", (int64_t)atomic_load_explicit(&s->cas, memory_order_relaxed));
+    ll_stats_put(o, "cas_failed", (int64_t)atomic_load_explicit(&s->cas_failed, memory_order_relaxed));
+    ll_stats_put(o, "swaps", (int64_t)atomic_load_explicit(&s->swaps, memory_order_relaxed));
+    ll_stats_put(o, "max_pass", (int64_t)s->max_pass);
     uintptr_t lr = atomic_load_explicit(&s->last_reg, memory_order_acquire);
-    if (lr & HC_FREE)
-        return -1;
-    int64_t n = atomic_load_explicit(&((struct hc_node *)lr)->n_ops, memory_order_acquire);
-    return n < HC_CLOSED ? (int64_t)HC_COUNT(n) : -1;
+    int64_t n = lr & HC_FREE ? HC_CLOSED : atomic_load_explicit(&((struct hc_node *)lr)->n_ops, memory_order_acquire);
+    ll_stats_put(o, "tail_ops", n < HC_CLOSED ? (int64_t)HC_COUNT(n) : -1);
 }
 
 const struct ll_ops ll_ops_hybcomb = {
@@ -797,4 +804,5 @@ const struct ll_ops ll_ops_hybcomb = {
     .cond_release = hc_cond_release,
     .cond_reacquire = hc_cond_reacquire,
     .thread_register = hc_thread_register,
+    .stats = hc_stats,
 };

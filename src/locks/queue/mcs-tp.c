@@ -484,31 +484,20 @@ out:
     return 0;
 }
 
-/* For tests: attempts that timed out (PATIENCE) and that were removed by a
- * releaser (FAILED). */
-unsigned long ll_mcstp_debug_timeouts(liblock_t *l, unsigned long *failed)
-{
-    struct tp_lock *s = LL_STATE(l, struct tp_lock);
-    if (failed)
-        *failed = atomic_load_explicit(&s->failed, memory_order_relaxed);
-    return atomic_load_explicit(&s->timeouts, memory_order_relaxed);
-}
-
-/* For tests: times a node was swapped into the queue while it was already
- * its tail (the double insertion that the line 38 fix prevents). */
-unsigned long ll_mcstp_debug_double_inserts(liblock_t *l)
-{
-    return atomic_load_explicit(&LL_STATE(l, struct tp_lock)->self_pred, memory_order_relaxed);
-}
-
-/* For tests: times a waiter parked (spin-then-park), and times a releaser
+/* Statistics (struct ll_ops .stats): timeouts, attempts that timed out
+ * (PATIENCE); failed, those removed by a releaser (FAILED);
+ * double_inserts, times a node was swapped into the queue while it was
+ * already its tail (the double insertion that the line 38 fix prevents);
+ * parks, times a waiter parked (spin-then-park); wakes, times a releaser
  * woke a parked waiter to try again. */
-unsigned long ll_mcstp_debug_parks(liblock_t *l, unsigned long *wakes)
+static void tp_stats(const liblock_t *l, struct ll_stats *o)
 {
     struct tp_lock *s = LL_STATE(l, struct tp_lock);
-    if (wakes)
-        *wakes = atomic_load_explicit(&s->wakes, memory_order_relaxed);
-    return atomic_load_explicit(&s->parks, memory_order_relaxed);
+    ll_stats_put(o, "timeouts", (int64_t)atomic_load_explicit(&s->timeouts, memory_order_relaxed));
+    ll_stats_put(o, "failed", (int64_t)atomic_load_explicit(&s->failed, memory_order_relaxed));
+    ll_stats_put(o, "double_inserts", (int64_t)atomic_load_explicit(&s->self_pred, memory_order_relaxed));
+    ll_stats_put(o, "parks", (int64_t)atomic_load_explicit(&s->parks, memory_order_relaxed));
+    ll_stats_put(o, "wakes", (int64_t)atomic_load_explicit(&s->wakes, memory_order_relaxed));
 }
 
 const struct ll_ops ll_ops_mcs_tp = {
@@ -527,4 +516,5 @@ const struct ll_ops ll_ops_mcs_tp = {
     .lock = tp_lock,
     .trylock = tp_trylock,
     .unlock = tp_unlock,
+    .stats = tp_stats,
 };

@@ -15,8 +15,8 @@
  *  - the fairness Bernoulli trial: probability LIBLOCK_CR_FAIRNESS
  *    (default 0.001, range [0, 1]) read when a lock is initialised, drawn on
  *    the per-thread xorshift generator ll_rand(ll_self()).
- *  - struct ll_cr_stats and the per-lock statistics readers, for tests and
- *    for the fairness instrumentation.  Counters are written only by the
+ *  - the names of the family's statistics (struct ll_ops .stats), for tests
+ *    and for the fairness instrumentation.  Counters are written only by the
  *    lock owner; readers load them without synchronisation, so they are
  *    exact only once the lock is quiescent.
  */
@@ -538,28 +538,25 @@ static inline void cr_release(_Atomic(struct cr_node *) *tail, struct cr_node *n
     cr_grant_next(n, cr_await_link(n, policy), policy);
 }
 
-/* Statistics of a concurrency-restricting lock (owner-written counters). */
-struct ll_cr_stats {
-    uint64_t culls;        /* waiters moved from the queue to the passive set    */
-    uint64_t grafts;       /* eldest passive waiter admitted by the fairness trial */
-    uint64_t reprovisions; /* passive waiter admitted because the queue was empty */
-    uint64_t remote_culls; /* mcscrn: waiters moved to the remote list            */
-    uint64_t home_changes; /* mcscrn: changes of the home NUMA node               */
-    uint64_t handoffs;     /* loiter: direct hand-offs to an impatient standby    */
-    uint64_t pendings;     /* mcscr, mcscrn, lifocr: grants made pending (takeable) */
-    uint64_t steals;       /* mcscr, mcscrn, lifocr: pending grants taken over     */
-    uint64_t graces;       /* mcscr, mcscrn: deficits an arrival filled within the grace window */
-    unsigned passive;      /* current passive-set size                           */
-    unsigned remote;       /* mcscrn: current remote-list size                    */
-    int home;              /* mcscrn: current home node                            */
-    double fairness;       /* the lock's fairness probability                     */
-    const void *tail;      /* queue tail / stack top (tests: is someone waiting?) */
-};
-
-/* Each fills *out and returns 0, or EINVAL if l is not a lock of that kind. */
-int ll_mcscr_stats(const liblock_t *l, struct ll_cr_stats *out);
-int ll_mcscrn_stats(const liblock_t *l, struct ll_cr_stats *out);
-int ll_lifocr_stats(const liblock_t *l, struct ll_cr_stats *out);
-int ll_loiter_stats(const liblock_t *l, struct ll_cr_stats *out);
+/* Statistics of a concurrency-restricting lock (struct ll_ops .stats,
+ * owner-written counters), by name:
+ *   culls         waiters moved from the queue to the passive set
+ *   grafts        eldest passive waiter admitted by the fairness trial
+ *   reprovisions  passive waiter admitted because the queue was empty
+ *   remote_culls  mcscrn: waiters moved to the remote list
+ *   home_changes  mcscrn: changes of the home NUMA node
+ *   handoffs      loiter: direct hand-offs to an impatient standby
+ *   pendings      mcscr, mcscrn, lifocr: grants made pending (takeable)
+ *   steals        mcscr, mcscrn, lifocr: pending grants taken over
+ *   graces        mcscr, mcscrn: deficits an arrival filled within the grace window
+ *   passive       current passive-set size
+ *   remote        mcscrn: current remote-list size
+ *   home          mcscrn: current home node
+ *   fairness_ppb  the lock's fairness probability, in parts per 10^9
+ *   tail          the queue tail / stack top as an address (an identity:
+ *                 tests compare it to learn whether someone waits)
+ * A family member fills those it keeps. */
+static inline void cr_stats_fairness(struct ll_stats *o, double p) { ll_stats_put(o, "fairness_ppb", (int64_t)(p * 1e9 + 0.5)); }
+static inline void cr_stats_tail(struct ll_stats *o, const void *tail) { ll_stats_put(o, "tail", (int64_t)(intptr_t)tail); }
 
 #endif

@@ -292,20 +292,14 @@ static int lifocr_destroy(liblock_t *l)
     return atomic_load_explicit(&LL_STATE(l, struct lifocr_lock)->top, memory_order_acquire) ? EBUSY : 0;
 }
 
-extern const struct ll_ops ll_ops_lifocr;
-
-int ll_lifocr_stats(const liblock_t *l, struct ll_cr_stats *out)
+static void lifocr_stats(const liblock_t *l, struct ll_stats *o)
 {
-    if (!l || l->_magic != LL_LOCK_MAGIC || l->_ops != &ll_ops_lifocr || !out)
-        return EINVAL;
     struct lifocr_lock *s = l->_state;
-    memset(out, 0, sizeof *out);
-    out->grafts = s->grafts;
-    out->pendings = s->pendings;
-    out->steals = s->steals;
-    out->fairness = s->p;
-    out->tail = atomic_load_explicit(&s->top, memory_order_acquire);
-    return 0;
+    ll_stats_put(o, "grafts", (int64_t)s->grafts);
+    ll_stats_put(o, "pendings", (int64_t)s->pendings);
+    ll_stats_put(o, "steals", (int64_t)s->steals);
+    cr_stats_fairness(o, s->p);
+    cr_stats_tail(o, atomic_load_explicit(&s->top, memory_order_acquire));
 }
 
 const struct ll_ops ll_ops_lifocr = {
@@ -325,4 +319,5 @@ const struct ll_ops ll_ops_lifocr = {
     .lock = lifocr_lock,
     .trylock = lifocr_trylock,
     .unlock = lifocr_unlock,
+    .stats = lifocr_stats,
 };

@@ -300,18 +300,12 @@ static int loiter_destroy(liblock_t *l)
     return 0;
 }
 
-extern const struct ll_ops ll_ops_loiter;
-
-int ll_loiter_stats(const liblock_t *l, struct ll_cr_stats *out)
+static void loiter_stats(const liblock_t *l, struct ll_stats *o)
 {
-    if (!l || l->_magic != LL_LOCK_MAGIC || l->_ops != &ll_ops_loiter || !out)
-        return EINVAL;
     struct loiter_lock *s = l->_state;
-    memset(out, 0, sizeof *out);
-    out->handoffs = s->handoffs;
-    out->fairness = s->p;
-    out->tail = atomic_load_explicit(&s->inner_tail, memory_order_acquire);
-    return 0;
+    ll_stats_put(o, "handoffs", (int64_t)s->handoffs);
+    cr_stats_fairness(o, s->p);
+    cr_stats_tail(o, atomic_load_explicit(&s->inner_tail, memory_order_acquire));
 }
 
 const struct ll_ops ll_ops_loiter = {
@@ -331,4 +325,5 @@ const struct ll_ops ll_ops_loiter = {
     .lock = loiter_lock,
     .trylock = loiter_trylock,
     .unlock = loiter_unlock,
+    .stats = loiter_stats,
 };

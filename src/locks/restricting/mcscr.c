@@ -243,24 +243,18 @@ static int mcscr_destroy(liblock_t *l)
     return atomic_load_explicit(&LL_STATE(l, struct mcscr_lock)->tail, memory_order_acquire) ? EBUSY : 0;
 }
 
-extern const struct ll_ops ll_ops_mcscr;
-
-int ll_mcscr_stats(const liblock_t *l, struct ll_cr_stats *out)
+static void mcscr_stats(const liblock_t *l, struct ll_stats *o)
 {
-    if (!l || l->_magic != LL_LOCK_MAGIC || l->_ops != &ll_ops_mcscr || !out)
-        return EINVAL;
     const struct mcscr_lock *s = l->_state;
-    memset(out, 0, sizeof *out);
-    out->culls = s->culls;
-    out->grafts = s->grafts;
-    out->reprovisions = s->reprovisions;
-    out->pendings = s->reprovisions; /* every reprovisioning grant is pending */
-    out->steals = s->steals;
-    out->graces = s->graces;
-    out->passive = s->ps.count;
-    out->fairness = s->p;
-    out->tail = atomic_load_explicit(&((struct mcscr_lock *)l->_state)->tail, memory_order_acquire);
-    return 0;
+    ll_stats_put(o, "culls", (int64_t)s->culls);
+    ll_stats_put(o, "grafts", (int64_t)s->grafts);
+    ll_stats_put(o, "reprovisions", (int64_t)s->reprovisions);
+    ll_stats_put(o, "pendings", (int64_t)s->reprovisions); /* every reprovisioning grant is pending */
+    ll_stats_put(o, "steals", (int64_t)s->steals);
+    ll_stats_put(o, "graces", (int64_t)s->graces);
+    ll_stats_put(o, "passive", (int64_t)s->ps.count);
+    cr_stats_fairness(o, s->p);
+    cr_stats_tail(o, atomic_load_explicit(&((struct mcscr_lock *)l->_state)->tail, memory_order_acquire));
 }
 
 const struct ll_ops ll_ops_mcscr = {
@@ -280,4 +274,5 @@ const struct ll_ops ll_ops_mcscr = {
     .lock = mcscr_lock,
     .trylock = mcscr_trylock,
     .unlock = mcscr_unlock,
+    .stats = mcscr_stats,
 };

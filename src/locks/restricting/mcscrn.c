@@ -289,28 +289,22 @@ static int mcscrn_destroy(liblock_t *l)
     return atomic_load_explicit(&LL_STATE(l, struct mcscrn_lock)->tail, memory_order_acquire) ? EBUSY : 0;
 }
 
-extern const struct ll_ops ll_ops_mcscrn;
-
-int ll_mcscrn_stats(const liblock_t *l, struct ll_cr_stats *out)
+static void mcscrn_stats(const liblock_t *l, struct ll_stats *o)
 {
-    if (!l || l->_magic != LL_LOCK_MAGIC || l->_ops != &ll_ops_mcscrn || !out)
-        return EINVAL;
     struct mcscrn_lock *s = l->_state;
-    memset(out, 0, sizeof *out);
-    out->culls = s->culls;
-    out->remote_culls = s->remote_culls;
-    out->grafts = s->grafts;
-    out->reprovisions = s->reprovisions;
-    out->home_changes = s->home_changes;
-    out->pendings = s->pendings;
-    out->steals = s->steals;
-    out->graces = s->graces;
-    out->passive = s->ps.count;
-    out->remote = s->remote.count;
-    out->home = s->home;
-    out->fairness = s->p;
-    out->tail = atomic_load_explicit(&s->tail, memory_order_acquire);
-    return 0;
+    ll_stats_put(o, "culls", (int64_t)s->culls);
+    ll_stats_put(o, "remote_culls", (int64_t)s->remote_culls);
+    ll_stats_put(o, "grafts", (int64_t)s->grafts);
+    ll_stats_put(o, "reprovisions", (int64_t)s->reprovisions);
+    ll_stats_put(o, "home_changes", (int64_t)s->home_changes);
+    ll_stats_put(o, "pendings", (int64_t)s->pendings);
+    ll_stats_put(o, "steals", (int64_t)s->steals);
+    ll_stats_put(o, "graces", (int64_t)s->graces);
+    ll_stats_put(o, "passive", (int64_t)s->ps.count);
+    ll_stats_put(o, "remote", (int64_t)s->remote.count);
+    ll_stats_put(o, "home", (int64_t)s->home);
+    cr_stats_fairness(o, s->p);
+    cr_stats_tail(o, atomic_load_explicit(&s->tail, memory_order_acquire));
 }
 
 const struct ll_ops ll_ops_mcscrn = {
@@ -330,4 +324,5 @@ const struct ll_ops ll_ops_mcscrn = {
     .lock = mcscrn_lock,
     .trylock = mcscrn_trylock,
     .unlock = mcscrn_unlock,
+    .stats = mcscrn_stats,
 };

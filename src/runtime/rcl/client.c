@@ -1,21 +1,13 @@
 /*
- * client.c - the client side of Remote Core Locking: client ids, the
- * request path of liblock_execute (Algorithm 9 of J.-P. Lozi, "Towards
- * More Scalable Mutual Exclusion for Multicore Architectures", PhD thesis,
- * UPMC (Paris 6), 2014, section 4.1),
- * lock/trylock/unlock on an RCL lock, the condition-variable hooks, and
- * the binding of a lock to its server.
+ * client.c - the client side of Remote Core Locking: the request path of
+ * liblock_execute (Algorithm 9 of J.-P. Lozi, "Towards More Scalable Mutual
+ * Exclusion for Multicore Architectures", PhD thesis, UPMC (Paris 6), 2014,
+ * section 4.1), lock/trylock/unlock on an RCL lock, the condition-variable
+ * hooks, and the binding of a lock to its server.  Client ids and the
+ * fitting of a client's affinity are in ids.c.
  *
- * Client ids.  One id per thread that talks to an RCL server, shared by all
- * servers (slot i of every server's array belongs to the thread with id i).
- * Allocated on the thread's first request, lowest free id first, released
- * by a thread-exit hook, so ids stay dense and the servers' scans (bounded
- * by the watermark = 1 + highest id in use) stay short: the property the
- * thesis gets from adaptive long-lived renaming, obtained here with a
- * bitmap under a mutex (taken once per thread lifetime, not per request).
- * The capacity is the number of slots per server (LIBLOCK_RCL_SLOTS,
- * default 4096 = 256 KB of 64-byte slots).  When every id is taken (a
- * one-line message is printed once):
+ * Without a client id.  When every id is taken (ids.c; a one-line message
+ * is printed once):
  *   - liblock_execute fails with EAGAIN before touching any slot (the
  *     documented contract; liblock_thread_register reports it up front);
  *   - lock/trylock/unlock go through the server's OVERFLOW slot (one extra
@@ -208,7 +200,7 @@
  * request pending (any_servable: its lock was held) is woken by the unlock:
  * the unlocker's exchange (a full fence) precedes its load of `idle`, the
  * server's exchange of `idle` precedes its rescan of is_locked (Dekker).
- * Affinity: lock/trylock still call client_index() (a thread-local check
+ * Affinity: lock/trylock still call rcl_client_index() (a thread-local check
  * after the first call), so a thread that locks is kept off the server
  * CPUs, even if it never sends a request.
  * Why direct: with lock/unlock as requests (RCL_OP_LOCK / RCL_OP_UNLOCK,
@@ -239,178 +231,6 @@
 #include <string.h>
 
 __thread struct rcl_tls rcl_tls __attribute__((tls_model("initial-exec")));
-
-/* ---- client ids ----------------------------------------------------------- */
-static pthread_once_t ids_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t ids_mutex = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t *ids_bits;
-static unsigned ids_cap;
-static _Atomic unsigned ids_watermark, ids_inuse;
-static _Atomic unsigned cpus_gen = 1;
-static int affinity_on = 1;
-
-unsigned rcl_yield_every = 1024;
-int rcl_park_asym;
-
-static void ids_init(void)
-{
-    ids_cap = (unsigned)ll_env_long("LIBLOCK_RCL_SLOTS", 4096, 1, 1L << 20);
-    long ye = ll_env_long("LIBLOCK_RCL_YIELD_EVERY", 1024, 0, 1L << 30);
-    rcl_yield_every = ye ? (unsigned)ye : UINT32_MAX;
-    ids_bits = calloc((ids_cap + 63) / 64, sizeof *ids_bits);
-    if (!ids_bits)
-        ids_cap = 0;
-    affinity_on = ll_env_long("LIBLOCK_RCL_AFFINITY", 1, 0, 1) != 0;
-    /* read before this thread's first request: every request (and the
-     * server's reply to it) then agrees on the protocol ("Parking") */
-    rcl_park_asym = ll_env_long("LIBLOCK_RCL_ASYM", 1, 0, 1) && ll_heavy_barrier_ok();
-}
-
-unsigned rcl_slot_capacity(void)
-{
-    pthread_once(&ids_once, ids_init);
-    return ids_cap ? ids_cap : 1;
-}
-
-unsigned rcl_client_watermark(void) { return atomic_load_explicit(&ids_watermark, memory_order_acquire); }
-unsigned rcl_clients_in_use(void) { return atomic_load_explicit(&ids_inuse, memory_order_relaxed); }
-
-static int id_alloc(void)
-{
-    pthread_once(&ids_once, ids_init);
-    int id = -1;
-    pthread_mutex_lock(&ids_mutex);
-    for (unsigned w = 0; w < (ids_cap + 63) / 64; w++) {
-        uint64_t free_bits = ~ids_bits[w];
-        if (w == (ids_cap - 1) / 64 && ids_cap % 64)
-            free_bits &= (1ull << (ids_cap % 64)) - 1;
-        if (free_bits) {
-            unsigned b = (unsigned)__builtin_ctzll(free_bits);
-            ids_bits[w] |= 1ull << b;
-            id = (int)(w * 64 + b);
-            break;
-        }
-    }
-    if (id >= 0) {
-        if ((unsigned)id + 1 > atomic_load_explicit(&ids_watermark, memory_order_relaxed))
-            atomic_store_explicit(&ids_watermark, (unsigned)id + 1, memory_order_release);
-        atomic_fetch_add_explicit(&ids_inuse, 1, memory_order_relaxed);
-    }
-    pthread_mutex_unlock(&ids_mutex);
-    return id;
-}
-
-/* fork() support (server.c): the ids bitmap must not be copied mid-update. */
-void rcl_ids_fork_prepare(void) { pthread_mutex_lock(&ids_mutex); }
-void rcl_ids_fork_parent(void) { pthread_mutex_unlock(&ids_mutex); }
-void rcl_ids_fork_child(void) { pthread_mutex_init(&ids_mutex, NULL); }
-
-static void id_free(int id)
-{
-    pthread_mutex_lock(&ids_mutex);
-    ids_bits[id / 64] &= ~(1ull << (id % 64));
-    unsigned wm = atomic_load_explicit(&ids_watermark, memory_order_relaxed);
-    while (wm > 0 && !(ids_bits[(wm - 1) / 64] & (1ull << ((wm - 1) % 64))))
-        wm--;
-    atomic_store_explicit(&ids_watermark, wm, memory_order_release);
-    atomic_fetch_sub_explicit(&ids_inuse, 1, memory_order_relaxed);
-    pthread_mutex_unlock(&ids_mutex);
-}
-
-static void client_exit(ll_thread_t *self, void *arg)
-{
-    (void)self;
-    (void)arg;
-    /* The thread waited for each of its requests, so no slot of it is
-     * pending: the id can go to another thread. */
-    if (rcl_tls.id > 0) {
-        id_free(rcl_tls.id - 1);
-        rcl_tls.id = 0;
-    }
-}
-
-void rcl_server_cpus_changed(void) { atomic_fetch_add_explicit(&cpus_gen, 1, memory_order_acq_rel); }
-
-/* Keep an application thread off the server CPUs (under SCHED_FIFO a
- * thread there would get only the RT-throttling remainder): narrow its
- * affinity to its allowed CPUs minus the server CPUs, if any remain.  If
- * none remains, the thread is colocated ("Colocated clients" above). */
-static void fit_affinity(struct rcl_tls *t)
-{
-    unsigned gen = atomic_load_explicit(&cpus_gen, memory_order_acquire);
-    t->affinity_gen = gen;
-    t->coloc = 0;
-    t->one_cpu = 0;
-    if (t->my_server)
-        return;
-    cpu_set_t cur, want;
-    if (pthread_getaffinity_np(pthread_self(), sizeof cur, &cur) != 0)
-        return;
-    CPU_ZERO(&want);
-    int removed = 0, left = 0, n = ll_ncpus();
-    for (int c = 0; c < n && c < CPU_SETSIZE; c++) {
-        if (!CPU_ISSET(c, &cur))
-            continue;
-        if (rcl_cpu_is_server(c)) {
-            removed++;
-        } else {
-            CPU_SET(c, &want);
-            left++;
-        }
-    }
-    /* one CPU to run on: a client-held lock's holder shares it (lock_slow) */
-    t->one_cpu = left + removed == 1 || (removed && affinity_on && left == 1);
-    if (!removed)
-        return;
-    if (!left) {
-        t->coloc = 1;
-        ll_warn_once("rcl_affinity", "liblock: rcl: a client thread may run only on RCL server CPUs; each of its "
-                                     "requests costs a wake-up and two context switches (see docs/rcl.md)");
-        return;
-    }
-    if (affinity_on)
-        pthread_setaffinity_np(pthread_self(), sizeof want, &want);
-}
-
-/* Slow part of getting this thread's slot index: fit the affinity,
- * allocate the id, register the exit hook.  Returns the index or -1
- * (EAGAIN: every id is taken; ENOMEM). */
-static __attribute__((noinline)) int client_slow(struct rcl_tls *t)
-{
-    if (t->affinity_gen != atomic_load_explicit(&cpus_gen, memory_order_acquire))
-        fit_affinity(t);
-    if (t->id == 0) {
-        ll_thread_t *self = ll_self();
-        if (!self) {
-            errno = ENOMEM;
-            return -1;
-        }
-        int id = id_alloc();
-        if (id < 0) {
-            ll_warn_once("rcl_slots", "liblock: rcl: all %u client slots are in use: liblock_execute fails with "
-                                      "EAGAIN, lock/unlock go through a shared overflow slot, slower (raise "
-                                      "LIBLOCK_RCL_SLOTS)",
-                         ids_cap);
-            errno = EAGAIN;
-            return -1;
-        }
-        t->id = id + 1;
-        t->hook.fn = client_exit;
-        t->hook.arg = NULL;
-        ll_thread_on_exit(self, &t->hook);
-    }
-    return t->id - 1;
-}
-
-static inline int client_index(void)
-{
-    struct rcl_tls *t = &rcl_tls;
-    if (LL_LIKELY(t->id > 0 && t->affinity_gen == atomic_load_explicit(&cpus_gen, memory_order_relaxed)))
-        return t->id - 1;
-    return client_slow(t);
-}
-
-int rcl_client_id(void) { return client_index(); }
 
 /* ---- requests ---------------------------------------------------------------- */
 /* A LOCK request waits for another client's lock/unlock section, which may
@@ -534,7 +354,7 @@ static inline void submit(struct rcl_server *s, struct rcl_slot *r, struct rcl_l
  * (for ret), or NULL with errno = EAGAIN when no client id is available. */
 static inline struct rcl_slot *post(struct rcl_server *s, struct rcl_lock *lk, rcl_fn fn, void *ctx, int policy)
 {
-    int id = client_index();
+    int id = rcl_client_index();
     if (LL_UNLIKELY(id < 0))
         return NULL;
     struct rcl_slot *r = &s->slots[id];
@@ -543,7 +363,7 @@ static inline struct rcl_slot *post(struct rcl_server *s, struct rcl_lock *lk, r
 }
 
 /* A TRYLOCK or UNLOCK request through the server's overflow slot, for a
- * thread without a client id ("Client ids" above).  Both are answered at
+ * thread without a client id ("Without a client id" above).  Both are answered at
  * once, so the slot is held for one round trip.  Returns 0 or EBUSY. */
 static int ovf_request(struct rcl_server *s, struct rcl_lock *lk, rcl_fn fn, int policy)
 {
@@ -754,7 +574,7 @@ int rcl_lock_lock(liblock_t *l, void *node)
         t->napi_held++;
         return 0;
     }
-    (void)client_index(); /* fits this thread's affinity (off the server CPUs) on first use */
+    (void)rcl_client_index(); /* fits this thread's affinity (off the server CPUs) on first use */
     if (LL_UNLIKELY(atomic_load_explicit(&lk->want, memory_order_relaxed)))
         lock_by_request(s, lk, l->_wait);
     else if (LL_UNLIKELY(!rcl_lock_cas(&lk->is_locked, 0, RCL_HELD_CLIENT)))
@@ -774,7 +594,7 @@ int rcl_lock_trylock(liblock_t *l, void *node)
     if (t->my_server == s)
         return rcl_take(s, lk, RCL_HELD_SERVER) ? 0 : EBUSY;
     if (lk->direct)
-        (void)client_index();
+        (void)rcl_client_index();
     int ret;
     if (lk->direct && LL_LIKELY(!atomic_load_explicit(&lk->want, memory_order_relaxed))) {
         ret = rcl_lock_cas(&lk->is_locked, 0, RCL_HELD_CLIENT) ? 0 : EBUSY;

@@ -135,8 +135,10 @@ struct rcl_server {
     struct rcl_server *next_all;  /* list of every started server */
 };
 
-/* server.c: a server's threads */
+/* server.c: the servicing loop */
 void rcl_wake_idle(struct rcl_server *s);              /* a client found the server idle-parked (or dormant) */
+void rcl_serve_loop(struct rcl_server *s, struct rcl_sthread *me); /* a servicing thread's life (pool.c) */
+/* pool.c: a server's threads */
 int rcl_threads_start(struct rcl_server *s);           /* create its threads (servers_mutex held); an errno */
 void rcl_threads_stop(struct rcl_server *s);           /* end and join them (servers_mutex held) */
 void rcl_server_free_arrays(struct rcl_server *s);
@@ -147,7 +149,7 @@ int rcl_server_bind(struct rcl_server *s);             /* count a lock on a runn
 void rcl_server_unbind(struct rcl_server *s);
 void rcl_server_revive(struct rcl_server *s);          /* first use of a server dormant since fork */
 
-/* client.c */
+/* client.c and ids.c */
 struct rcl_tls {
     int id;                       /* client id + 1 = slot index + 1; 0 = none yet */
     unsigned affinity_gen;        /* server-CPU set generation this thread was fitted to */
@@ -173,6 +175,18 @@ extern int rcl_park_asym;             /* spin-then-park requests use the asymmet
 unsigned rcl_client_watermark(void);  /* 1 + highest client id in use */
 unsigned rcl_clients_in_use(void);
 int rcl_client_id(void);              /* this thread's id, allocating it; -1 + EAGAIN when full */
+extern _Atomic unsigned rcl_cpus_gen; /* bumped when a server CPU starts or stops (ids.c) */
+int rcl_client_slow(struct rcl_tls *t); /* first request of a thread, or after rcl_cpus_gen moved (ids.c) */
+
+/* This thread's slot index (its client id), allocating the id and fitting
+ * the affinity on first use (ids.c); -1 + errno when every id is taken. */
+static inline int rcl_client_index(void)
+{
+    struct rcl_tls *t = &rcl_tls;
+    if (LL_LIKELY(t->id > 0 && t->affinity_gen == atomic_load_explicit(&rcl_cpus_gen, memory_order_relaxed)))
+        return t->id - 1;
+    return rcl_client_slow(t);
+}
 void rcl_server_cpus_changed(void);   /* a server started or stopped: refit clients' affinity */
 int rcl_cpu_is_server(int cpu);
 
