@@ -309,6 +309,25 @@ static int glibc_wait(pthread_cond_t *c, pthread_mutex_t *m, struct ip_mutex *g,
     return r;
 }
 
+/* posix in place (shim.h): the liblock_cond_t releases and retakes the
+ * program's own mutex through glibc, by way of a lock object made for the
+ * wait whose only operations are the condition hooks (cond_release /
+ * cond_reacquire: src/core/cond.c calls them instead of the API's unlock
+ * and lock, and then needs no hold on the API's stack; having no requeue
+ * hooks, it never puts the waiter on a lock queue).  Its state is m.  The
+ * ordering is glibc's unlock (release) and lock (acquire), taken inside the
+ * condition's protocol exactly where the algorithm's would be. */
+static int inplace_release(liblock_t *l) { return R.mutex_unlock((pthread_mutex_t *)l->_state); }
+static int inplace_reacquire(liblock_t *l) { return R.mutex_lock((pthread_mutex_t *)l->_state); }
+static const struct ll_ops inplace_cond_ops = {
+    .name = "posix",
+    .description = "posix in place: the program's glibc mutex, for a condition wait",
+    .source = "glibc",
+    .props = LIBLOCK_PROP_COND,
+    .cond_release = inplace_release,
+    .cond_reacquire = inplace_reacquire,
+};
+
 /* After a wait on the liblock_cond_t: the hold of the API layer goes back
  * where our fast path keeps it; then the owner and count are ours again. */
 struct lc_after {
@@ -469,7 +488,15 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
         if (!self)
             return ENOMEM;
         int lent = 1; /* 1: the holder's node lent, 2: a fresh hold pushed, 0: neither */
-        if (w->holds && w->hold) {
+        liblock_t *cl = &w->lock, proxy;
+        if (IP_INPLACE(w)) {
+            proxy = w->lock;  /* (magic and policy) */
+            proxy._ops = &inplace_cond_ops;
+            proxy._state = m; /* the lock the wait releases and retakes (above) */
+            proxy._stats = NULL;
+            cl = &proxy;
+            lent = 0;
+        } else if (w->holds && w->hold) {
             if (adopt_hold(self, w))
                 return ENOMEM;
         } else if (w->holds && w->api) {
@@ -491,9 +518,9 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
         ll_cond_hook_tls = &x.hook;
         if (abstime) {
             struct timespec rt = to_realtime(eff, abstime);
-            r = liblock_cond_timedwait(&n->lc, &w->lock, &rt);
+            r = liblock_cond_timedwait(&n->lc, cl, &rt);
         } else {
-            r = liblock_cond_wait(&n->lc, &w->lock);
+            r = liblock_cond_wait(&n->lc, cl);
         }
         ll_cond_hook_tls = NULL;
         lc_after_wait(&x);

@@ -3,6 +3,8 @@
  */
 #include "shim.h"
 
+#include <sys/uio.h>
+
 #define reg_mutexes shim_reg_mutexes
 #define reg_conds shim_reg_conds
 
@@ -13,36 +15,46 @@
  * with -llock runs under the interposer: a transformed memcached's
  * daemon()).  Such a mutex becomes glibc's for life, like an allocator's met
  * during set-up (ip_in_setup); mutexes already set up are unaffected. */
-/* The owner word of an ownerless wrapper (IP_OWNERLESS, shim.h: posix's
- * fast path) is 0 while the program runs; its glibc mutex records the
- * holder's thread id (__owner: written by glibc's lock, cleared by its
- * unlock).  From here to the parent/child handler the word says whether
- * the forking thread holds the mutex, as every other wrapper's does (read
- * now: the child's thread has another id); then it is 0 again.  Only this
- * thread writes the word meanwhile: the other threads' fast paths never
- * do, and this thread runs no program code until the handlers are done.
- * The glibc mutex is in the algorithm's state, which lives as long as the
- * wrapper, so reading it is safe whatever became of the pthread_mutex_t. */
-static void ownerless_mark(int on)
-{
-    pid_t tid = on ? gettid() : 0;
-    for (struct ip_mutex *w = reg_mutexes; w; w = w->next) {
-        if (!IP_OWNERLESS(w))
-            continue;
-        int mine = on && __atomic_load_n(&IP_POSIX_MUTEX(w)->__data.__owner, __ATOMIC_RELAXED) == tid;
-        atomic_store_explicit(&w->owner, mine ? self_tag() : 0, memory_order_relaxed);
-    }
-}
+static pid_t fork_tid; /* the forking thread's id (fork_prepare), for inplace_child */
 
 static void fork_prepare(void)
 {
     R.mutex_lock(&reg_mutex);
     ip_in_setup++;
-    ownerless_mark(1);
+    fork_tid = gettid();
+}
+
+/* posix in place (shim.h) in the child: the lock is glibc's state in the
+ * program's own mutex m, which is rebuilt like every other lock: held by
+ * the forking thread (glibc's __owner is its id, as glibc's lock writes
+ * it): left held, and the child may unlock it; held by another thread
+ * (which does not exist here): made free by clearing glibc's lock, owner,
+ * user-count and recursion words (glibc's initial values; no waiter can
+ * exist in the child, which runs one thread).  m may have been freed
+ * without pthread_mutex_destroy (std::mutex never calls it) while its
+ * wrapper stayed registered, so m is first read through process_vm_readv
+ * on ourselves, which reports an unmapped or unreadable address instead
+ * of faulting, and written only if its pointer word still names this
+ * wrapper with the in-place tag (only a live mutex set up on this wrapper
+ * holds that value).  If the read is not allowed, m is left as glibc
+ * leaves it.  Single-threaded here: plain accesses. */
+static void inplace_child(struct ip_mutex *w)
+{
+    pthread_mutex_t *m = IP_INPLACE_MUTEX(w), copy;
+    struct iovec local = {&copy, sizeof copy}, remote = {m, sizeof copy};
+    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof copy)
+        return;
+    if ((uintptr_t)copy.__data.__list.__prev != ip_word(w) || (copy.__data.__kind & IP_KIND_PASS))
+        return; /* no longer this wrapper's mutex */
+    if (copy.__data.__lock == 0 || copy.__data.__owner == fork_tid)
+        return; /* free, or the forking thread's */
+    m->__data.__lock = 0;
+    m->__data.__owner = 0;
+    m->__data.__nusers = 0;
+    m->__data.__count = 0;
 }
 static void fork_parent(void)
 {
-    ownerless_mark(0);
     ip_in_setup--;
     R.mutex_unlock(&reg_mutex);
 }
@@ -63,6 +75,10 @@ static void fork_child(void)
             }
             continue;
         }
+        if (IP_INPLACE(w)) {
+            inplace_child(w); /* (its unused algorithm state is left as it is) */
+            continue;
+        }
         liblock_t fresh;
         if (liblock_init(&fresh, LL_OPS(&w->lock)->name, &w->algo->attr) != 0)
             continue; /* out of memory: left as it was */
@@ -70,9 +86,7 @@ static void fork_child(void)
         w->hold = NULL;
         mutex_set_fns(w); /* rcl: the fresh lock is bound on first use */
         if (mine && w_raw_lock(w) == 0) {
-            if (IP_OWNERLESS(w)) /* (ownerless_mark) */
-                atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
-            else if (w->type != PTHREAD_MUTEX_NORMAL)
+            if (w->type != PTHREAD_MUTEX_NORMAL)
                 /* Still held, but as glibc's: its owner is the forking
                  * thread's id, which the child's thread does not have, so
                  * there trylock is EBUSY, unlock EPERM and lock waits for

@@ -81,7 +81,12 @@ LL_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
     struct ip_mutex *w = ip_untag(p);
     if (atomic_load_explicit(&w->owner, memory_order_relaxed) != 0)
         return EBUSY;
-    int r = SHIM_GLIBC(w) ? R.mutex_destroy(m) : liblock_destroy(&w->lock);
+    /* posix in place (shim.h): glibc's destroy says whether m is in use
+     * (EBUSY, m intact) and marks it destroyed as it does without us; the
+     * algorithm's state, unused while in place, is then freed */
+    int r = SHIM_GLIBC(w) || IP_INPLACE(w) ? R.mutex_destroy(m) : 0;
+    if (r == 0 && !SHIM_GLIBC(w))
+        r = liblock_destroy(&w->lock);
     if (r)
         return r; /* EBUSY: held or waited on; left intact */
     reg_del_mutex(w);
@@ -96,9 +101,9 @@ LL_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
  * by w->fast (mutex_set_fns):
  *  - IP_FAST_FN: node-less algorithm, through the function cached in the
  *    wrapper's first line;
- *  - IP_FAST_GLIBC: the posix algorithm: glibc's lock on the glibc
- *    mutex inside it when its lock word reads free, else posix's own
- *    lock() (which counts waiters for destroy); glibc's unlock;
+ *  - IP_FAST_GLIBC: the posix algorithm: glibc's lock and unlock on the
+ *    program's own mutex (shim.h "posix in place"); in the profiler, on
+ *    the glibc mutex inside the algorithm's state;
  *  - IP_FAST_NODE: queue lock, with the node cached in the thread's
  *    shim_tls block (wrapper.c, "per-thread nodes"); the record's free
  *    list only when none is cached;
@@ -227,19 +232,25 @@ static inline __attribute__((always_inline)) int track_unlock(struct ip_mutex *w
     return 0;
 }
 
-/* IP_FAST_GLIBC: glibc's own functions on the posix state's glibc mutex.
- * Its lock word (0: free) says whether to count ourselves as a waiter
- * (posix.c, for destroy).  Both calls are tail calls (IP_OWNERLESS). */
-static inline __attribute__((always_inline)) int glibc_lock(struct ip_mutex *w)
+/* IP_FAST_GLIBC.  Interposer: posix in place, glibc's own functions on
+ * the program's mutex m (shim.h); both are tail calls (IP_OWNERLESS).
+ * Profiler: glibc's functions on the posix state's glibc mutex; its lock
+ * word (0: free) says whether to count ourselves as a waiter (posix.c, for
+ * destroy). */
+static inline __attribute__((always_inline)) int glibc_lock(struct ip_mutex *w, pthread_mutex_t *m)
 {
+    if (IP_INPLACE(w))
+        return R.mutex_lock(m);
     pthread_mutex_t *gm = IP_POSIX_MUTEX(w);
     if (LL_LIKELY(__atomic_load_n(&gm->__data.__lock, __ATOMIC_RELAXED) == 0))
         return R.mutex_lock(gm);
     return LL_OPS(&w->lock)->lock(&w->lock, NULL);
 }
 
-static inline __attribute__((always_inline)) int glibc_unlock(struct ip_mutex *w)
+static inline __attribute__((always_inline)) int glibc_unlock(struct ip_mutex *w, pthread_mutex_t *m)
 {
+    if (IP_INPLACE(w))
+        return R.mutex_unlock(m);
     if (SHIM_OBSERVED) /* (IP_OWNERLESS: without an observer only) */
         atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
     return R.mutex_unlock(IP_POSIX_MUTEX(w));
@@ -273,7 +284,7 @@ static inline __attribute__((always_inline)) int lock_at(pthread_mutex_t *m, voi
             r = fn_lock(w);
             break;
         case IP_FAST_GLIBC:
-            r = glibc_lock(w);
+            r = glibc_lock(w, m);
             if (SHIM_OBSERVED && LL_LIKELY(r == 0)) /* (IP_OWNERLESS: without an observer only) */
                 atomic_store_explicit(&w->owner, self_tag(), memory_order_relaxed);
             break;
@@ -316,7 +327,7 @@ static inline __attribute__((always_inline)) int unlock_at(pthread_mutex_t *m)
         case IP_FAST_FN:
             return fn_unlock(w);
         case IP_FAST_GLIBC:
-            return glibc_unlock(w);
+            return glibc_unlock(w, m);
         case IP_FAST_NODE:
             return node_unlock(w);
         case IP_FAST_TRACK:
@@ -345,22 +356,25 @@ static __attribute__((noinline)) int track_unlock_f(struct ip_mutex *w) { return
 
 /* The entry points: the fast path is chosen from the tag of the pointer
  * word (shim.h), loaded with __kind from the mutex's own line; posix in
- * place is then a tail call into glibc, the others a tail call into a
+ * place is then a tail call into glibc on m itself, the others a tail call into a
  * small function of their kind. */
-static inline uintptr_t fast_word(pthread_mutex_t *m)
-{
-    uintptr_t p = atomic_load_explicit(mptr(m), memory_order_acquire);
-    return LL_LIKELY(p > IP_GLIBC && !(mkind(m) & IP_KIND_PASS)) ? p : 0;
-}
-
+/* posix in place is tested first, on the word alone: a word whose tag is
+ * IP_FAST_GLIBC is one we published for an in-place mutex (IP_GLIBC is 1,
+ * unset is 0, and glibc writes the word only for robust mutexes, with
+ * pointers to 8-aligned list entries), and for any mutex glibc's own
+ * function on m is the right call anyway (it is what the pass-through kinds
+ * get), so __kind need not be read: one load, the compare, the tail jump.
+ * The word is loaded with acquire (shim.h I1). */
 LL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
-    uintptr_t p = fast_word(m), tag = p & IP_TAG_MASK;
+    uintptr_t p = atomic_load_explicit(mptr(m), memory_order_acquire), tag = p & IP_TAG_MASK;
+    if (tag == IP_FAST_GLIBC) /* posix in place: the wrapper is not read */
+        return R.mutex_lock(m);
+    if (LL_UNLIKELY(p <= IP_GLIBC || (mkind(m) & IP_KIND_PASS)))
+        return lock_rest(m);
     struct ip_mutex *w = ip_untag(p);
     if (LL_LIKELY(tag == IP_FAST_FN))
         return fn_lock(w);
-    if (tag == IP_FAST_GLIBC)
-        return glibc_lock(w);
     if (tag == IP_FAST_NODE)
         return node_lock_f(w);
     if (tag == IP_FAST_TRACK)
@@ -370,12 +384,14 @@ LL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 
 LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
-    uintptr_t p = fast_word(m), tag = p & IP_TAG_MASK;
+    uintptr_t p = atomic_load_explicit(mptr(m), memory_order_acquire), tag = p & IP_TAG_MASK;
+    if (tag == IP_FAST_GLIBC) /* posix in place */
+        return R.mutex_unlock(m);
+    if (LL_UNLIKELY(p <= IP_GLIBC || (mkind(m) & IP_KIND_PASS)))
+        return unlock_rest(m);
     struct ip_mutex *w = ip_untag(p);
     if (LL_LIKELY(tag == IP_FAST_FN))
         return fn_unlock(w);
-    if (tag == IP_FAST_GLIBC)
-        return glibc_unlock(w);
     if (tag == IP_FAST_NODE)
         return node_unlock_f(w);
     if (tag == IP_FAST_TRACK)

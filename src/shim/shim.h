@@ -45,11 +45,9 @@
  * is: load __kind and that word (one line), pick the path from its tag,
  * call the algorithm's lock through a pointer cached in the wrapper (a
  * queue lock: with the node cached in the thread's shim_tls block), store
- * the owner; for posix, glibc's lock on the glibc mutex inside the
- * algorithm's state, as a tail call (no owner word: IP_OWNERLESS).  No
- * hash table, no global lookup and one thread-local variable at most on
- * that path (an address table is used only when a lock is set up or
- * destroyed; see "the registry" below).
+ * the owner.  No hash table, no global lookup and one thread-local variable
+ * at most on that path (an address table is used only when a lock is set
+ * up or destroyed; see "the registry" below).
  *
  *   pointer word  __kind pass bits   meaning
  *   any           set                glibc's mutex (robust/PI/PP/pshared)
@@ -62,6 +60,54 @@
  * acq_rel and every reader loads the word with acquire, so a reader that
  * sees the pointer sees the initialised wrapper.
  *
+ * ---- posix in place (IP_FAST_GLIBC, interposer only) ----------------------
+ * A NORMAL (or ADAPTIVE) mutex whose algorithm is posix and which is not
+ * tracked (no mixed configuration) is locked by glibc's own functions on
+ * the program's pthread_mutex_t itself: pthread_mutex_lock loads the
+ * pointer word (same line as glibc's lock word), compares its tag with
+ * IP_FAST_GLIBC and tail-jumps into glibc's lock on m.  The wrapper still
+ * exists (registry, fork, condition variables, destroy, per-site choice),
+ * but its algorithm state is not used while the mutex is in place.
+ * Who owns which of the 40 bytes:
+ *  - glibc: __lock, __count, __owner, __nusers, __kind's use, __spins /
+ *    __elision.  For the types that reach this path (kind NORMAL or
+ *    ADAPTIVE, no robust/PI/PP/pshared bits) glibc's lock, trylock,
+ *    timedlock, clocklock, unlock and destroy read and write only those;
+ *    __list is written only on the robust paths (the robust list of the
+ *    thread) and by pthread_mutex_init (which we do not call on an in-place
+ *    mutex).  The same holds for RECURSIVE and ERRORCHECK (__count and
+ *    __owner besides), which do not take this path;
+ *    tests/test_posix_inplace.c checks it of the glibc the tests run on.
+ *  - the shim: __list.__prev (the pointer word), and __kind only while no
+ *    thread can use m: pthread_mutex_init (the memset, before publication)
+ *    and set-up (the type bits posix's policy asks for, NORMAL or ADAPTIVE,
+ *    as posix.c gives its own glibc mutex; written under reg_mutex before
+ *    the word is published).
+ * Why publishing the tag is enough: glibc touches m's lock words only after
+ * a thread has loaded the tagged word, with acquire, which pairs with the
+ * release store (or acq_rel CAS) that published it after __kind and the
+ * memset were written; before that, every call takes the slow path, which
+ * serialises set-up under reg_mutex and re-reads the word.  The word goes
+ * back to 0 only at pthread_mutex_destroy, after glibc's destroy said no
+ * thread holds m (POSIX forbids using it concurrently with destroy).  The
+ * critical sections are ordered by glibc's lock (acquire) and unlock
+ * (release) exactly as without the interposer.
+ * What then is glibc's, not ours: who holds m (__owner: no owner word,
+ * IP_OWNERLESS), destroy's EBUSY (glibc's user count), timedlock/clocklock
+ * (glibc's, not the polling loop).  fork treats m as every other lock
+ * ("fork" below): held by the forking thread, still held; held by another
+ * thread, made free (fork.c inplace_child, which reads m without faulting
+ * first: it may have been freed without destroy).
+ * A condition variable waits with liblock's condition (LIBLOCK_COND
+ * applies), releasing and retaking m through glibc (cond.c, a proxy lock
+ * with cond_release/cond_reacquire hooks).  An in-place wrapper left behind
+ * by a mutex freed without destroy is never faulted on through its old
+ * address (fork reads m with process_vm_readv; reuse at that address does
+ * not try the old state, which was m's bytes and now belong to the new
+ * mutex).
+ * The profiler keeps the old posix path (glibc's lock on the glibc mutex in
+ * the algorithm's state; IP_INPLACE is 0 there).
+ *
  * ---- Invariants and memory ordering -------------------------------------------
  *  I1 The pointer word of a mutex changes only 0 -> W or 0 -> IP_GLIBC (CAS,
  *     acq_rel), W -> 0 (pthread_mutex_destroy, when POSIX allows no other
@@ -72,7 +118,7 @@
  *     cleared before the release, and a thread compares it only with its own
  *     tag, which no other thread stores; so relaxed accesses suffice.  For
  *     NORMAL it is bookkeeping for fork and destroy only (cleared by
- *     whichever thread unlocks), and not kept at all for posix's fast path
+ *     whichever thread unlocks), and not kept at all for posix in place
  *     (IP_OWNERLESS, below).
  *  I3 w->count, w->hold and w->trk are written by the holder between its
  *     acquire and its release, and read by the thread that releases: the
@@ -397,8 +443,9 @@ _Static_assert(offsetof(struct ip_mutex, trk) + sizeof(uint64_t) <= 2 * LL_CACHE
  *  IP_FAST_NODE   queue lock, not tracked: lockfn/unlockfn with the
  *                 thread's cached node;
  *  IP_FAST_GLIBC  an algorithm with LL_OPS_GLIBC_STATE (posix), not
- *                 tracked: glibc's lock/unlock called directly on the
- *                 glibc mutex its state begins with;
+ *                 tracked: glibc's lock/unlock on the program's
+ *                 pthread_mutex_t itself ("posix in place" above; in the
+ *                 profiler: on the glibc mutex its state begins with);
  *  IP_FAST_TRACK  tracked (w->track: a delegating algorithm's, or a mixed
  *                 configuration's) with per-hold nodes: IP_FAST_NODE's path
  *                 plus what w_lock/w_unlock add for it (the rcl bind check,
@@ -414,16 +461,20 @@ enum { IP_FAST_NONE = 0, IP_FAST_FN, IP_FAST_GLIBC, IP_FAST_NODE, IP_FAST_TRACK 
  * aligned), as glibc's owner there is a thread id the child does not have. */
 #define IP_OWNER_PARENT ((uintptr_t)1)
 /* A mutex whose owner word the interposer does not keep (I2 does not
- * apply): IP_FAST_GLIBC, whose glibc mutex records its holder itself
- * (__owner, a thread id, written by glibc's lock, cleared by its unlock).
- * Its lock and unlock are then tail calls into glibc; fork.c reads __owner
- * in its prepare handler instead of the word.  The profiler keeps the word
- * (its hooks read it). */
+ * apply): posix in place, whose pthread_mutex_t records its holder itself
+ * (glibc's __owner).  Its lock and unlock are tail calls into glibc on the
+ * program's own mutex (IP_INPLACE: "posix in place" above).  The profiler
+ * keeps the word (its hooks read it) and the posix state's glibc mutex. */
 #ifndef LL_SHIM_PROFILE
 #define IP_OWNERLESS(w) ((w)->fast == IP_FAST_GLIBC)
+#define IP_INPLACE(w) ((w)->fast == IP_FAST_GLIBC)
 #else
 #define IP_OWNERLESS(w) 0
+#define IP_INPLACE(w) 0
 #endif
+/* The pthread_mutex_t an in-place wrapper was made for (set before the
+ * pointer word is published; a wrapper is only reused at that address). */
+#define IP_INPLACE_MUTEX(w) ((pthread_mutex_t *)(uintptr_t)(w)->addr)
 /* The glibc mutex of a lock whose algorithm has LL_OPS_GLIBC_STATE: the
  * first member of its state (the algorithm asserts it). */
 #define IP_POSIX_MUTEX(w) ((pthread_mutex_t *)(w)->lock._state)

@@ -297,9 +297,10 @@ void w_bind(struct ip_mutex *w)
 
 #define GM(w) ((pthread_mutex_t *)(uintptr_t)(w)->addr)
 
+/* posix in place (shim.h): glibc's own functions on the program's mutex. */
 int w_raw_lock(struct ip_mutex *w)
 {
-    if (SHIM_GLIBC(w))
+    if (SHIM_GLIBC(w) || IP_INPLACE(w))
         return R.mutex_lock(GM(w));
     if (LL_UNLIKELY(atomic_load_explicit(&w->bind, memory_order_relaxed)))
         w_bind(w);
@@ -308,7 +309,7 @@ int w_raw_lock(struct ip_mutex *w)
 
 int w_raw_trylock(struct ip_mutex *w)
 {
-    if (SHIM_GLIBC(w))
+    if (SHIM_GLIBC(w) || IP_INPLACE(w))
         return R.mutex_trylock(GM(w));
     if (LL_UNLIKELY(atomic_load_explicit(&w->bind, memory_order_relaxed)))
         w_bind(w);
@@ -319,7 +320,7 @@ int w_raw_trylock(struct ip_mutex *w)
  * than the caller (the node is the holder's, found in w->hold). */
 int w_raw_unlock(struct ip_mutex *w)
 {
-    if (SHIM_GLIBC(w))
+    if (SHIM_GLIBC(w) || IP_INPLACE(w))
         return R.mutex_unlock(GM(w));
     return w->holds ? w_node_release(w) : LL_OPS(&w->lock)->unlock(&w->lock, NULL);
 }
@@ -349,8 +350,12 @@ struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int i
         long i = tab_index(m);
         struct ip_mutex *old = i >= 0 ? tab_at(i) : NULL;
         int idle = 0;
-        if (old && (old != ip_untag(p) || init) && atomic_load_explicit(&old->owner, memory_order_relaxed) == 0 &&
-            !old->hold && w_raw_trylock(old) == 0) {
+        if (old && (old != ip_untag(p) || init) && IP_INPLACE(old)) {
+            /* posix in place: its lock state was m's own bytes, which now
+             * belong to the mutex being set up (shim.h); never try them */
+            idle = 1;
+        } else if (old && (old != ip_untag(p) || init) && atomic_load_explicit(&old->owner, memory_order_relaxed) == 0 &&
+                   !old->hold && w_raw_trylock(old) == 0) {
             w_raw_unlock(old); /* left behind, or re-initialised without destroy */
             idle = 1;
         }
@@ -392,6 +397,15 @@ struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int i
         if (init && !SHIM_GLIBC(use)) {
             memset(m, 0, sizeof *m);
             m->__data.__kind = use->type;
+        }
+        if (IP_INPLACE(use)) {
+            /* posix in place: glibc's kind for posix's policy, as posix.c
+             * gives its own mutex; no thread uses m's lock words before the
+             * word below is published (shim.h "posix in place") */
+            int k = use->lock._wait == LIBLOCK_WAIT_SPIN_THEN_PARK ? PTHREAD_MUTEX_ADAPTIVE_NP : PTHREAD_MUTEX_NORMAL;
+            int kind = mkind(m);
+            if ((kind & IP_KIND_TYPE) != k) /* (usually already so: no write) */
+                __atomic_store_n(&m->__data.__kind, (kind & ~IP_KIND_TYPE) | k, __ATOMIC_RELAXED);
         }
         lp_mutex_new(use, site);
         lp_set_fast(m, use);
@@ -558,6 +572,10 @@ int w_timedlock(struct ip_mutex *w, clockid_t clk, const struct timespec *abstim
             g_acquired(w);
         return g;
     }
+    if (IP_INPLACE(w)) /* posix in place: glibc's own timed lock on m (shim.h) */
+        return clk == CLOCK_REALTIME ? R.mutex_timedlock(GM(w), abstime)
+               : R.mutex_clocklock   ? R.mutex_clocklock(GM(w), clk, abstime)
+                                     : EINVAL;
     int r = w_owner_check(w, 0);
     if (r >= 0)
         return r;

@@ -26,8 +26,9 @@ struct posix_lock {
     pthread_mutex_t m;
     _Atomic uint32_t waiters; /* threads in a contended lock(): for destroy */
 };
-/* The interposer's fast path (src/shim/mutex.c) calls glibc's lock and
- * unlock on m directly, found at the start of the state; it calls this
+/* The profiler's fast path (src/shim/mutex.c; the interposer locks the
+ * program's own mutex instead, "posix in place" in src/shim/shim.h) calls
+ * glibc's lock and unlock on m directly, found at the start of the state; it calls this
  * file's lock() when m's lock word is not 0, so a thread that finds it
  * held is counted in `waiters` as here (one that loses the race between
  * that read and glibc's CAS is not, like one between the failed try and
