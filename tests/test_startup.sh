@@ -156,10 +156,14 @@ fi
 cat > "$tmp/contend.c" <<'EOF'
 #include <pthread.h>
 #include <stdio.h>
+#include <unistd.h>
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static long n;
-static void *work(void *a) { (void)a; for (int i = 0; i < 200000; i++) { pthread_mutex_lock(&m); n++; pthread_mutex_unlock(&m); } return NULL; }
-int main(void) { pthread_t t[4]; for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, work, NULL); for (int i = 0; i < 4; i++) pthread_join(t[i], NULL); printf("%ld\n", n); return 0; }
+static int arrived;
+/* main holds m until every worker is about to lock it (and a little longer),
+ * so at least one lock() waits however the threads are scheduled */
+static void *work(void *a) { (void)a; __atomic_add_fetch(&arrived, 1, __ATOMIC_SEQ_CST); for (int i = 0; i < 200000; i++) { pthread_mutex_lock(&m); n++; pthread_mutex_unlock(&m); } return NULL; }
+int main(void) { pthread_t t[4]; pthread_mutex_lock(&m); for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, work, NULL); while (__atomic_load_n(&arrived, __ATOMIC_SEQ_CST) < 4) usleep(1000); usleep(50000); pthread_mutex_unlock(&m); for (int i = 0; i < 4; i++) pthread_join(t[i], NULL); printf("%ld\n", n); return 0; }
 EOF
 cc -O1 -pthread -o "$tmp/contend" "$tmp/contend.c" || { echo "FAIL: could not build contend"; exit 1; }
 c3="$tmp/c3"
