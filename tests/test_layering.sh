@@ -23,8 +23,8 @@ echo "$names" | grep -qx rcl || fail "the registry lists no rcl (is the list's f
 # Identifier prefixes of the algorithms (those of the functions each ops
 # table points to: mps_, ccs_, mcscr_, ...) and of the runtimes (rcl_,
 # mps_, mpserver_, and each directory name under src/runtime/).
-prefixes=$( (find src/locks -name '*.c' -exec grep -hoE '\.(init|lock) *= *[a-z][a-z0-9]*_' {} + |
-        sed -E 's/.*= *//; s/_$//'
+prefixes=$( (find src/locks -name '*.c' -exec grep -hoE '\.(init|lock) *= *(ll_)?[a-z][a-z0-9]*_' {} + |
+        sed -E 's/.*= *//; s/^ll_//; s/_$//'
     printf '%s\n' rcl mps mpserver
     [ -d src/runtime ] && ls src/runtime) | grep -E '^[a-z][a-z0-9]+$' | sort -u)
 [ -n "$prefixes" ] || fail "found no identifier prefixes in src/locks or src/runtime"
@@ -34,7 +34,7 @@ pattern_prefixes=$(echo "$prefixes" | paste -sd'|')
 # Strings: "NAME"; identifiers: ll_ops_NAME, NAME_xxx, xxx_NAME (word
 # boundaries keep LIBLOCK_WAIT_SPIN or "spin-then-park" out).
 re_name="(\"($pattern_names)\")|\\bll_ops_($(echo "$names" | tr - _ | paste -sd'|'))\\b"
-re_prefix="\\b($pattern_prefixes)_[a-z0-9_]+\\b"
+re_prefix="\\b(ll_)?($pattern_prefixes)_[a-z0-9_]+\\b"
 
 for f in $(find $dirs -name '*.[ch]' | sort); do
     code=$(gcc -fpreprocessed -dD -E -P "$f" 2>/dev/null) || { fail "$f: gcc -fpreprocessed failed"; continue; }

@@ -320,7 +320,7 @@ static int glibc_wait(pthread_cond_t *c, pthread_mutex_t *m, struct ip_mutex *g,
 static int inplace_release(liblock_t *l) { return R.mutex_unlock((pthread_mutex_t *)l->_state); }
 static int inplace_reacquire(liblock_t *l) { return R.mutex_lock((pthread_mutex_t *)l->_state); }
 static const struct ll_ops inplace_cond_ops = {
-    .name = "posix",
+    .name = "glibc-in-place",
     .description = "posix in place: the program's glibc mutex, for a condition wait",
     .source = "glibc",
     .props = LIBLOCK_PROP_COND,
