@@ -78,14 +78,23 @@ static void name_thread(const char *what, int cpu)
     pthread_setname_np(pthread_self(), name);
 }
 
+/* What every thread of a server (servicing, manager, backup) does first:
+ * its name, the server it belongs to, and the core's servicing mark, which
+ * the interposer's pthread_create reads (internal.h).  Both are this
+ * thread's own thread-local variables: no ordering is involved. */
+static void enter_server_thread(struct rcl_server *s, const char *what)
+{
+    name_thread(what, s->cpu);
+    rcl_tls.my_server = s;
+    ll_servicing_tls = 1;
+}
+
 static void *sthread_main(void *arg)
 {
     struct rcl_sthread *me = arg;
     struct rcl_server *s = me->server;
-    rcl_tls.my_server = s;
-    ll_servicing_tls = 1; /* the interposer's pthread_create asks (internal.h) */
+    enter_server_thread(s, "srv");
     rcl_tls.me = me;
-    name_thread("srv", s->cpu);
     rcl_serve_loop(s, me);
     return NULL;
 }
@@ -222,9 +231,7 @@ static void force_election(struct rcl_server *s)
 static void *manager_main(void *arg)
 {
     struct rcl_server *s = arg;
-    name_thread("mgr", s->cpu);
-    rcl_tls.my_server = s;
-    ll_servicing_tls = 1; /* the interposer's pthread_create asks (internal.h) */
+    enter_server_thread(s, "mgr");
     for (;;) {
         atomic_store_explicit(&s->is_alive, 0, memory_order_relaxed);
         uint32_t w = atomic_load_explicit(&s->mgr_word, memory_order_acquire);
@@ -261,9 +268,7 @@ static void *manager_main(void *arg)
 static void *backup_main(void *arg)
 {
     struct rcl_server *s = arg;
-    name_thread("bkp", s->cpu);
-    rcl_tls.my_server = s;
-    ll_servicing_tls = 1; /* the interposer's pthread_create asks (internal.h) */
+    enter_server_thread(s, "bkp");
     if (s->degraded) {
         struct sched_param sp = {.sched_priority = 0};
         sched_setscheduler(0, SCHED_IDLE, &sp);
