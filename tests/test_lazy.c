@@ -32,7 +32,8 @@
  *             with no attribute, NORMAL, DEFAULT and ADAPTIVE, and a C11
  *             mtx_plain: 10,000 lock/unlock pairs, 1,000 trylock pairs
  *             (with the holder's trylock EBUSY), a timedlock and a clocklock
- *             of a free mutex: all stay lazy; then (lazy mode) the process
+ *             of a free mutex, a condition signal and broadcast while
+ *             holding it: all stay lazy; then (lazy mode) the process
  *             still has exactly one thread (/proc/self/task), which under
  *             rcl means no RCL server was started.  A delegating algorithm
  *             (or the mixed configuration) counts each hold for
@@ -298,6 +299,8 @@ static int in_thread(pthread_mutex_t *m, int op)
 }
 
 /* ---------------------------------------------------------------- lazy */
+static pthread_cond_t lz_cv = PTHREAD_COND_INITIALIZER;
+
 static void single_thread_use(pthread_mutex_t *m, const char *what, int n)
 {
     th_context = what;
@@ -330,6 +333,9 @@ static void single_thread_use(pthread_mutex_t *m, const char *what, int n)
     CHECK_EQ(pthread_mutex_unlock(m), 0);
     ts_after(CLOCK_MONOTONIC, &t, 10000);
     CHECK_EQ(pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &t), 0);
+    /* signalling is not waiting: no engagement */
+    CHECK_EQ(pthread_cond_signal(&lz_cv), 0);
+    CHECK_EQ(pthread_cond_broadcast(&lz_cv), 0);
     CHECK_EQ(pthread_mutex_unlock(m), 0);
     if (tracked)
         CHECK_EQ(held(), h1 - 1);
