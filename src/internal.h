@@ -346,9 +346,13 @@ LL_EXPORT long liblock_debug_live_threads(void); /* for leak tests */
  * never run other threads' critical sections at all (a hand-over-hand
  * caller may hold a native pthread mutex liblock cannot see); see
  * docs/combining.md.  self may be NULL (no record: ENOMEM). */
+/* Interposer: mutexes the calling thread holds lazily (not engaged yet:
+ * src/shim/lazy.c) that are counted; a thread-local of its own rather than
+ * a record field, so that a lazy lock and unlock touch no record. */
+extern __thread unsigned ll_lazy_held __attribute__((tls_model("initial-exec")));
 static inline int ll_may_run_foreign(const ll_thread_t *self)
 {
-    return self != NULL && self->nheld == 0 && self->running_cs == 0 && self->shim_held == 0;
+    return self != NULL && self->nheld == 0 && self->running_cs == 0 && self->shim_held == 0 && ll_lazy_held == 0;
 }
 
 /* Bracket the code that runs delegated critical sections of lock l on the

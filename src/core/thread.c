@@ -33,6 +33,7 @@
 
 __thread ll_thread_t *ll_self_tls __attribute__((tls_model("initial-exec")));
 __thread int ll_servicing_tls __attribute__((tls_model("initial-exec")));
+__thread unsigned ll_lazy_held __attribute__((tls_model("initial-exec")));
 
 static pthread_key_t self_key;
 static pthread_once_t self_once = PTHREAD_ONCE_INIT;

@@ -93,6 +93,7 @@ static void cond_config_load(void)
     liblock_condattr_init(&cfg.cattr);
     cfg.generic_cond = ll_env_long("LIBLOCK_COND_GENERIC", 0, 0, 1) == 1;
     cfg.force_api = ll_env_long("LIBLOCK_INTERPOSE_API", 0, 0, 1) == 1;
+    cfg.lazy = ll_env_long("LIBLOCK_LAZY", 1, 0, 1) == 1; /* lazy engagement (lazy.c) */
     const char *c = getenv("LIBLOCK_COND");
     int asked = c && *c;
     if (asked && strcmp(c, "glibc") == 0)

@@ -81,6 +81,8 @@ LL_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
     struct ip_mutex *w = ip_untag(p);
     if (atomic_load_explicit(&w->owner, memory_order_relaxed) != 0)
         return EBUSY;
+    if (w->lazy && atomic_load_explicit(lzw(m), memory_order_relaxed) > IP_LAZY_ENGAGED)
+        return EBUSY; /* held lazily (lazy.c) */
     /* posix in place (shim.h): glibc's destroy says whether m is in use
      * (EBUSY, m intact) and marks it destroyed as it does without us; the
      * algorithm's state, unused while in place, is then freed */
@@ -89,10 +91,13 @@ LL_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
         r = liblock_destroy(&w->lock);
     if (r)
         return r; /* EBUSY: held or waited on; left intact */
+    int lazy = w->lazy;
     reg_del_mutex(w);
     free(w);
     atomic_fetch_sub_explicit(&shim_live_wrappers, 1, memory_order_relaxed);
     lp_set_fast(m, NULL);
+    if (lazy)
+        atomic_store_explicit(lzw(m), 0, memory_order_relaxed);
     atomic_store_explicit(mptr(m), 0, memory_order_release);
     return 0;
 }
@@ -211,7 +216,7 @@ static inline __attribute__((always_inline)) int track_unlock(struct ip_mutex *w
 {
     struct shim_tls *t = &shim_tls;
     ll_hold_t *h = w->hold;
-    if (LL_UNLIKELY(!h || t->node || !t->rec))
+    if (LL_UNLIKELY(!h || t->node || !t->rec || w->trk == IP_TRK_LAZY))
         return w_unlock(w);
     uintptr_t owner = atomic_load_explicit(&w->owner, memory_order_relaxed);
     atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
@@ -279,7 +284,7 @@ static inline __attribute__((always_inline)) int lock_at(pthread_mutex_t *m, voi
             return r;
         }
         lp_lock_begin(&t, w, m);
-        switch (w->fast) {
+        switch (w->lazy ? IP_FAST_NONE : w->fast) { /* lazy: w_lock (lazy.c) */
         case IP_FAST_FN:
             r = fn_lock(w);
             break;
@@ -323,7 +328,7 @@ static inline __attribute__((always_inline)) int unlock_at(pthread_mutex_t *m)
         lp_unlock_begin(w, m);
         if (SHIM_GLIBC(w) && w->type == PTHREAD_MUTEX_NORMAL)
             return R.mutex_unlock(m);
-        switch (w->fast) {
+        switch (w->lazy ? IP_FAST_NONE : w->fast) { /* lazy: w_unlock (lazy.c) */
         case IP_FAST_FN:
             return fn_unlock(w);
         case IP_FAST_GLIBC:
@@ -354,6 +359,7 @@ static __attribute__((noinline)) int node_unlock_f(struct ip_mutex *w) { return 
 static __attribute__((noinline)) int track_lock_f(struct ip_mutex *w) { return track_lock(w); }
 static __attribute__((noinline)) int track_unlock_f(struct ip_mutex *w) { return track_unlock(w); }
 
+
 /* The entry points: the fast path is chosen from the tag of the pointer
  * word (shim.h), loaded with __kind from the mutex's own line; posix in
  * place is then a tail call into glibc on m itself, the others a tail call into a
@@ -365,11 +371,23 @@ static __attribute__((noinline)) int track_unlock_f(struct ip_mutex *w) { return
  * function on m is the right call anyway (it is what the pass-through kinds
  * get), so __kind need not be read: one load, the compare, the tail jump.
  * The word is loaded with acquire (shim.h I1). */
+/* A lazy mutex (lazy.c) is tested next, also on the word alone (its tags,
+ * like IP_FAST_GLIBC's, are no value glibc writes there): the CAS on the
+ * lazy word, in the same pthread_mutex_t; the wrapper is not read. */
 LL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
     uintptr_t p = atomic_load_explicit(mptr(m), memory_order_acquire), tag = p & IP_TAG_MASK;
     if (tag == IP_FAST_GLIBC) /* posix in place: the wrapper is not read */
         return R.mutex_lock(m);
+    if (LL_LIKELY((tag | 1) == IP_FAST_LAZYT)) { /* IP_FAST_LAZY or IP_FAST_LAZYT */
+        uintptr_t z = 0;
+        if (LL_LIKELY(atomic_compare_exchange_strong_explicit(lzw(m), &z, self_tag(), memory_order_acquire,
+                                                              memory_order_relaxed))) {
+            ll_lazy_held += tag & 1; /* tracked: counted (lazy.c) */
+            return 0;
+        }
+        return lock_rest(m); /* held, or engaged: w_lock */
+    }
     if (LL_UNLIKELY(p <= IP_GLIBC || (mkind(m) & IP_KIND_PASS)))
         return lock_rest(m);
     struct ip_mutex *w = ip_untag(p);
@@ -387,6 +405,14 @@ LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
     uintptr_t p = atomic_load_explicit(mptr(m), memory_order_acquire), tag = p & IP_TAG_MASK;
     if (tag == IP_FAST_GLIBC) /* posix in place */
         return R.mutex_unlock(m);
+    if (LL_LIKELY((tag | 1) == IP_FAST_LAZYT)) {
+        uintptr_t v = self_tag();
+        if (LL_LIKELY(atomic_compare_exchange_strong_explicit(lzw(m), &v, 0, memory_order_release, memory_order_relaxed))) {
+            ll_lazy_held -= tag & 1; /* our own hold: its count back (lazy.c) */
+            return 0;
+        }
+        return unlock_rest(m); /* another thread's hold, or engaged: w_unlock */
+    }
     if (LL_UNLIKELY(p <= IP_GLIBC || (mkind(m) & IP_KIND_PASS)))
         return unlock_rest(m);
     struct ip_mutex *w = ip_untag(p);
@@ -507,6 +533,13 @@ static void *ip_execute_mutex(pthread_mutex_t *m, void *(*cs)(void *), void *ctx
         w = mutex_resolve(m);
     if (w && w->api && w->type == PTHREAD_MUTEX_NORMAL &&
         (!waits || (LL_OPS(&w->lock)->props & LIBLOCK_PROP_COND_IN_EXECUTE))) {
+        if (w->lazy) {
+            int r = lazy_engage(w, 0); /* a delegated section engages m (lazy.c) */
+            if (r) {
+                errno = r;
+                return NULL;
+            }
+        }
         struct ip_exec x = {w, cs, ctx};
         return liblock_execute(&w->lock, ip_exec_tramp, &x); /* NULL + errno if it cannot run */
     }

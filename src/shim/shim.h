@@ -364,6 +364,7 @@ struct shim_cfg {
     liblock_condattr_t cattr;      /* the condition kind of LIBLOCK_COND (config.c, cond_config_load) */
     int generic_cond;              /* LIBLOCK_COND_GENERIC=1: own protocol for every algorithm */
     int force_api;                 /* LIBLOCK_INTERPOSE_API=1: API layer for every algorithm */
+    int lazy;                      /* LIBLOCK_LAZY (default 1): lazy engagement (lazy.c) */
     int sem;                       /* LIBLOCK_SEM set: sem_init makes liblock semaphores */
     const char *sem_kind;          /* "fifo" / "mostly-lifo" */
     double sem_prob;               /* their FIFO probability */
@@ -426,6 +427,7 @@ struct ip_mutex {
     int api;                              /* delegating algorithm: through the API layer */
     int track;                            /* count holds in the thread record (w_track_acquired) */
     _Atomic int bind;                     /* the algorithm's bind hook is still to run (w_bind) */
+    int lazy;                             /* lazy engagement (lazy.c): the mutex's lazy word is in use */
     uint64_t trk;                         /* track: serial of the thread whose count has this hold */
     const void *addr;                     /* the pthread_mutex_t it was made for (reuse table) */
     /* line 2 */
@@ -454,7 +456,11 @@ _Static_assert(offsetof(struct ip_mutex, trk) + sizeof(uint64_t) <= 2 * LL_CACHE
  * The value is also kept in the low bits of the mutex's pointer word (the
  * wrapper is cache-line aligned, so they are free), so that the entry
  * points choose the path from the one word they load anyway. */
-enum { IP_FAST_NONE = 0, IP_FAST_FN, IP_FAST_GLIBC, IP_FAST_NODE, IP_FAST_TRACK };
+enum { IP_FAST_NONE = 0, IP_FAST_FN, IP_FAST_GLIBC, IP_FAST_NODE, IP_FAST_TRACK, IP_FAST_LAZY = 6, IP_FAST_LAZYT = 7 };
+/* IP_FAST_LAZY / IP_FAST_LAZYT (tag only, never in w->fast): a lazy mutex
+ * not engaged yet (lazy.c), untracked / tracked (bit 0: the entry points
+ * test both with one compare).  Like IP_FAST_GLIBC, no word glibc writes
+ * there (8-aligned robust-list pointers) has these low bits. */
 #define IP_TAG_MASK ((uintptr_t)(LL_CACHELINE - 1))
 /* The owner tag, in a forked child, of a RECURSIVE/ERRORCHECK mutex the
  * forking thread held (fork.c): no thread's tag (thread pointers are
@@ -516,7 +522,12 @@ void reg_del_cond(struct ip_cond *c);
 static inline _Atomic uintptr_t *mptr(pthread_mutex_t *m) { return (_Atomic uintptr_t *)(void *)&m->__data.__list.__prev; }
 static inline int mkind(const pthread_mutex_t *m) { return *(const volatile int *)&m->__data.__kind; }
 static inline struct ip_mutex *ip_untag(uintptr_t p) { return (struct ip_mutex *)(p & ~IP_TAG_MASK); }
-static inline uintptr_t ip_word(const struct ip_mutex *w) { return (uintptr_t)w | (uintptr_t)w->fast; }
+/* The pointer word of a wrapper being installed (its lazy word is 0 then:
+ * a lazy one starts not engaged, lazy.c). */
+static inline uintptr_t ip_word(const struct ip_mutex *w)
+{
+    return (uintptr_t)w | (uintptr_t)(w->lazy ? (w->track ? IP_FAST_LAZYT : IP_FAST_LAZY) : w->fast);
+}
 static inline struct ip_mutex *mutex_fast(pthread_mutex_t *m)
 {
     uintptr_t p = atomic_load_explicit(mptr(m), memory_order_acquire);
@@ -544,6 +555,27 @@ int w_lock(struct ip_mutex *w);
 int w_trylock(struct ip_mutex *w);
 int w_unlock(struct ip_mutex *w);
 int w_timedlock(struct ip_mutex *w, clockid_t clk, const struct timespec *abstime);
+void shim_tls_attach(ll_thread_t *s);
+
+/* ---- lazy.c: lazy engagement ------------------------------------------------------ */
+/* The lazy word of a mutex (__data.__list.__next, which glibc uses only for
+ * robust mutexes): 0 free, a thread's tag (self_tag) held by that thread,
+ * IP_LAZY_ENGAGED once the algorithm has taken over (for good). */
+#define IP_LAZY_ENGAGED ((uintptr_t)1)
+static inline _Atomic uintptr_t *lzw(pthread_mutex_t *m) { return (_Atomic uintptr_t *)(void *)&m->__data.__list.__next; }
+static inline _Atomic uintptr_t *w_lzw(const struct ip_mutex *w) { return lzw((pthread_mutex_t *)(uintptr_t)w->addr); }
+static inline int w_engaged(const struct ip_mutex *w)
+{
+    return atomic_load_explicit(w_lzw(w), memory_order_acquire) == IP_LAZY_ENGAGED;
+}
+/* w->trk of a proxy hold (lazy.c): the hold is counted in the record of
+ * the thread whose tag is w->owner (no serial is this value). */
+#define IP_TRK_LAZY UINT64_MAX
+#define IP_LAZY_OFF (-1) /* lazy_lock/lazy_unlock: engaged, take the algorithm's path */
+int lazy_lock(struct ip_mutex *w);
+int lazy_trylock(struct ip_mutex *w);
+int lazy_unlock(struct ip_mutex *w);
+int lazy_engage(struct ip_mutex *w, int held);
 static inline ll_thread_t *ip_get_self(void) { return ll_self(); }
 
 /* Holds of mutexes are invisible to ll_may_run_foreign (they bypass the

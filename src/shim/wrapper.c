@@ -18,6 +18,7 @@
 void mutex_set_fns(struct ip_mutex *w)
 {
     w->track = 0;
+    w->lazy = 0;
     if (SHIM_GLIBC(w)) {
         w->api = w->holds = 0;
         w->fast = IP_FAST_NONE;
@@ -54,6 +55,9 @@ void mutex_set_fns(struct ip_mutex *w)
     int fn = w->fast == IP_FAST_FN || w->fast == IP_FAST_NODE || w->fast == IP_FAST_TRACK;
     w->lockfn = fn ? o->lock : NULL;
     w->unlockfn = fn ? o->unlock : NULL;
+    /* lazy engagement (lazy.c): NORMAL mutexes but posix in place, in the
+     * interposer only */
+    w->lazy = cfg.lazy && normal && !SHIM_OBSERVED && !cfg.force_api && w->fast != IP_FAST_GLIBC;
 }
 
 /* A wrapper of `type` on algorithm a (NULL: glibc mode, profiler only). */
@@ -87,11 +91,11 @@ void mutex_free(struct ip_mutex *w)
 /* For tests: wrappers currently allocated. */
 LL_EXPORT long liblock_interpose_debug_wrappers(void) { return atomic_load_explicit(&shim_live_wrappers, memory_order_relaxed); }
 /* For tests: the calling thread's count of tracked holds (shim.h
- * w_track_acquired); -1 if it has no thread record. */
+ * w_track_acquired; lazy ones in ll_lazy_held: lazy.c). */
 LL_EXPORT long liblock_interpose_debug_held(void)
 {
     ll_thread_t *s = ll_self_tls;
-    return s ? (long)s->shim_held : -1;
+    return (long)(s ? s->shim_held : 0) + (long)ll_lazy_held;
 }
 
 int kind_to_type(int kind)
@@ -195,11 +199,10 @@ static void shim_tls_exit(ll_thread_t *s, void *arg)
     t->rec = NULL;
 }
 
-int w_node_acquire(struct ip_mutex *w, int try)
+/* Make s (the calling thread's record) the one shim_tls names, with the
+ * exit hook that clears it. */
+void shim_tls_attach(ll_thread_t *s)
 {
-    ll_thread_t *s = ip_get_self();
-    if (LL_UNLIKELY(!s))
-        return ENOMEM;
     struct shim_tls *t = &shim_tls;
     if (LL_UNLIKELY(t->rec == NULL)) {
         /* (rec is NULL or this record: the hook clears it before the
@@ -209,6 +212,14 @@ int w_node_acquire(struct ip_mutex *w, int try)
         t->hook.arg = NULL;
         ll_thread_on_exit(s, &t->hook);
     }
+}
+
+int w_node_acquire(struct ip_mutex *w, int try)
+{
+    ll_thread_t *s = ip_get_self();
+    if (LL_UNLIKELY(!s))
+        return ENOMEM;
+    shim_tls_attach(s);
     ll_hold_t *h = s->free_holds;
     if (LL_LIKELY(h != NULL)) {
         s->free_holds = h->next_free;
@@ -407,6 +418,8 @@ struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int i
             if ((kind & IP_KIND_TYPE) != k) /* (usually already so: no write) */
                 __atomic_store_n(&m->__data.__kind, (kind & ~IP_KIND_TYPE) | k, __ATOMIC_RELAXED);
         }
+        if (use->lazy) /* not engaged yet (lazy.c); no thread uses m before the word below */
+            atomic_store_explicit(lzw(m), 0, memory_order_relaxed);
         lp_mutex_new(use, site);
         lp_set_fast(m, use);
         atomic_store_explicit(pw, ip_word(use), memory_order_release);
@@ -492,7 +505,10 @@ int w_lock(struct ip_mutex *w)
 {
     if (SHIM_GLIBC(w))
         return g_lock(w);
-    int r = w_owner_check(w, 0);
+    int r;
+    if (w->lazy && (r = lazy_lock(w)) != IP_LAZY_OFF)
+        return r;
+    r = w_owner_check(w, 0);
     if (r >= 0)
         return r;
     r = w_raw_lock(w);
@@ -509,7 +525,10 @@ int w_trylock(struct ip_mutex *w)
 {
     if (SHIM_GLIBC(w))
         return g_trylock(w);
-    int r = w_owner_check(w, 1);
+    int r;
+    if (w->lazy && (r = lazy_trylock(w)) != IP_LAZY_OFF)
+        return r;
+    r = w_owner_check(w, 1);
     if (r >= 0)
         return r;
     r = w_raw_trylock(w);
@@ -526,6 +545,9 @@ int w_unlock(struct ip_mutex *w)
 {
     if (SHIM_GLIBC(w))
         return g_unlock(w);
+    int lr;
+    if (w->lazy && (lr = lazy_unlock(w)) != IP_LAZY_OFF)
+        return lr;
     uintptr_t me = self_tag();
     uintptr_t owner = atomic_load_explicit(&w->owner, memory_order_relaxed);
     if (w->type != PTHREAD_MUTEX_NORMAL) {
@@ -545,7 +567,13 @@ int w_unlock(struct ip_mutex *w)
             w->count = 1;
         return r;
     }
-    w_track_released(trk);
+    if (LL_UNLIKELY(trk == IP_TRK_LAZY)) {
+        /* a proxy hold (lazy.c): counted in the lazy locker's ll_lazy_held */
+        if (owner == me && ll_lazy_held)
+            ll_lazy_held--;
+    } else {
+        w_track_released(trk);
+    }
     return 0;
 }
 
