@@ -27,10 +27,11 @@ static void fork_parent(void)
 
 /* Every mutex as glibc leaves it in the child (shim.h "fork"): free, or
  * still held - by the forking thread (the child's thread, which may unlock
- * it) or by a thread the child does not have (for ever, unless the child
- * unlocks a NORMAL one).  Held means a non-zero owner word: a thread of the
- * parent between its acquire and its owner store (or between clearing it
- * and its release) counts as not holding. */
+ * a NORMAL one) or by a thread the child does not have (for ever, unless
+ * the child unlocks a NORMAL one).  Held means a non-zero owner word: a
+ * thread the fork stopped inside lock or unlock, between its acquire and
+ * its owner store (or between clearing it and its release), counts as not
+ * holding (shim.h "fork"). */
 static void fork_child(void)
 {
     ip_in_setup--; /* (fork_prepare) */
