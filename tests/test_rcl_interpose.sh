@@ -391,6 +391,8 @@ n=$(LD_PRELOAD="$lib" LIBLOCK_LOCK=rcl "$tmp/tasks" cond); rc=$?
 [ $rc -eq 0 ] && [ "$n" -gt 1 ] || fail "lazy: a process whose mutex engaged has $n tasks (expected a server: more than 1)"
 n=$(LD_PRELOAD="$lib" LIBLOCK_LOCK=rcl LIBLOCK_LAZY=0 "$tmp/tasks" lock); rc=$?
 [ $rc -eq 0 ] && [ "$n" -gt 1 ] || fail "lazy: LIBLOCK_LAZY=0, a process that locks has $n tasks (expected a server: more than 1)"
+n=$("$liblock" run --lock rcl --eager -- "$tmp/tasks" lock); rc=$?
+[ $rc -eq 0 ] && [ "$n" -gt 1 ] || fail "lazy: liblock run --eager, a process that locks has $n tasks (expected a server: more than 1)"
 
 # ---- a client confined to the server's CPU ---------------------------------------------
 for t in 1 3; do
