@@ -13,7 +13,8 @@
  * environment), site_config.c (the LIBLOCK_CONFIG file parser), site.c
  * (per-site identity of a lock), registry.c (wrapper list and address
  * table), wrapper.c (wrapper set-up and the acquire/release paths),
- * mutex.c (pthread_mutex_* and liblock_execute_mutex), cond.c
+ * lazy.c (lazy engagement: a mutex's one-word lock until its first
+ * contention, and the hand-over to its algorithm), mutex.c (pthread_mutex_* and liblock_execute_mutex), cond.c
  * (pthread_cond_*), c11.c (mtx_*, cnd_*), sem.c (sem_*), fork.c (fork
  * handlers and the constructor).
  *
@@ -274,8 +275,11 @@
  * see "Mutex types"), and their holds are counted in the thread record for
  * ll_may_run_foreign (w_track_acquired).  An rcl lock starts no server when it is
  * made (the configuration probe included): it is bound to its server,
- * which is started then if needed, at its first lock or trylock, inside
- * set-up (w_bind), so a process that never locks has no server thread.
+ * which is started then if needed, when its mutex first takes the
+ * algorithm's path (at engagement, lazy.c: its first contention, condition
+ * wait or delegated section; with LIBLOCK_LAZY=0 its first lock or
+ * trylock), inside set-up (w_bind), so a process whose mutexes never
+ * engage has no server thread.
  */
 #ifndef LL_SHIM_H
 #define LL_SHIM_H
