@@ -506,8 +506,9 @@ struct ll_ops {
      * meaningful only when the caller holds the lock. */
     void (*stats)(const liblock_t *l, struct ll_stats *out);
     /* Optional: attach the lock to a resource it starts on first need (an
-     * RCL server), called by the interposer inside its set-up on a mutex's
-     * first lock or trylock, so that a process that never locks starts
+     * RCL server), called by the interposer inside its set-up when a
+     * mutex first takes the algorithm's path (its engagement:
+     * src/shim/lazy.c), so that a process that never contends starts
      * nothing and what the start meets stays glibc's.  Idempotent. */
     void (*bind)(liblock_t *l);
     /* Optional: make locks initialised from now on take their "direct"

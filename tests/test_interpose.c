@@ -25,9 +25,10 @@
  *    pthread_mutex_*): interposed, exact counts, recursive, timed, bad type,
  *    thrd_* return codes, a condition-variable hand-off;
  *  - fork: the child unlocks what the forking thread held (including a lock
- *    another thread was queued on, and a recursive one held twice), takes
- *    locks other threads held, runs pthread_atfork handlers that lock and
- *    unlock, and uses mutexes and condvars with new threads.
+ *    another thread was queued on, and a recursive one held twice), finds a
+ *    lock another thread held still locked and unlocks it (NORMAL), runs
+ *    pthread_atfork handlers that lock and unlock, and uses mutexes and
+ *    condvars with new threads.
  */
 #include "harness.h"
 
@@ -756,7 +757,11 @@ static int child_after_fork(void)
      * thread's id, which the child's thread does not have */
     CCHK(pthread_mutex_trylock(&s_recursive) == EBUSY);
     CCHK(pthread_mutex_unlock(&s_recursive) == EPERM);
-    CCHK(pthread_mutex_lock(&f_other) == 0); /* held by a thread that does not exist here */
+    /* held by a thread that does not exist here: still locked, as glibc
+     * leaves it, and a NORMAL one can be unlocked by the child */
+    CCHK(pthread_mutex_trylock(&f_other) == EBUSY);
+    CCHK(pthread_mutex_unlock(&f_other) == 0);
+    CCHK(pthread_mutex_lock(&f_other) == 0);
     CCHK(pthread_mutex_unlock(&f_other) == 0);
     CCHK(pthread_mutex_lock(&f_atfork) == 0);
     CCHK(pthread_mutex_unlock(&f_atfork) == 0);

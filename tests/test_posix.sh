@@ -10,8 +10,10 @@
 #    (cond_*, c11_cnd*) also with each other condition-variable kind
 #    (LIBLOCK_COND=mostly-lifo, LIBLOCK_COND=glibc, LIBLOCK_COND_GENERIC=1;
 #    the default is fifo); the semaphore programs (sem_*) also with
-#    LIBLOCK_SEM=fifo and mostly-lifo (alone, and mostly-lifo with mcs).
-#  Configuration names: ALGO, ALGO/cond=KIND, sem=KIND, ALGO/sem=KIND.
+#    LIBLOCK_SEM=fifo and mostly-lifo (alone, and mostly-lifo with mcs);
+#    the mutex programs (mutex_*, c11_mtx*) also with LIBLOCK_LAZY=0 (every
+#    mutex on its algorithm from its first use, not its first contention).
+#  Configuration names: ALGO, ALGO/cond=KIND, sem=KIND, ALGO/sem=KIND, ALGO/eager.
 #  Each run has a 30 s bound (each program also has a 20 s watchdog of its
 #  own): a hang is a mismatch, not a hung suite.  Runs go LIBLOCK_POSIX_JOBS
 #  (default 4; most of them sleep) at a time.
@@ -68,6 +70,7 @@ runone() {
     for part in "${parts[@]}"; do
       case $part in
         cond=generic) envs+=(LIBLOCK_COND_GENERIC=1) ;;
+        eager) envs+=(LIBLOCK_LAZY=0) ;;
         cond=*) envs+=(LIBLOCK_COND="${part#cond=}") ;;
         sem=*) envs+=(LIBLOCK_SEM="${part#sem=}") ;;
         *) envs+=(LIBLOCK_LOCK="$part") ;;
@@ -75,7 +78,7 @@ runone() {
     done
   fi
   local out="$tmp/out/$p@${cfg//\//+}"
-  ( cd "$tmp/cwd" && env -u LIBLOCK_LOCK -u LIBLOCK_SEM -u LIBLOCK_COND -u LIBLOCK_COND_GENERIC -u LIBLOCK_CONFIG \
+  ( cd "$tmp/cwd" && env -u LIBLOCK_LOCK -u LIBLOCK_SEM -u LIBLOCK_COND -u LIBLOCK_COND_GENERIC -u LIBLOCK_CONFIG -u LIBLOCK_LAZY \
       "${envs[@]}" timeout -k 5 30 "$bin/$p" ) > "$out" 2>&1 < /dev/null
   local rc=$?
   case $rc in
@@ -98,6 +101,9 @@ for p in "${progs[@]}"; do [[ $p == *cancel* || $p == *eintr* ]] && ordered+=("$
 for p in "${progs[@]}"; do [[ $p == *cancel* || $p == *eintr* ]] || ordered+=("$p"); done
 for p in "${ordered[@]}"; do
   cfgs=("${algos[@]}")
+  # mutex programs also with every mutex engaged from its first use (the
+  # default engages a mutex at its first contention: docs/interpose.md)
+  [[ $p == mutex_* || $p == c11_mtx* ]] && for a in "${algos[@]}"; do cfgs+=("$a/eager"); done
   case $p in
     cond_*|c11_cnd*) for a in "${algos[@]}"; do cfgs+=("$a/cond=mostly-lifo" "$a/cond=glibc" "$a/cond=generic"); done ;;
     sem_*) cfgs+=("sem=fifo" "sem=mostly-lifo" "mcs/sem=mostly-lifo") ;;

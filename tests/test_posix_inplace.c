@@ -14,9 +14,10 @@
  *     condition wait (woken, and timed out) releases and retakes the
  *     program's mutex; destroy of a held mutex is EBUSY and leaves it
  *     usable; a forked child inherits a mutex its parent's thread held and
- *     can unlock it, finds one another thread held free, and survives a
- *     mutex unmapped without destroy; spin-then-park gives glibc's
- *     adaptive kind.
+ *     can unlock it, finds one another thread held still locked (glibc's
+ *     words as they were: trylock EBUSY, the holder's id in __owner) and
+ *     can unlock it too, and survives a mutex unmapped without destroy;
+ *     spin-then-park gives glibc's adaptive kind.
  * Run without arguments it is the driver (part 1, then the children).
  */
 #include "harness.h"
@@ -107,10 +108,12 @@ static void *signaller(void *arg)
 }
 
 static int holding;
+static int static_holder; /* hold_static's thread id */
 static void *hold_static(void *arg)
 {
     (void)arg;
     CHECK_EQ(pthread_mutex_lock(&m_static), 0);
+    static_holder = (int)gettid();
     __atomic_store_n(&holding, 1, __ATOMIC_RELEASE);
     while (__atomic_load_n(&holding, __ATOMIC_ACQUIRE) != 2)
         usleep(1000);
@@ -174,7 +177,9 @@ static int child(void)
     if (pid == 0) {
         int ok = pthread_mutex_unlock(&m_init) == 0 && pthread_mutex_trylock(&m_init) == 0 &&
                  owner(&m_init) == (int)gettid() && pthread_mutex_unlock(&m_init) == 0 &&
-                 pthread_mutex_trylock(&m_static) == 0 && pthread_mutex_unlock(&m_static) == 0;
+                 pthread_mutex_trylock(&m_static) == EBUSY && owner(&m_static) == static_holder &&
+                 pthread_mutex_unlock(&m_static) == 0 && pthread_mutex_trylock(&m_static) == 0 &&
+                 pthread_mutex_unlock(&m_static) == 0;
         _exit(ok ? 0 : 1);
     }
     __atomic_store_n(&holding, 2, __ATOMIC_RELEASE);

@@ -11,17 +11,21 @@
 #  - slots: 6 threads, LIBLOCK_RCL_SLOTS=3 (and =1): lock/trylock/unlock
 #    and a condition variable, every return value checked, exact counts.
 #  - lazy: a process that never locks a mutex (it inits/destroys one) has
-#    one task: no server was started; a process that locks one has more
-#    (the fewest of ten readings 20 ms apart: a joined start-up helper
-#    thread can still be listed for a moment, once in about 20 runs).
+#    one task: no server was started; nor has one that locks it without
+#    contention (the mutex stays lazy: src/shim/lazy.c); one whose mutex
+#    engages (a condition wait on it), or that locks with LIBLOCK_LAZY=0,
+#    has more (the fewest of ten readings 20 ms apart: a joined start-up
+#    helper thread can still be listed for a moment, once in about 20
+#    runs).
 #  - coloc: a program confined to the server's CPU (taskset) with 1 and 3
 #    threads: exact counts, and it finishes (a request that waited for
 #    the server's 5 ms idle time-out would make this run take minutes and
 #    hit the bound).
 #  - fork: threads use a mutex while the main thread forks; the child
-#    starts threads that use the same mutex (exact counts) while the
-#    parent's threads keep its server busy on the same CPU, and exits 0;
-#    then the parent goes on.
+#    (which unlocks the mutex if one of them held it at the fork: it stays
+#    locked there, as on glibc) starts threads that use the same mutex
+#    (exact counts) while the parent's threads keep its server busy on the
+#    same CPU, and exits 0; then the parent goes on.
 . "$(dirname "$0")/lib.sh" "$@"
 lib="$build/lib/liblock-interpose.so"
 liblock="$root/tools/liblock"
@@ -178,10 +182,12 @@ int main(int argc, char **argv)
 }
 EOF
 cat >"$tmp/tasks.c" <<'EOF'
-/* tasks.c [lock]: initialise/destroy a mutex (and lock it with "lock"), then print the task count:
+/* tasks.c [lock|cond]: initialise/destroy a mutex (and lock it with "lock", and wait 1 ms on a
+ * condition variable with it held with "cond"), then print the task count:
  * the fewest of ten readings 20 ms apart, since a thread that has been joined (the library's
  * spin-budget helpers, joined at start-up) can still be listed for a moment; a server stays */
 #include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -217,6 +223,18 @@ int main(int argc, char **argv)
         if (pthread_mutex_lock(&m) || pthread_mutex_unlock(&m))
             return 2;
     }
+    if (argc > 1 && strcmp(argv[1], "cond") == 0) {
+        pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_nsec += 1000000;
+        if (dl.tv_nsec >= 1000000000) {
+            dl.tv_sec++;
+            dl.tv_nsec -= 1000000000;
+        }
+        if (pthread_mutex_lock(&m) || pthread_cond_timedwait(&c, &m, &dl) != ETIMEDOUT || pthread_mutex_unlock(&m))
+            return 2;
+    }
     int n = tasks();
     pthread_mutex_destroy(&m);
     printf("%d\n", n);
@@ -225,6 +243,7 @@ int main(int argc, char **argv)
 EOF
 cat >"$tmp/forkp.c" <<'EOF'
 /* threads use mutexes while the main thread forks; the child uses them too */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,10 +283,16 @@ int main(void)
     for (int round = 0; round < 3; round++) {
         pid_t p = fork();
         if (p == 0) {
-            /* the child: the lock is free (held by a thread that does not exist here: rebuilt free) */
+            /* the child: if a thread that does not exist here held the lock at
+             * the fork, it is still locked, as on glibc: the child unlocks it
+             * (NORMAL: glibc's unlock does not check the owner) */
             long base;
-            int r;
-            if ((r = pthread_mutex_lock(&m))) bad("child first lock", r);
+            int r = pthread_mutex_trylock(&m);
+            if (r == EBUSY) {
+                if ((r = pthread_mutex_unlock(&m))) bad("child unlock of the parent's hold", r);
+                r = pthread_mutex_lock(&m);
+            }
+            if (r) bad("child first lock", r);
             base = counter;
             if ((r = pthread_mutex_unlock(&m))) bad("child first unlock", r);
             pthread_t c[3];
@@ -361,7 +386,13 @@ n=$(LD_PRELOAD="$lib" LIBLOCK_LOCK=rcl "$tmp/tasks"); rc=$?
 n=$("$liblock" run --lock rcl -- "$tmp/tasks"); rc=$?
 [ $rc -eq 0 ] && [ "$n" = 1 ] || fail "lazy: liblock run, a process that never locks has $n tasks (expected 1)"
 n=$(LD_PRELOAD="$lib" LIBLOCK_LOCK=rcl "$tmp/tasks" lock); rc=$?
-[ $rc -eq 0 ] && [ "$n" -gt 1 ] || fail "lazy: a process that locks has $n tasks (expected a server: more than 1)"
+[ $rc -eq 0 ] && [ "$n" = 1 ] || fail "lazy: a process that locks without contention has $n tasks (expected 1: no server)"
+n=$(LD_PRELOAD="$lib" LIBLOCK_LOCK=rcl "$tmp/tasks" cond); rc=$?
+[ $rc -eq 0 ] && [ "$n" -gt 1 ] || fail "lazy: a process whose mutex engaged has $n tasks (expected a server: more than 1)"
+n=$(LD_PRELOAD="$lib" LIBLOCK_LOCK=rcl LIBLOCK_LAZY=0 "$tmp/tasks" lock); rc=$?
+[ $rc -eq 0 ] && [ "$n" -gt 1 ] || fail "lazy: LIBLOCK_LAZY=0, a process that locks has $n tasks (expected a server: more than 1)"
+n=$("$liblock" run --lock rcl --eager -- "$tmp/tasks" lock); rc=$?
+[ $rc -eq 0 ] && [ "$n" -gt 1 ] || fail "lazy: liblock run --eager, a process that locks has $n tasks (expected a server: more than 1)"
 
 # ---- a client confined to the server's CPU ---------------------------------------------
 for t in 1 3; do

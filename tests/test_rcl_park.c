@@ -11,7 +11,7 @@
  *            lock/unlock (LOCK requests parked while the lock is held) and
  *            trylock: exact counts, no overlap; a lost wake-up hangs a
  *            client and the watchdog fails the test.
- *   direct   direct lock/unlock (client.c; LIBLOCK_RCL_DIRECT=1, as under
+ *   direct   direct lock/unlock (direct.c; LIBLOCK_RCL_DIRECT=1, as under
  *            the interposer): 16 threads lock/unlock one lock
  *            (park, spin-then-park, spin), alone and with 4 threads doing
  *            execute on it: exact counts, no overlap, no lost wake-up
@@ -212,7 +212,7 @@ static void test_race(void)
 }
 
 /* ---- direct ------------------------------------------------------------------------
- * Direct lock/unlock (src/runtime/rcl/client.c): clients take the lock word with a
+ * Direct lock/unlock (src/runtime/rcl/direct.c): clients take the lock word with a
  * CAS and sleep on it (value 3) when a client holds it; a delegated CS
  * still excludes them; a request skipped for a held lock sets `want` and
  * makes clients queue behind it; the unlock wakes an idle-parked server. */

@@ -13,7 +13,8 @@
  * environment), site_config.c (the LIBLOCK_CONFIG file parser), site.c
  * (per-site identity of a lock), registry.c (wrapper list and address
  * table), wrapper.c (wrapper set-up and the acquire/release paths),
- * mutex.c (pthread_mutex_* and liblock_execute_mutex), cond.c
+ * lazy.c (lazy engagement: a mutex's one-word lock until its first
+ * contention, and the hand-over to its algorithm), mutex.c (pthread_mutex_* and liblock_execute_mutex), cond.c
  * (pthread_cond_*), c11.c (mtx_*, cnd_*), sem.c (sem_*), fork.c (fork
  * handlers and the constructor).
  *
@@ -94,17 +95,15 @@
  * (release) exactly as without the interposer.
  * What then is glibc's, not ours: who holds m (__owner: no owner word,
  * IP_OWNERLESS), destroy's EBUSY (glibc's user count), timedlock/clocklock
- * (glibc's, not the polling loop).  fork treats m as every other lock
- * ("fork" below): held by the forking thread, still held; held by another
- * thread, made free (fork.c inplace_child, which reads m without faulting
- * first: it may have been freed without destroy).
+ * (glibc's, not the polling loop), and m in a forked child: fork leaves
+ * glibc's words as they are, so m is exactly what glibc leaves ("fork"
+ * below).
  * A condition variable waits with liblock's condition (LIBLOCK_COND
  * applies), releasing and retaking m through glibc (cond.c, a proxy lock
  * with cond_release/cond_reacquire hooks).  An in-place wrapper left behind
  * by a mutex freed without destroy is never faulted on through its old
- * address (fork reads m with process_vm_readv; reuse at that address does
- * not try the old state, which was m's bytes and now belong to the new
- * mutex).
+ * address (fork does not touch m; reuse at that address does not try the
+ * old state, which was m's bytes and now belong to the new mutex).
  * The profiler keeps the old posix path (glibc's lock on the glibc mutex in
  * the algorithm's state; IP_INPLACE is 0 there).
  *
@@ -196,16 +195,38 @@
  * ---- fork ---------------------------------------------------------------------------
  * Every wrapper is on a registry list (touched only at set-up/destroy/fork,
  * never on the lock path).  pthread_atfork handlers: prepare takes the
- * registry mutex, parent releases it, child rebuilds every lock and condvar
- * in place: a lock held by the forking thread is rebuilt held by it (same
- * owner and recursion count, so the child can unlock it - the
- * pthread_atfork "lock in prepare, unlock in child" pattern); every other
- * lock is rebuilt free.  Rebuilding matters for queue locks: a waiter queued
- * at fork time is a thread that does not exist in the child, and handing the
- * lock to its node would hang the child.  This differs from glibc for locks
- * held by OTHER threads at fork time: glibc leaves them locked forever, we
- * free them (POSIX leaves their use in the child undefined).  Old algorithm
- * states are leaked in the child (other threads may have pointed into them).
+ * registry mutex, parent releases it, child leaves every mutex as glibc
+ * leaves it and rebuilds every condvar empty (its waiters were other
+ * threads):
+ *  - free at the fork: free;
+ *  - held by the forking thread: still held, with the same recursion
+ *    count.  A NORMAL one keeps its owner tag (the child thread's own) and
+ *    can be unlocked by the child - the pthread_atfork "lock in prepare,
+ *    unlock in child" pattern; a RECURSIVE or ERRORCHECK one gets the owner
+ *    tag IP_OWNER_PARENT, as glibc's owner is the parent thread's id, which
+ *    the child's thread does not have: trylock EBUSY, unlock EPERM, lock
+ *    waits for ever;
+ *  - held by another thread (which does not exist in the child): still
+ *    held, with IP_OWNER_PARENT for every type, so that trylock is EBUSY,
+ *    lock waits for ever and timedlock times out; the child can unlock a
+ *    NORMAL one (glibc's NORMAL unlock does not look at the owner), an
+ *    ERRORCHECK or RECURSIVE one answers EPERM.  The hold is not counted in
+ *    any record of the child (w->trk 0).
+ * "Held" is read from the owner word, stored after the acquire and cleared
+ * before the release: a thread the fork stops inside a lock or unlock call,
+ * between the two, counts as not holding, as on glibc for a fork slightly
+ * before its acquire or after its release (the call had not returned, so
+ * the program cannot tell).
+ * An algorithm's lock is rebuilt in place, fresh, and then acquired by the
+ * child's thread if it was held: for queue locks a waiter queued at fork
+ * time is a thread that does not exist in the child, and handing the lock
+ * to its node would hang the child.  Old algorithm states are leaked in the
+ * child (other threads may have pointed into them).  (Out of memory for the
+ * fresh state: the old one is kept; for the fresh lock's acquire: the lock
+ * is left free.)  A posix in-place mutex is not touched at all: glibc's
+ * words in the program's mutex are already what glibc leaves.  The
+ * profiler's glibc mode leaves glibc's mutex alone too and only names
+ * IP_OWNER_PARENT in the bookkeeping of another thread's hold.
  *
  * ---- Bootstrap --------------------------------------------------------------------------
  * The real functions are found with dlsym(RTLD_NEXT) in a constructor and,
@@ -254,8 +275,11 @@
  * see "Mutex types"), and their holds are counted in the thread record for
  * ll_may_run_foreign (w_track_acquired).  An rcl lock starts no server when it is
  * made (the configuration probe included): it is bound to its server,
- * which is started then if needed, at its first lock or trylock, inside
- * set-up (w_bind), so a process that never locks has no server thread.
+ * which is started then if needed, when its mutex first takes the
+ * algorithm's path (at engagement, lazy.c: its first contention, condition
+ * wait or delegated section; with LIBLOCK_LAZY=0 its first lock or
+ * trylock), inside set-up (w_bind), so a process whose mutexes never
+ * engage has no server thread.
  */
 #ifndef LL_SHIM_H
 #define LL_SHIM_H
@@ -463,8 +487,9 @@ enum { IP_FAST_NONE = 0, IP_FAST_FN, IP_FAST_GLIBC, IP_FAST_NODE, IP_FAST_TRACK,
  * there (8-aligned robust-list pointers) has these low bits. */
 #define IP_TAG_MASK ((uintptr_t)(LL_CACHELINE - 1))
 /* The owner tag, in a forked child, of a RECURSIVE/ERRORCHECK mutex the
- * forking thread held (fork.c): no thread's tag (thread pointers are
- * aligned), as glibc's owner there is a thread id the child does not have. */
+ * forking thread held and of any mutex another thread held (fork.c): no
+ * thread's tag (thread pointers are aligned), as glibc's owner there is a
+ * thread id the child does not have. */
 #define IP_OWNER_PARENT ((uintptr_t)1)
 /* A mutex whose owner word the interposer does not keep (I2 does not
  * apply): posix in place, whose pthread_mutex_t records its holder itself

@@ -293,9 +293,10 @@ void reclaim_hold(ll_thread_t *s, struct ip_mutex *w)
 
 /* ---- acquire / release on a wrapper -------------------------------------------- */
 /* A lock whose algorithm has a bind hook (struct ll_ops; an RCL lock: its
- * server, which is started then if needed) is bound on its first use, not
- * when it is set up (a process that never locks starts no server:
- * docs/rcl.md).  Bind it here, inside set-up, so that a mutex the server's
+ * server, which is started then if needed) is bound when the mutex first
+ * takes the algorithm's path (its engagement, lazy.c, or its first use
+ * under LIBLOCK_LAZY=0), not when it is set up (a process that never
+ * contends starts no server: docs/rcl.md).  Bind it here, inside set-up, so that a mutex the server's
  * start meets (an allocator's) stays glibc's as during any set-up (see
  * "Bootstrap"). */
 void w_bind(struct ip_mutex *w)

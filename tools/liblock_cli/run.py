@@ -33,7 +33,7 @@ from . import list as list_cmd
 HELP = "run an unmodified program with its pthread locks (and, with --sem, semaphores) replaced by liblock's"
 CONDS = ("fifo", "mostly-lifo", "glibc")
 SEMS = ("fifo", "mostly-lifo")
-USAGE = "liblock run [--lock NAME] [--wait POLICY] [--config FILE] [--cond KIND] [--sem KIND] -- PROGRAM ARGS..."
+USAGE = "liblock run [--lock NAME] [--wait POLICY] [--config FILE] [--cond KIND] [--sem KIND] [--eager] -- PROGRAM ARGS..."
 WAITS = ("spin", "spin-then-park", "yield", "park")
 
 
@@ -55,6 +55,10 @@ def add_arguments(p):
                         "fifo or mostly-lifo (FIFO probability from LIBLOCK_SEM_FIFO_PROB, else "
                         "LIBLOCK_COND_FIFO_PROB, default 0.001); named and process-shared semaphores stay "
                         "glibc's. Without --sem every semaphore is glibc's")
+    p.add_argument("--eager", action="store_true",
+                   help="every mutex on its algorithm from its first lock (LIBLOCK_LAZY=0); by default a "
+                        "mutex is a one-word lock until its first contention, condition wait or delegated "
+                        "section, and on its algorithm from then on (docs/interpose.md, \"Lazy engagement\")")
     p.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS",
                    help="the program and its arguments")
 
@@ -151,6 +155,8 @@ def run(args, env):
         child_env["LIBLOCK_SEM"] = args.sem
     else:
         child_env.pop("LIBLOCK_SEM", None)
+    if args.eager:
+        child_env["LIBLOCK_LAZY"] = "0"
     child_env["LIBLOCK_STRICT"] = "1"
     figures = calibration(env, child_env)
     if figures:

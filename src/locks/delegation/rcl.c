@@ -12,7 +12,7 @@
  *
  * This file is the registry adapter only.  The runtime (servers, request
  * arrays, servicing-thread pools, management and backup threads, client
- * ids) is src/runtime/rcl/, whose header comments (server.c, client.c) give the
+ * ids) is src/runtime/rcl/, whose header comments (server.c, client.c, direct.c) give the
  * invariants and the memory-ordering argument.
  *
  * Mapping: a lock is bound at init to the server given by
@@ -34,7 +34,7 @@ static int rcl_destroy_op(liblock_t *l) { return rcl_lock_destroy(l); }
 static void rcl_bind_op(liblock_t *l) { rcl_server_of_lock(l); }
 
 /* struct ll_ops .direct_default: under the interposer, locks made from now
- * on lock/unlock directly (LIBLOCK_RCL_DIRECT overrides; client.c). */
+ * on lock/unlock directly (LIBLOCK_RCL_DIRECT overrides; direct.c). */
 static void rcl_direct_default_op(void) { rcl_direct_default = 1; }
 
 const struct ll_ops ll_ops_rcl = {

@@ -11,7 +11,7 @@
  * bitmap under a mutex (taken once per thread lifetime, not per request).
  * The capacity is the number of slots per server (LIBLOCK_RCL_SLOTS,
  * default 4096 = 256 KB of 64-byte slots).  What a thread does when every
- * id is taken is in client.c ("Without a client id").
+ * id is taken is in direct.c ("Without a client id").
  *
  * Orderings.  The bitmap is read and written only under ids_mutex.  The
  * watermark is stored with release under that mutex and loaded with

@@ -1,7 +1,8 @@
 /*
  * rcl.h - internal interface of the Remote Core Locking runtime (src/runtime/rcl/).
  * The design argument is in the header comment of src/runtime/rcl/server.c; the
- * client side is src/runtime/rcl/client.c; src/locks/delegation/rcl.c is the registry adapter.
+ * client side is src/runtime/rcl/client.c (requests), direct.c (lock/trylock/unlock) and lock.c
+ * (binding, init, destroy, condition variables); src/locks/delegation/rcl.c is the registry adapter.
  */
 #ifndef LIBLOCK_RCL_H
 #define LIBLOCK_RCL_H
@@ -48,21 +49,21 @@ extern char rcl_op_markers[4];
 static inline int rcl_is_op(rcl_fn f) { return (uintptr_t)(void *)f - (uintptr_t)rcl_op_markers < 4; }
 
 /* Per-lock state (liblock_t._state).  is_locked is the lock word (server.c
- * I1-I2, client.c "Direct lock/unlock"): 0 free; RCL_HELD_SERVER held by a
+ * I1-I2, direct.c "Direct lock/unlock"): 0 free; RCL_HELD_SERVER held by a
  * servicing thread (a delegated or nested CS); RCL_HELD_CLIENT held by a
  * client through liblock_lock; RCL_HELD_SLEEPERS the same, and clients may
  * sleep on the word.  Every read-modify-write of it is a real atomic (it
  * is written from several CPUs).  `want` is a hint written only by the
  * server: a request for this lock was skipped because the lock was held,
  * so clients should queue behind it (a request) rather than take the lock
- * directly.  The server is in l->_aux (client.c, "lock life cycle"). */
+ * directly.  The server is in l->_aux (lock.c, "lock life cycle"). */
 struct rcl_lock {
     _Atomic uint32_t is_locked;
     _Atomic uint32_t handed; /* left held by a delegated CS for its caller (server.c, hand_over_holds) */
-    _Atomic uint32_t want;   /* server: a request waits for this lock (hint, client.c) */
-    uint32_t direct;         /* set at init, never changed: clients lock/unlock directly (client.c) */
+    _Atomic uint32_t want;   /* server: a request waits for this lock (hint, direct.c) */
+    uint32_t direct;         /* set at init, never changed: clients lock/unlock directly (direct.c) */
 };
-extern int rcl_direct_default; /* 1 under the interposer; LIBLOCK_RCL_DIRECT overrides (client.c) */
+extern int rcl_direct_default; /* 1 under the interposer; LIBLOCK_RCL_DIRECT overrides (lock.c, direct.c) */
 #define RCL_HELD_SERVER 1u
 #define RCL_HELD_CLIENT 2u
 #define RCL_HELD_SLEEPERS 3u
@@ -129,7 +130,7 @@ struct rcl_server {
     _Atomic uint32_t backup_req;  /* the backup asks the manager for a free thread */
     _Atomic uint32_t stopping;
     _Atomic long nlocks;          /* RCL locks bound to this server */
-    pthread_mutex_t ovf_mutex;    /* one user of the overflow slot at a time (client.c) */
+    pthread_mutex_t ovf_mutex;    /* one user of the overflow slot at a time (direct.c) */
     uint64_t tick_ns, idle_cycles;
     uint64_t share_cycles;        /* a busy servicing thread yields after this long (0 = never) */
     struct rcl_server *next_all;  /* list of every started server */
@@ -149,7 +150,7 @@ int rcl_server_bind(struct rcl_server *s);             /* count a lock on a runn
 void rcl_server_unbind(struct rcl_server *s);
 void rcl_server_revive(struct rcl_server *s);          /* first use of a server dormant since fork */
 
-/* client.c and ids.c */
+/* client.c, direct.c, lock.c and ids.c */
 struct rcl_tls {
     int id;                       /* client id + 1 = slot index + 1; 0 = none yet */
     unsigned affinity_gen;        /* server-CPU set generation this thread was fitted to */
@@ -203,7 +204,7 @@ int rcl_thread_register(liblock_t *l);
 struct rcl_server *rcl_lock_bind(liblock_t *l);       /* bind to a default server on first use; NULL + errno */
 extern const struct ll_ops ll_ops_rcl;
 
-/* The server of an RCL lock, binding it on first use (client.c). */
+/* The server of an RCL lock, binding it on first use (lock.c). */
 static inline struct rcl_server *rcl_server_of_lock(liblock_t *l)
 {
     struct rcl_server *s = __atomic_load_n((struct rcl_server **)&l->_aux, __ATOMIC_ACQUIRE);

@@ -12,7 +12,7 @@
  * prepares them in that order).  Records of stopped servers are kept, so a
  * stale handle is found not running rather than freed memory.  `stopping`,
  * `dormant`, `idle` and `nlocks` are atomics read by clients without the
- * mutex (client.c, rcl_wake_idle in server.c): `nlocks` is incremented under
+ * mutex (client.c, direct.c, rcl_wake_idle in server.c): `nlocks` is incremented under
  * servers_mutex only for a server not stopping, and a server is stopped
  * only with nlocks == 0 under the same mutex, so no lock can bind to a
  * server being stopped.

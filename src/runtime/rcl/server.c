@@ -32,7 +32,7 @@
  * to client id i (ids are shared by all servers, allocated on a thread's
  * first request, reused after it exits; ids.c); the overflow slot is
  * shared, under ovf_mutex, by threads that found every id taken (TRYLOCK
- * and UNLOCK requests only; client.c, "Without a client id").  Client: write lock,
+ * and UNLOCK requests only; direct.c, "Without a client id").  Client: write lock,
  * ctx, flags, then fn (release).  Server: read fn (acquire); run; release
  * the lock (I4); write ret, then clear fn (release; for a client that may
  * park, followed by the wake-up check of reply(), and a seq_cst exchange
@@ -53,7 +53,7 @@
  *      such an instruction, and the single instruction is atomic against
  *      preemption on this CPU.  lock->is_locked is among them only for a
  *      request-only lock; on a DIRECT lock (lk->direct, fixed at init)
- *      clients take and release it themselves (client.c, "Direct
+ *      clients take and release it themselves (direct.c, "Direct
  *      lock/unlock"), so every read-modify-write of that word is a real
  *      atomic (rcl_take in rcl.h chooses by lk->direct).  Server threads that could not be bound
  *      (never the case after a successful start) would make server->local
@@ -67,7 +67,7 @@
  *      lock/unlock sections and nested sections of one lock are mutually
  *      exclusive.  When a request is skipped because L is held the server
  *      sets L->want, and clears it when it takes L for a request: clients
- *      then queue behind with requests (client.c).
+ *      then queue behind with requests (direct.c).
  * (I3) A slot is served by at most one thread: a servicing thread first
  *      claims busy[i] (local CAS 0 -> 1), re-reads fn under the claim, and
  *      keeps the claim until it has cleared fn.  Without the claim, a
@@ -221,7 +221,7 @@ static __attribute__((noinline)) void hand_over_holds(ll_thread_t *self, unsigne
 
 /* The `want` hint (rcl.h): set when a request is skipped because its lock
  * is held, cleared when the server takes the lock for a request.  Only
- * servicing threads write it; it orders nothing (client.c, "Direct
+ * servicing threads write it; it orders nothing (direct.c, "Direct
  * lock/unlock": it only steers clients to queue behind pending requests). */
 static inline void want_set(struct rcl_lock *lk)
 {
@@ -332,7 +332,7 @@ static unsigned serve_pass(struct rcl_server *s, struct rcl_sthread *me)
     struct rcl_lock *seen[4];
     for (unsigned i = 0; i <= n; i++) {
         if (LL_UNLIKELY(i == n))
-            i = ovf; /* the overflow slot, last (client.c, "Without a client id") */
+            i = ovf; /* the overflow slot, last (direct.c, "Without a client id") */
         if (LL_LIKELY(atomic_load_explicit(&slots[i].fn, memory_order_relaxed) == NULL))
             continue;
         struct rcl_lock *lk = serve_one(s, me, i, &ops);
