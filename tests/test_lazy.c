@@ -1148,7 +1148,7 @@ static int child(const char *mode)
 {
     signal(SIGALRM, on_alarm);
     const char *to = getenv("LIBLOCK_TEST_TIMEOUT");
-    alarm(to && atoi(to) > 0 ? (unsigned)atoi(to) : 60);
+    alarm(to && atoi(to) > 0 ? (unsigned)atoi(to) : 30); /* a child takes about 0.5 s */
     uint64_t t0 = th_now_ns();
     interposed = strcmp(mode, "glibc") != 0;
     int mixed = strcmp(mode, "mixed") == 0;
@@ -1266,7 +1266,7 @@ static int run_child(const char *prog, const char *lib, const char *mode, const 
     }
     char what[256];
     snprintf(what, sizeof what, "%s under %s%s", prog, algo_name ? algo_name : mode, lazy_off ? " LIBLOCK_LAZY=0" : "");
-    return th_wait_child(pid, 90, what);
+    return th_wait_child(pid, 45, what);
 }
 
 int main(int argc, char **argv)
