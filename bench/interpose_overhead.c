@@ -2,7 +2,12 @@
  * interpose_overhead - what one uncontended pthread_mutex_lock/unlock pair
  * costs through liblock-interpose.so, against glibc's own, per algorithm.
  *
- * usage: interpose_overhead [-r ROUNDS] [-n PAIRS] [-L LIB]... [ALGORITHM...]
+ * usage: interpose_overhead [-r ROUNDS] [-n PAIRS] [-e] [-L LIB]... [ALGORITHM...]
+ *
+ * -e: every mutex engaged from its first use (LIBLOCK_LAZY=0 in the
+ * children): the algorithm's own pair; without it, the default, where a
+ * mutex that never contends stays on the interposer's one-word lazy lock
+ * (docs/interpose.md, "Lazy engagement").
  *
  * -L LIB (repeatable): measure these interposer libraries instead of
  * <build>/lib/liblock-interpose.so, one child per library for each
@@ -106,16 +111,18 @@ int main(int argc, char **argv)
     long pairs = 2000000;
     int opt;
     const char *libs[8];
-    int nlibs = 0;
-    while ((opt = getopt(argc, argv, "r:n:L:")) != -1) {
-        if (opt == 'r')
+    int nlibs = 0, engaged = 0;
+    while ((opt = getopt(argc, argv, "r:n:eL:")) != -1) {
+        if (opt == 'e')
+            engaged = 1;
+        else if (opt == 'r')
             rounds = atoi(optarg);
         else if (opt == 'n')
             pairs = atol(optarg);
         else if (opt == 'L' && nlibs < 8)
             libs[nlibs++] = optarg;
         else {
-            fprintf(stderr, "usage: %s [-r ROUNDS] [-n PAIRS] [-L LIB]... [ALGORITHM...]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-r ROUNDS] [-n PAIRS] [-e] [-L LIB]... [ALGORITHM...]\n", argv[0]);
             return 2;
         }
     }
@@ -149,7 +156,8 @@ int main(int argc, char **argv)
             printf("[%d] %s\n", i, libs[i]);
     int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
     double probe0 = ncpu > 1 ? probe_default() : -1;
-    printf("uncontended lock/unlock pair, %ld pairs x %d rounds, interleaved glibc/interposed, CPU 0\n", pairs, rounds);
+    printf("uncontended lock/unlock pair, %ld pairs x %d rounds, interleaved glibc/interposed, CPU 0, %s\n", pairs, rounds,
+           engaged ? "every mutex engaged (LIBLOCK_LAZY=0)" : "default (lazy engagement)");
     int rc = 0;
     for (const char *const *a = liblock_algorithms(); *a; a++) {
         int chosen = optind >= argc;
@@ -166,6 +174,10 @@ int main(int argc, char **argv)
                 setenv("LD_PRELOAD", libs[li], 1);
                 setenv("LIBLOCK_LOCK", *a, 1);
                 setenv("LIBLOCK_STRICT", "1", 1);
+                if (engaged)
+                    setenv("LIBLOCK_LAZY", "0", 1);
+                else
+                    unsetenv("LIBLOCK_LAZY");
                 char r[16], p[32];
                 snprintf(r, sizeof r, "-r%d", rounds);
                 snprintf(p, sizeof p, "-n%ld", pairs);

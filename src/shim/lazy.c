@@ -106,6 +106,8 @@ int lazy_lock(struct ip_mutex *w)
 {
     _Atomic uintptr_t *lw = w_lzw(w);
     uintptr_t v = 0;
+    if (atomic_load_explicit(lw, memory_order_relaxed) == IP_LAZY_ENGAGED)
+        return IP_LAZY_OFF; /* (no failed CAS on every call of an engaged mutex's general path) */
     if (atomic_compare_exchange_strong_explicit(lw, &v, self_tag(), memory_order_acquire, memory_order_acquire)) {
         lazy_track_acquired(w);
         return 0;
@@ -122,6 +124,8 @@ int lazy_lock(struct ip_mutex *w)
 int lazy_trylock(struct ip_mutex *w)
 {
     uintptr_t v = 0;
+    if (atomic_load_explicit(w_lzw(w), memory_order_relaxed) == IP_LAZY_ENGAGED)
+        return IP_LAZY_OFF;
     if (atomic_compare_exchange_strong_explicit(w_lzw(w), &v, self_tag(), memory_order_acquire, memory_order_acquire)) {
         lazy_track_acquired(w);
         return 0;

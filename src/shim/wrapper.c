@@ -367,9 +367,17 @@ struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int i
              * belong to the mutex being set up (shim.h); never try them */
             idle = 1;
         } else if (old && (old != ip_untag(p) || init) && atomic_load_explicit(&old->owner, memory_order_relaxed) == 0 &&
-                   !old->hold && w_raw_trylock(old) == 0) {
-            w_raw_unlock(old); /* left behind, or re-initialised without destroy */
-            idle = 1;
+                   !old->hold) {
+            /* left behind, or re-initialised without destroy: idle if its
+             * lock is free (a lock never bound, as a lazy mutex's that
+             * never engaged, was never used: binding it to find out would
+             * start an RCL server for nothing) */
+            if (atomic_load_explicit(&old->bind, memory_order_relaxed)) {
+                idle = 1;
+            } else if (w_raw_trylock(old) == 0) {
+                w_raw_unlock(old);
+                idle = 1;
+            }
         }
         if (idle && old->algo != a) {
             /* idle, but made for another site's algorithm: replaced */

@@ -16,9 +16,12 @@ from liblock_cli._report_csv import ReportError
 META = {"section": "interposer", "commit": "abc1234", "machine": "Test CPU, 2 CPUs, Linux 6.1",
         "date_utc": "2026-11-28 20:00 UTC", "regimes": "ping-pong probe before 66 ns (normal), after 67 ns (normal)",
         "command": "build/bin/interpose_overhead -r 5 -n 1000000", "duration_s": "12", "quick": "0"}
-FIELDS = ["algorithm", "policy", "glibc_ns", "interposed_ns", "ratio"]
-ROWS = [{"algorithm": "posix", "policy": "park", "glibc_ns": 4.9, "interposed_ns": 6.23, "ratio": 1.27},
-        {"algorithm": "mcs", "policy": "spin-then-park", "glibc_ns": 4.87, "interposed_ns": 8.81, "ratio": 1.8}]
+FIELDS = ["algorithm", "policy", "lazy_glibc_ns", "lazy_ns", "lazy_ratio", "engaged_glibc_ns", "engaged_ns",
+          "engaged_ratio"]
+ROWS = [{"algorithm": "posix", "policy": "park", "lazy_glibc_ns": 4.9, "lazy_ns": 6.23, "lazy_ratio": 1.27,
+         "engaged_glibc_ns": 4.9, "engaged_ns": 6.2, "engaged_ratio": 1.26},
+        {"algorithm": "mcs", "policy": "spin-then-park", "lazy_glibc_ns": 4.87, "lazy_ns": 4.4, "lazy_ratio": 0.9,
+         "engaged_glibc_ns": 4.87, "engaged_ns": 8.81, "engaged_ratio": 1.8}]
 REG = [{"name": "posix", "default_policy": "park"}, {"name": "mcs", "default_policy": "spin-then-park"}]
 
 
@@ -27,7 +30,7 @@ class CsvFormat(unittest.TestCase):
         meta, rows = _report_csv.loads(_report_csv.dumps(META, FIELDS, ROWS))
         self.assertEqual(meta, META)
         self.assertEqual([r["algorithm"] for r in rows], ["posix", "mcs"])
-        self.assertEqual(rows[1]["interposed_ns"], "8.81")
+        self.assertEqual(rows[1]["engaged_ns"], "8.81")
 
     def test_metadata_line_must_be_key_value(self):
         with self.assertRaisesRegex(ReportError, "without 'key: value'"):
@@ -53,12 +56,13 @@ class Render(unittest.TestCase):
         self.assertIn("`build/bin/interpose_overhead -r 5 -n 1000000`, 12 s", out)
         self.assertNotIn("quick", out)
         lines = [ln for ln in out.splitlines() if ln.startswith("|")]
-        self.assertEqual(lines[0], "| algorithm | policy | glibc pair (ns) | interposed pair (ns) | interposed ÷ glibc |")
-        self.assertEqual(lines[2], "| posix | park | 4.90 | 6.23 | 1.27× |")
-        self.assertEqual(lines[3], "| mcs | spin-then-park | 4.87 | 8.81 | 1.80× |")
+        self.assertEqual(lines[0], "| algorithm | policy | glibc pair (ns) | interposed (ns) | interposed ÷ glibc | "
+                                   "engaged (ns) | engaged ÷ glibc |")
+        self.assertEqual(lines[2], "| posix | park | 4.90 | 6.23 | 1.27× | 6.20 | 1.26× |")
+        self.assertEqual(lines[3], "| mcs | spin-then-park | 4.87 | 4.40 | 0.90× | 8.81 | 1.80× |")
 
     def test_cell_and_duration(self):
-        out = _report_render.render("{{cell interposer mcs ratio}} in {{total_duration}}", self.load)
+        out = _report_render.render("{{cell interposer mcs engaged_ratio}} in {{total_duration}}", self.load)
         self.assertEqual(out, "1.80 in 0.2 min")
 
     def test_quick_run_is_flagged(self):
@@ -77,7 +81,7 @@ class Render(unittest.TestCase):
         with self.assertRaisesRegex(ReportError, "headline.csv is missing"):
             _report_render.render("{{table headline}}", self.load)
         with self.assertRaisesRegex(ReportError, "no row 'clh'"):
-            _report_render.render("{{cell interposer clh ratio}}", self.load)
+            _report_render.render("{{cell interposer clh lazy_ratio}}", self.load)
         with self.assertRaisesRegex(ReportError, "unknown placeholder"):
             _report_render.render("{{tabel interposer}}", self.load)
         with self.assertRaisesRegex(ReportError, "does not know"):
@@ -130,7 +134,7 @@ class Command(unittest.TestCase):
     def test_from_csv(self):
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "t.md.in"), "w") as f:
-                f.write("{{table interposer}}\n{{cell interposer posix glibc_ns}}×\n")
+                f.write("{{table interposer}}\n{{cell interposer posix lazy_glibc_ns}}×\n")
             with open(os.path.join(d, "B.md"), "w") as f:
                 f.write("old\n")
             p = self.run_report(d)
@@ -140,12 +144,12 @@ class Command(unittest.TestCase):
             with open(os.path.join(d, "B.md")) as f:
                 self.assertEqual(f.read(), "old\n")
             _report_csv.write(os.path.join(d, "interposer.csv"), META, FIELDS,
-                              [dict(ROWS[0], glibc_ns=""), ROWS[1]])
+                              [dict(ROWS[0], lazy_glibc_ns=""), ROWS[1]])
             p = self.run_report(d)
             self.assertEqual(p.returncode, 0, p.stderr)
             with open(os.path.join(d, "B.md")) as f:
                 text = f.read()
-            self.assertIn("| posix | park | – | 6.23 | 1.27× |", text)
+            self.assertIn("| posix | park | – | 6.23 | 1.27× | 6.20 | 1.26× |", text)
             self.assertTrue(text.endswith("\n–\n"), text)     # a missing number takes no unit
             p = self.run_report(d, "--only", "headline")
             self.assertEqual(p.returncode, 2)
@@ -153,19 +157,25 @@ class Command(unittest.TestCase):
 
 
 class Reductions(unittest.TestCase):
-    def test_interposer_needs_every_algorithm(self):
+    def test_interposer_needs_every_algorithm_in_both_runs(self):
+        mcs = "mcs              glibc   4.87 ns (4.87-4.91)  interposed   8.81 ns (8.66-8.82)  ratio 1.80\n"
+        posix = "posix            glibc   4.90 ns (4.87-5.04)  interposed   6.23 ns (6.23-6.41)  ratio 1.27\n"
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "interpose_overhead-0.log"), "w") as f:
-                f.write("uncontended lock/unlock pair, 1000 pairs x 2 rounds\n"
-                        "mcs              glibc   4.87 ns (4.87-4.91)  interposed   8.81 ns (8.66-8.82)  ratio 1.80\n")
-            with self.assertRaisesRegex(_report_sections.SectionError, "no result for posix"):
+                f.write("uncontended lock/unlock pair, 1000 pairs x 2 rounds\n" + mcs)
+            with self.assertRaisesRegex(_report_sections.SectionError, "interpose_overhead-1.log missing"):
+                _report_sections.reduce_interposer(d, REG)
+            with open(os.path.join(d, "interpose_overhead-1.log"), "w") as f:
+                f.write(mcs + posix)
+            with self.assertRaisesRegex(_report_sections.SectionError, r"\(lazy\): no result for posix"):
                 _report_sections.reduce_interposer(d, REG)
             with open(os.path.join(d, "interpose_overhead-0.log"), "a") as f:
-                f.write("posix            glibc   4.90 ns (4.87-5.04)  interposed   6.23 ns (6.23-6.41)  ratio 1.27\n")
+                f.write(posix)
             fields, rows = _report_sections.reduce_interposer(d, REG)
             self.assertEqual([r["algorithm"] for r in rows], ["posix", "mcs"])   # registry order
             self.assertEqual(rows[1]["policy"], "spin-then-park")
-            self.assertEqual(rows[0]["ratio"], 1.27)
+            self.assertEqual(rows[0]["lazy_ratio"], 1.27)
+            self.assertEqual(rows[1]["engaged_ns"], 8.81)
 
     def test_display_hides_output_options(self):
         argv = ["{liblock}", "bench", "apps", "--reps", "3", "--out", "{out}/fifo", "--quiet", "--no-plot"]

@@ -163,10 +163,10 @@ def t_condvars(rows, meta):
 
 
 def t_interposer(rows, meta):
-    body = [[r["algorithm"], r["policy"], num(r.get("glibc_ns"), 2), num(r.get("interposed_ns"), 2),
-             ratio(r.get("ratio"))] for r in rows]
-    return _table(["algorithm", "policy", "glibc pair (ns)", "interposed pair (ns)", "interposed ÷ glibc"], body,
-                  ["---", "---", "--:", "--:", "--:"])
+    body = [[r["algorithm"], r["policy"], num(r.get("lazy_glibc_ns"), 2), num(r.get("lazy_ns"), 2),
+             ratio(r.get("lazy_ratio")), num(r.get("engaged_ns"), 2), ratio(r.get("engaged_ratio"))] for r in rows]
+    return _table(["algorithm", "policy", "glibc pair (ns)", "interposed (ns)", "interposed ÷ glibc",
+                   "engaged (ns)", "engaged ÷ glibc"], body, ["---", "---", "--:", "--:", "--:", "--:", "--:"])
 
 
 def t_rcl_latency(rows, meta):

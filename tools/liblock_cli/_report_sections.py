@@ -209,19 +209,28 @@ PAIR = re.compile(r"^(\S+)\s+glibc\s+([\d.]+) ns \(([\d.]+)-([\d.]+)\)\s+interpo
 
 
 def reduce_interposer(out, reg):
+    """Two interpose_overhead runs: -0 the default (lazy engagement), -1 with -e (every mutex engaged)."""
     rows = {}
-    logs = [f for f in os.listdir(out) if f.startswith("interpose_overhead") and f.endswith(".log")]
-    if len(logs) != 1:
-        raise SectionError(f"interposer: expected one interpose_overhead log in {out}, found {len(logs)}")
-    with open(os.path.join(out, logs[0])) as f:
-        for line in f:
-            m = PAIR.match(line.strip())
-            if m:
-                a = m.group(1)
-                rows[a] = {"algorithm": a, "policy": _policy(reg, a), "glibc_ns": float(m.group(2)),
-                           "interposed_ns": float(m.group(5)), "ratio": float(m.group(8))}
-    _check_all("interposer", reg, rows)
-    return ["algorithm", "policy", "glibc_ns", "interposed_ns", "ratio"], [rows[a["name"]] for a in reg]
+    runs = ((0, "lazy"), (1, "engaged"))
+    for i, _ in runs:
+        if not os.path.exists(os.path.join(out, f"interpose_overhead-{i}.log")):
+            raise SectionError(f"interposer: {os.path.join(out, f'interpose_overhead-{i}.log')} missing")
+    for i, kind in runs:
+        log = os.path.join(out, f"interpose_overhead-{i}.log")
+        seen = set()
+        with open(log) as f:
+            for line in f:
+                m = PAIR.match(line.strip())
+                if m:
+                    a = m.group(1)
+                    seen.add(a)
+                    r = rows.setdefault(a, {"algorithm": a, "policy": _policy(reg, a)})
+                    r[f"{kind}_glibc_ns"] = float(m.group(2))
+                    r[f"{kind}_ns"] = float(m.group(5))
+                    r[f"{kind}_ratio"] = float(m.group(8))
+        _check_all(f"interposer ({kind})", reg, seen)
+    return (["algorithm", "policy", "lazy_glibc_ns", "lazy_ns", "lazy_ratio", "engaged_glibc_ns", "engaged_ns",
+             "engaged_ratio"], [rows[a["name"]] for a in reg])
 
 
 # --------------------------------------------------------------- rcl-latency
@@ -478,8 +487,10 @@ def sections():
                        "--reps", "1", "--scale", "0.1", "--out", "{out}/" + kind, "--quiet", "--no-plot"]
                  for kind in ("fifo", "glibc")], reduce_condvars),
         Section("interposer", "Interposer: the uncontended pair",
-                [["{bin}/interpose_overhead", "-r", "5", "-n", "1000000"]],
-                [["{bin}/interpose_overhead", "-r", "2", "-n", "100000"]], reduce_interposer),
+                [["{bin}/interpose_overhead", "-r", "5", "-n", "1000000"],
+                 ["{bin}/interpose_overhead", "-e", "-r", "5", "-n", "1000000"]],
+                [["{bin}/interpose_overhead", "-r", "2", "-n", "100000"],
+                 ["{bin}/interpose_overhead", "-e", "-r", "2", "-n", "100000"]], reduce_interposer),
         Section("rcl-latency", "RCL: delegated critical-section latency",
                 [LB + ["rcl-latency", "--reps", "9"] + COMMON[:-1]],
                 [LB + ["rcl-latency", "--reps", "2", "--args", "-f -r 2 -n 20000 -t 1"] + COMMON[:-1]],
