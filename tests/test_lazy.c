@@ -18,7 +18,9 @@
  * LD_PRELOAD=<build>/lib/liblock-interpose.so (or LIBLOCK_TEST_INTERPOSER)
  * with LIBLOCK_LOCK=<name> and LIBLOCK_STRICT=1: with LIBLOCK_LAZY unset
  * and with LIBLOCK_LAZY=0; and once with a mixed configuration
- * (LIBLOCK_CONFIG: mcs by default, rcl for the static mutex lz_static).
+ * (LIBLOCK_CONFIG: mcs by default, rcl for the static mutex lz_static);
+ * then under the profiler (liblock-profile.so beside the interposer) on mcs
+ * and rcl, where no mutex is ever lazy (-1 throughout).
  * Each algorithm runs under its default waiting policy (one that parks
  * unless the default is pure spin: the stress has 8 threads on 2 cores).
  * Names on the command line restrict the algorithms; LIBLOCK_LAZY_SECTIONS
@@ -1152,6 +1154,7 @@ static int child(const char *mode)
     uint64_t t0 = th_now_ns();
     interposed = strcmp(mode, "glibc") != 0;
     int mixed = strcmp(mode, "mixed") == 0;
+    int profiler = strcmp(mode, "profile") == 0; /* liblock-profile.so: never lazy */
     if (interposed)
         algo = mixed ? "mixed" : getenv("LIBLOCK_LOCK");
     if (!algo)
@@ -1162,7 +1165,7 @@ static int child(const char *mode)
     th_context = "set-up";
     if (interposed) {
         eng_fn = (long (*)(pthread_mutex_t *))dlsym(RTLD_DEFAULT, "liblock_interpose_debug_engaged");
-        CHECK(eng_fn != NULL, "liblock_interpose_debug_engaged not exported by the interposer");
+        CHECK(eng_fn != NULL, "liblock_interpose_debug_engaged not exported by the %s", profiler ? "profiler" : "interposer");
         held_fn = (long (*)(void))dlsym(RTLD_DEFAULT, "liblock_interpose_debug_held");
         CHECK(held_fn != NULL, "liblock_interpose_debug_held not exported");
         /* The interposer's liblock_execute_mutex: this program links
@@ -1177,11 +1180,11 @@ static int child(const char *mode)
             exec_fn = liblock_execute_mutex;
         liblock_algorithm_info_t in;
         tracked = mixed || (liblock_algorithm_info(algo, &in) == 0 && (in.properties & LIBLOCK_PROP_DELEGATES));
-        if (!held_fn)
+        if (!held_fn || profiler)
             tracked = 0;
-        lazy_mode = !posix && !lazy_off;
-        w_eng = posix ? -1 : 1;
-        w_lazy = posix ? -1 : lazy_off ? 1 : 0;
+        lazy_mode = !posix && !lazy_off && !profiler;
+        w_eng = posix || profiler ? -1 : 1;
+        w_lazy = posix || profiler ? -1 : lazy_off ? 1 : 0;
     } else {
         exec_fn = liblock_execute_mutex; /* glibc's lock, cs, unlock */
     }
@@ -1210,7 +1213,8 @@ static int child(const char *mode)
         sec_stress();
     section = "end";
     char name[128];
-    snprintf(name, sizeof name, "  %-15s %-14s", algo, !interposed ? "(glibc alone)" : lazy_off ? "LIBLOCK_LAZY=0" : "lazy");
+    snprintf(name, sizeof name, "  %-15s %-14s", algo,
+             !interposed ? "(glibc alone)" : profiler ? "(profiler)" : lazy_off ? "LIBLOCK_LAZY=0" : "lazy");
     printf("%s %s: %d checks, %d failed; stress: %d of %d mutexes engaged (%.1f s)\n", name,
            th_failures ? "FAILED" : "ok", th_checks, th_failures, stress_engaged, stress_mutexes,
            (th_now_ns() - t0) / 1e9);
@@ -1233,6 +1237,8 @@ static const char *pick_policy(const char *name)
             return liblock_wait_name(pref[i]);
     return NULL;
 }
+
+static char prof_out[64];
 
 static int run_child(const char *prog, const char *lib, const char *mode, const char *algo_name, const char *config,
                      int lazy_off)
@@ -1257,6 +1263,8 @@ static int run_child(const char *prog, const char *lib, const char *mode, const 
                 setenv("LIBLOCK_WAIT", policy, 1);
             if (lazy_off)
                 setenv("LIBLOCK_LAZY", "0", 1);
+            if (strcmp(mode, "profile") == 0)
+                setenv("LIBLOCK_PROFILE_OUT", prof_out, 1);
         } else {
             unsetenv("LD_PRELOAD");
         }
@@ -1304,6 +1312,24 @@ int main(int argc, char **argv)
             CHECK(rc == 0, "under the mixed configuration (mcs, rcl for lz_static): exit %d", rc);
             unlink(cfgpath);
         }
+    }
+    /* the profiler, beside the interposer: never lazy */
+    char prof[4200];
+    snprintf(prof, sizeof prof, "%s", real);
+    char *slash = strrchr(prof, '/');
+    snprintf(slash ? slash + 1 : prof, sizeof prof - (size_t)(slash ? slash + 1 - prof : 0), "liblock-profile.so");
+    snprintf(prof_out, sizeof prof_out, "/tmp/test_lazy.%d.profile.json", (int)getpid());
+    static const char *const prof_algos[] = {"mcs", "rcl"};
+    for (size_t i = 0; i < sizeof prof_algos / sizeof *prof_algos; i++) {
+        if (!th_selected(argc, argv, prof_algos[i]))
+            continue;
+        if (access(prof, R_OK) != 0) {
+            th_skip("no profiler at %s", prof);
+            break;
+        }
+        rc = run_child(argv[0], prof, "profile", prof_algos[i], NULL, 0);
+        CHECK(rc == 0, "under the profiler on %s: exit %d", prof_algos[i], rc);
+        unlink(prof_out);
     }
     free(real);
     printf("  total %.1f s\n", (th_now_ns() - t0) / 1e9);
