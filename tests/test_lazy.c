@@ -1238,7 +1238,24 @@ static const char *pick_policy(const char *name)
     return NULL;
 }
 
-static char prof_out[64];
+static char prof_out[128];
+
+/* Remove directory dir and the files in it (the profiler's reports). */
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        char path[512];
+        for (struct dirent *e; (e = readdir(d));) {
+            if (e->d_name[0] == '.')
+                continue;
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
 
 static int run_child(const char *prog, const char *lib, const char *mode, const char *algo_name, const char *config,
                      int lazy_off)
@@ -1318,7 +1335,9 @@ int main(int argc, char **argv)
     snprintf(prof, sizeof prof, "%s", real);
     char *slash = strrchr(prof, '/');
     snprintf(slash ? slash + 1 : prof, sizeof prof - (size_t)(slash ? slash + 1 - prof : 0), "liblock-profile.so");
-    snprintf(prof_out, sizeof prof_out, "/tmp/test_lazy.%d.profile.json", (int)getpid());
+    char prof_dir[] = "/tmp/test_lazy.XXXXXX"; /* the reports (a forked child writes one of its own) */
+    CHECK(mkdtemp(prof_dir) != NULL, "mkdtemp: %s", strerror(errno));
+    snprintf(prof_out, sizeof prof_out, "%s/profile.json", prof_dir);
     static const char *const prof_algos[] = {"mcs", "rcl"};
     for (size_t i = 0; i < sizeof prof_algos / sizeof *prof_algos; i++) {
         if (!th_selected(argc, argv, prof_algos[i]))
@@ -1329,8 +1348,8 @@ int main(int argc, char **argv)
         }
         rc = run_child(argv[0], prof, "profile", prof_algos[i], NULL, 0);
         CHECK(rc == 0, "under the profiler on %s: exit %d", prof_algos[i], rc);
-        unlink(prof_out);
     }
+    remove_dir(prof_dir);
     free(real);
     printf("  total %.1f s\n", (th_now_ns() - t0) / 1e9);
     return th_report("test_lazy");
