@@ -215,12 +215,14 @@ static int engage(struct ip_mutex *w, int held)
     return 0;
 }
 
-/* For tests: 1 engaged, 0 lazy (not engaged yet), -1 no lazy mode for m
- * (glibc's, not set up yet, or a type or algorithm that is never lazy). */
+/* For tests: 1 engaged (also: a mutex of a lazy kind under
+ * LIBLOCK_LAZY=0, engaged from its first use), 0 lazy (not engaged yet),
+ * -1 no lazy mode for m (glibc's, not set up yet, or a type or algorithm
+ * that is never lazy). */
 LL_EXPORT long liblock_interpose_debug_engaged(pthread_mutex_t *m)
 {
     struct ip_mutex *w = mutex_fast(m);
-    if (!w || !w->lazy)
+    if (!w || !mutex_lazy_kind(w))
         return -1;
-    return w_engaged(w);
+    return w->lazy ? w_engaged(w) : 1;
 }

@@ -562,6 +562,7 @@ static inline struct ip_mutex *mutex_fast(pthread_mutex_t *m)
 }
 int kind_to_type(int kind);
 void mutex_set_fns(struct ip_mutex *w);
+int mutex_lazy_kind(const struct ip_mutex *w);
 struct ip_mutex *mutex_new(int type, struct shim_algo *a);
 void mutex_free(struct ip_mutex *w);
 struct ip_mutex *mutex_resolve(pthread_mutex_t *m);

@@ -55,9 +55,15 @@ void mutex_set_fns(struct ip_mutex *w)
     int fn = w->fast == IP_FAST_FN || w->fast == IP_FAST_NODE || w->fast == IP_FAST_TRACK;
     w->lockfn = fn ? o->lock : NULL;
     w->unlockfn = fn ? o->unlock : NULL;
-    /* lazy engagement (lazy.c): NORMAL mutexes but posix in place, in the
-     * interposer only */
-    w->lazy = cfg.lazy && normal && !SHIM_OBSERVED && !cfg.force_api && w->fast != IP_FAST_GLIBC;
+    w->lazy = cfg.lazy && mutex_lazy_kind(w);
+}
+
+/* Lazy engagement (lazy.c) applies to w's kind: NORMAL mutexes but posix
+ * in place, in the interposer only (and not under LIBLOCK_INTERPOSE_API). */
+int mutex_lazy_kind(const struct ip_mutex *w)
+{
+    return !SHIM_GLIBC(w) && w->type == PTHREAD_MUTEX_NORMAL && !SHIM_OBSERVED && !cfg.force_api &&
+           w->fast != IP_FAST_GLIBC;
 }
 
 /* A wrapper of `type` on algorithm a (NULL: glibc mode, profiler only). */
