@@ -20,9 +20,9 @@
  *    makes it an adaptive one), through the interposer's posix fast path
  *    (src/shim/mutex.c, IP_FAST_GLIBC).  The child has
  *    LIBLOCK_INTERPOSE_TEST_CHILD=1 and first checks that the interposer
- *    is really in use (ip_check_interposed).  IP_EVERY_ALGORITHM_CXX (test_interpose)
- *    also runs test_interpose_cxx in each configuration.  `PROGRAM
- *    --topics` prints ip_topics, one a line.
+ *    is really in use (ip_check_interposed).  IP_EVERY_ALGORITHM_CXX
+ *    (test_interpose) also runs test_interpose_cxx in each configuration.
+ *    `PROGRAM --topics` prints ip_topics, one a line.
  *
  *  - IP_COND_KINDS (the condition-variable and semaphore programs): once
  *    natively (the checks then run against glibc, which validates them),
@@ -48,7 +48,9 @@
 
 /* The programs that together are the interposer's mutex test, one topic
  * each (IP_EVERY_ALGORITHM): whatever runs that test in a configuration of
- * its own (test_interpose_sem, tests/test_profile.sh) runs them all. */
+ * its own (test_interpose_sem, tests/test_profile.sh) runs them all, and
+ * the Makefile's INTERPOSE_TOPICS (built by `make ubsan-preload`) names
+ * them too.  A program with this driver that is missing here fails. */
 static const char *const ip_topics[] = {"test_interpose",      "test_interpose_types", "test_interpose_timed",
                                         "test_interpose_cond", "test_interpose_c11",   "test_interpose_fork",
                                         NULL};
