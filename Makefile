@@ -212,8 +212,12 @@ sanitizer-build:
 	$(MAKE) BUILD=build-asan OPT=-O1 EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" LIBS="$(ASAN_LIBS)" $(addprefix build-asan/tests/,$(ASAN_TESTS))
 	$(MAKE) ubsan-preload
 
+# The programs of the interposer's mutex test (ip_topics in tests/interpose_driver.h),
+# which tests/test_profile.sh runs under the profiler.
+INTERPOSE_TOPICS := test_interpose test_interpose_types test_interpose_timed test_interpose_cond \
+    test_interpose_c11 test_interpose_fork
 ubsan-preload:
-	$(MAKE) BUILD=build-ubsan OPT=-O1 EXTRA_CFLAGS="-fsanitize=undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" LIBS="$(UBSAN_LIBS)" build-ubsan/lib/liblock-profile.so build-ubsan/tests/test_interpose
+	$(MAKE) BUILD=build-ubsan OPT=-O1 EXTRA_CFLAGS="-fsanitize=undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" LIBS="$(UBSAN_LIBS)" build-ubsan/lib/liblock-profile.so $(addprefix build-ubsan/tests/,$(INTERPOSE_TOPICS))
 
 sanitizer-test: sanitizer-build
 	$(SAN_ENV) tests/run.sh $(BUILD) --only-sanitizers

@@ -3,7 +3,8 @@
  * through the LD_PRELOAD interposer (LIBLOCK_SEM, LIBLOCK_COND=mostly-lifo).
  *
  * Run without arguments (as tests/run.sh does) it is a driver that re-runs
- * itself, and test_interpose / test_interpose_cxx, under the interposer in
+ * itself, and the interposer's mutex test (the programs of ip_topics in
+ * interpose_driver.h) with test_interpose_cxx, under the interposer in
  * these configurations (each child bounded by a watchdog and a kill after
  * 60 s; names on the command line restrict the algorithms):
  *   mcs    LIBLOCK_SEM=mostly-lifo LIBLOCK_COND=mostly-lifo LIBLOCK_COND_FIFO_PROB=0
@@ -16,9 +17,9 @@
  *          (semaphores are independent of the lock)
  *   mcs    without LIBLOCK_SEM: every semaphore is glibc's (the same
  *          semantic checks then run against glibc, which validates them)
- * and test_interpose + test_interpose_cxx (every mutex, condvar, fork check
- * of the interposer test) under LIBLOCK_COND=mostly-lifo with mcs, posix
- * and mcscr.
+ * and every program of ip_topics + test_interpose_cxx (every mutex, condvar,
+ * C11, fork check of the interposer's mutex test) under
+ * LIBLOCK_COND=mostly-lifo with mcs, posix and mcscr.
  *
  * The child checks, with exact results and no timing thresholds:
  *  - the interposer reports the semaphore kind asked for, and sem_init made
@@ -42,7 +43,7 @@
  *    fork for the shared one;
  *  - fork: the child can use a semaphore the parent made, with its value.
  */
-#include "harness.h"
+#include "interpose_driver.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -53,43 +54,13 @@
 #include <sys/wait.h>
 
 /* ---------------------------------------------------------------- driver */
-static const char *pick_policy(const char *name)
-{
-    liblock_algorithm_info_t in;
-    if (liblock_algorithm_info(name, &in))
-        return NULL;
-    static const int pref[] = {LIBLOCK_WAIT_SPIN_THEN_PARK, LIBLOCK_WAIT_PARK, LIBLOCK_WAIT_YIELD};
-    for (size_t i = 0; i < sizeof pref / sizeof *pref; i++)
-        if (in.policies & (1u << pref[i]))
-            return liblock_wait_name(pref[i]);
-    return NULL;
-}
-
-/* envs: NULL-terminated "NAME=value" list added to a clean LIBLOCK_* set. */
+/* envs: NULL-terminated "NAME=value" list added to a clean LIBLOCK_* set;
+ * algo NULL: no LIBLOCK_LOCK. */
 static int run_child(const char *prog, const char *lib, const char *algo, const char *const *envs)
 {
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        th_unset_interposer_env();
-        setenv("LD_PRELOAD", lib, 1);
-        if (algo) {
-            setenv("LIBLOCK_LOCK", algo, 1);
-            const char *policy = pick_policy(algo);
-            if (policy)
-                setenv("LIBLOCK_WAIT", policy, 1);
-        }
-        setenv("LIBLOCK_STRICT", "1", 1);
-        setenv("LIBLOCK_INTERPOSE_TEST_CHILD", "1", 1);
-        for (const char *const *e = envs; *e; e++)
-            putenv((char *)*e);
-        execl(prog, prog, (char *)NULL);
-        _exit(126);
-    }
-    char what[256];
-    snprintf(what, sizeof what, "%s under %s", prog, algo ? algo : "(no lock)");
-    return th_wait_child(pid, 60, what);
+    struct ip_child c = {.lib = lib, .algo = algo, .policy = algo ? ip_policy(algo) : NULL,
+                         .marker = IP_CHILD_MARKER, .envs = envs, .clean = 1};
+    return ip_run(prog, &c);
 }
 
 struct config {
@@ -110,13 +81,16 @@ static const struct config configs[] = {
 
 static int driver(int argc, char **argv)
 {
-    char other[4200], cxx[4200];
-    th_sibling_path(argv[0], "test_interpose", other, sizeof other);
-    th_sibling_path(argv[0], "test_interpose_cxx", cxx, sizeof cxx);
+    /* the programs of the interposer's mutex test, then test_interpose_cxx */
+    enum { NOTHER = sizeof ip_topics / sizeof *ip_topics };
+    char other[NOTHER][4200];
+    for (int t = 0; t < NOTHER; t++)
+        th_sibling_path(argv[0], ip_topics[t] ? ip_topics[t] : "test_interpose_cxx", other[t], sizeof other[t]);
     char *real = th_interposer(argv[0]);
     if (!real)
         return th_report("test_interpose_sem");
-    CHECK(access(other, X_OK) == 0 && access(cxx, X_OK) == 0, "%s or %s missing", other, cxx);
+    for (int t = 0; t < NOTHER; t++)
+        CHECK(access(other[t], X_OK) == 0, "%s missing", other[t]);
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
         const struct config *c = &configs[i];
         const char *filter = c->algo ? c->algo : "mcs";
@@ -140,12 +114,15 @@ static int driver(int argc, char **argv)
             liblock_algorithm_info(lifo_algos[i], &(liblock_algorithm_info_t){0}))
             continue;
         uint64_t t0 = th_now_ns();
-        int rc = run_child(other, real, lifo_algos[i], lifo_env);
-        CHECK(rc == 0, "test_interpose under %s with LIBLOCK_COND=mostly-lifo: exit %d", lifo_algos[i], rc);
-        int rcx = run_child(cxx, real, lifo_algos[i], lifo_env);
-        CHECK(rcx == 0, "test_interpose_cxx under %s with LIBLOCK_COND=mostly-lifo: exit %d", lifo_algos[i], rcx);
-        printf("  cond  %-6s LIBLOCK_COND=mostly-lifo: test_interpose %s, test_interpose_cxx %s (%.1f s)\n",
-               lifo_algos[i], rc == 0 ? "ok" : "FAILED", rcx == 0 ? "ok" : "FAILED", (th_now_ns() - t0) / 1e9);
+        int failed = 0;
+        for (int t = 0; t < NOTHER; t++) {
+            const char *name = strrchr(other[t], '/') + 1;
+            int rc = run_child(other[t], real, lifo_algos[i], lifo_env);
+            CHECK(rc == 0, "%s under %s with LIBLOCK_COND=mostly-lifo: exit %d", name, lifo_algos[i], rc);
+            failed += rc != 0;
+        }
+        printf("  cond  %-6s LIBLOCK_COND=mostly-lifo: %d programs of the mutex test + test_interpose_cxx: %s (%.1f s)\n",
+               lifo_algos[i], NOTHER - 1, failed ? "FAILED" : "ok", (th_now_ns() - t0) / 1e9);
         fflush(stdout);
     }
     free(real);

@@ -40,7 +40,7 @@
  * the child.  A lock held by, or with a queued request of, another thread at
  * fork time is undefined territory (glibc leaves such a mutex locked for
  * ever), so it is not tested here; the interposer rebuilds locks in the
- * child (docs/interpose.md, "fork"), which test_interpose covers.
+ * child (docs/interpose.md, "fork"), which test_interpose_fork covers.
  *
  * Usage: test_mixed [ALGORITHM...] [--scenario=a,b]
  * Bound per pair: 15 s (LIBLOCK_TEST_TIMEOUT overrides); iterations per

@@ -24,8 +24,9 @@
 #  - without LIBLOCK_PROFILE_OUT: one line on stderr, no report, same output;
 #  - a profiled process started by another profiled one (sh -c) writes
 #    PATH.PID, the first one PATH;
-#  - the interposer's own semantic test (build/tests/test_interpose in its
-#    child mode: every mutex type, timed locks, condvars, C11, fork) passes
+#  - the interposer's own semantic test (every program of its mutex test,
+#    as `build/tests/test_interpose --topics` lists them, in its child mode:
+#    counters, every mutex type, timed locks, condvars, C11, fork) passes
 #    under the profiler with LIBLOCK_LOCK=mcs: the profiler's build of the
 #    shim behaves as the interposer's.
 . "$(dirname "$0")/lib.sh" "$@"
@@ -191,11 +192,16 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d['pid'] !
   fail "sh -c: PATH is not the first process's report"
 
 ti="$build/tests/test_interpose"
-if [ -x "$ti" ]; then
-  timeout 120 env LD_PRELOAD="$lib" LIBLOCK_PROFILE_OUT="$tmp/ti.json" LIBLOCK_LOCK=mcs LIBLOCK_WAIT=spin-then-park \
-    LIBLOCK_STRICT=1 LIBLOCK_INTERPOSE_TEST_CHILD=1 "$ti" > "$tmp/ti.out" 2>&1 || fail "test_interpose under the profiler (mcs): $(grep FAIL "$tmp/ti.out" | head -3)"
-else
-  fail "$ti missing (make)"
-fi
+topics=$([ -x "$ti" ] && "$ti" --topics)
+[ -n "$topics" ] || fail "$ti missing (make), or it lists no topics"
+for t in $topics; do
+  if [ -x "$build/tests/$t" ]; then
+    timeout 120 env LD_PRELOAD="$lib" LIBLOCK_PROFILE_OUT="$tmp/$t.json" LIBLOCK_LOCK=mcs LIBLOCK_WAIT=spin-then-park \
+      LIBLOCK_STRICT=1 LIBLOCK_INTERPOSE_TEST_CHILD=1 "$build/tests/$t" > "$tmp/$t.out" 2>&1 ||
+      fail "$t under the profiler (mcs): $(grep FAIL "$tmp/$t.out" | head -3)"
+  else
+    fail "$build/tests/$t missing (make)"
+  fi
+done
 
 finish

@@ -8,7 +8,14 @@
 set -u
 cd "$(dirname "$0")/.." || exit 2
 ub=build-ubsan
-if [ ! -f "$ub/lib/liblock-profile.so" ] || [ ! -x "$ub/tests/test_interpose" ]; then
+# the profiler runtime and every program of the interposer's mutex test
+# (test_interpose --topics), which tests/test_profile.sh runs under it
+missing() {
+  [ -f "$ub/lib/liblock-profile.so" ] && [ -x "$ub/tests/test_interpose" ] || return 0
+  for t in $("$ub/tests/test_interpose" --topics); do [ -x "$ub/tests/$t" ] || return 0; done
+  return 1
+}
+if missing; then
   make -s ubsan-preload >/dev/null || { echo "FAIL: cannot build $ub (make ubsan-preload)"; exit 1; }
 fi
 ldd "$ub/lib/liblock-profile.so" | grep -q libubsan || { echo "FAIL: $ub/lib/liblock-profile.so is not built with UBSan"; exit 1; }

@@ -99,7 +99,7 @@ int ll_mps_lock_lock(liblock_t *l, void *node)
  * h's UNLOCK, and the slot's reply from after it (the server stores locked
  * = 0, locked_by = -1, then the reply), and call a free lock held -- a
  * trylock then failed after the unlocking thread had been joined (seen
- * once under load: test_interpose, "cancel in wait").  So "held" is
+ * once under load: test_interpose_cond, "cancel in wait").  So "held" is
  * confirmed by reading locked and locked_by again after the slot: if both
  * are unchanged, then either no release was served in between (the lock
  * was held by h, with no UNLOCK in flight, when the slot was read) or h was
