@@ -29,6 +29,14 @@
 
 #define LL_CACHELINE 64          /* compile-time line size (x86-64); see ll_cacheline() */
 #define LL_ALIGNED _Alignas(LL_CACHELINE)
+/* x86's adjacent-line prefetcher moves lines in aligned pairs: a read of
+ * one line of a pair may fetch the other too.  A line another CPU writes
+ * on every operation is kept out of the pair of a line this CPU reads on
+ * every operation, or each read steals the written line and the writer's
+ * next store there waits for it (and, in store order, every store after
+ * it: a reply, say). */
+#define LL_PAIR (2 * LL_CACHELINE)
+#define LL_PAIR_ALIGNED _Alignas(LL_PAIR)
 #define LL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define LL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 /* The contended part of a lock or unlock, split off so that the uncontended
@@ -132,6 +140,7 @@ int ll_current_cpu(void);                 /* sched_getcpu(), or -1 */
 int ll_pin_self(int cpu);                 /* 0 or errno */
 int ll_pin_thread(pthread_t t, int cpu);  /* 0 or errno */
 void *ll_alloc_aligned(size_t size);      /* zeroed, cache-line aligned, NULL on ENOMEM */
+void *ll_alloc_pair_aligned(size_t size); /* zeroed, aligned to a line pair (LL_PAIR), NULL on ENOMEM */
 void *ll_alloc_on_node(size_t size, int node); /* like ll_alloc_aligned, on a NUMA node when possible */
 void ll_free_on_node(void *p, size_t size);
 int ll_futex_wait(_Atomic uint32_t *addr, uint32_t val, const struct timespec *rel); /* 0, EAGAIN, ETIMEDOUT, EINTR */

@@ -375,6 +375,17 @@ void *ll_alloc_aligned(size_t size)
     return p;
 }
 
+void *ll_alloc_pair_aligned(size_t size)
+{
+    size_t sz = (size + LL_PAIR - 1) & ~(size_t)(LL_PAIR - 1);
+    if (sz == 0)
+        sz = LL_PAIR;
+    void *p = aligned_alloc(LL_PAIR, sz);
+    if (p)
+        memset(p, 0, sz);
+    return p;
+}
+
 /* libnuma, opened on first need and only on a machine with more than one
  * node (/sys/devices/system/node/online is not just "0"): a one-node
  * machine gains nothing from it, and loading it (its constructor reads

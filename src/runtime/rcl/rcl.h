@@ -94,9 +94,16 @@ struct rcl_stats_ctr {
     _Atomic uint64_t mgr_wakeups, alive_misses, backup_runs, created, woken, parked, idle_parks, elections;
 };
 
+/* Clients read the first pair of lines on every request (slots, nslots:
+ * line 0; idle: line 1); the server writes the lines from is_alive on on
+ * every pass (n_free, statistics) and request, so they start a pair of
+ * their own (LL_PAIR in internal.h: sharing one, a client's read of idle
+ * pulled in the line of n_free, whose store before the reply then waited
+ * for it, and the reply after it in store order; the struct is allocated
+ * pair-aligned, registry.c). */
 struct rcl_server {
     /* read-mostly (clients and server) */
-    LL_ALIGNED struct rcl_slot *slots;
+    LL_PAIR_ALIGNED struct rcl_slot *slots;
     unsigned nslots;     /* client slots + 1: slots[nslots - 1] is the overflow slot */
     int cpu;
     int node;
@@ -109,7 +116,7 @@ struct rcl_server {
     _Atomic uint32_t dormant;    /* no threads (fork child): the first client starts them (server.c) */
 
     /* written only by threads on the server CPU */
-    LL_ALIGNED _Atomic uint32_t is_alive;
+    LL_PAIR_ALIGNED _Atomic uint32_t is_alive;
     _Atomic int32_t n_free;      /* servicing threads not executing a CS */
     _Atomic int32_t n_servicing; /* threads in the pool (free + busy) */
     _Atomic uint64_t timestamp;  /* bumped by the manager at each wake-up */

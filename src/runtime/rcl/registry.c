@@ -86,7 +86,7 @@ LL_EXPORT liblock_server_t *liblock_server_start(int cpu)
         errno = EBUSY;
         return NULL;
     }
-    struct rcl_server *s = ll_alloc_aligned(sizeof *s);
+    struct rcl_server *s = ll_alloc_pair_aligned(sizeof *s); /* (rcl.h: the pairs of its lines) */
     int err = ENOMEM;
     if (!s)
         goto fail_unlock;
