@@ -454,8 +454,9 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
         /* a process-shared condvar (or ours out of reach) with one of our mutexes */
         if (abstime && !ts_valid(abstime))
             return EINVAL;
-        if (w->lazy)
-            lazy_engage(w, 1); /* a condition wait engages m (lazy.c) */
+        int le;
+        if (w->lazy && (le = lazy_engage(w, 1)) != 0)
+            return le; /* a condition wait engages m (lazy.c); its algorithm could not start */
         struct lp_tok t;
         lp_cond_begin(&t, w);
         uintptr_t me = self_tag();
@@ -473,8 +474,9 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int has_clock
         atomic_store_explicit(&n->used_rc, 1, memory_order_seq_cst);
         return glibc_wait(&n->rc, m, w, has_clock && abstime && clk != n->clock, clk, abstime); /* rc has the condvar's clock */
     }
-    if (w->lazy)
-        lazy_engage(w, 1); /* a condition wait engages m (lazy.c) */
+    int le;
+    if (w->lazy && (le = lazy_engage(w, 1)) != 0)
+        return le; /* a condition wait engages m (lazy.c); its algorithm could not start */
     struct lp_tok t;
     lp_cond_begin(&t, w);
     uintptr_t me = self_tag();

@@ -82,10 +82,15 @@
  * the CAS; a reader that takes the algorithm's fast path from it touches
  * only L and the wrapper fields the holder writes (I2, I3 of shim.h).
  * Tracked holds (a delegating algorithm, or a mixed configuration: shim.h
- * w_track_acquired) are counted in lazy mode exactly as in engaged mode:
- * the lazy holder's count and w->trk are written by it after its CAS, read
- * by the unlocker before its release CAS; a proxy hold is not counted
- * again (the lazy holder's count already has it).
+ * w_track_acquired) are counted in lazy mode as in engaged mode, never
+ * below the mutexes a thread holds: in the locker's own thread-local
+ * ll_lazy_held (internal.h), incremented after its CAS and decremented
+ * only by an unlock that CASes the caller's own tag out (another thread's
+ * unlock leaves the locker's count, which then only declines combining).
+ * A proxy hold is not counted again: w->trk = IP_TRK_LAZY says the count
+ * is in the ll_lazy_held of the thread w->owner names, and that thread's
+ * unlock takes it back (wrapper.c w_unlock).  All of it is thread-local
+ * or written under the mutex (I3 of shim.h): no ordering of its own.
  */
 #include "shim.h"
 
