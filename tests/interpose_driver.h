@@ -43,6 +43,7 @@
 #define LIBLOCK_TEST_INTERPOSE_DRIVER_H
 
 #include "harness.h"
+#include "interpose_policy.h"
 
 #include <dlfcn.h>
 
@@ -68,19 +69,6 @@ static inline int ip_is_topic(const char *name)
     return 0;
 }
 
-/* The waiting policy an algorithm's child runs under: spin-then-park, else
- * park, else yield; NULL: the algorithm's default (or no such algorithm). */
-static inline const char *ip_policy(const char *name)
-{
-    liblock_algorithm_info_t in;
-    if (liblock_algorithm_info(name, &in))
-        return NULL;
-    static const int pref[] = {LIBLOCK_WAIT_SPIN_THEN_PARK, LIBLOCK_WAIT_PARK, LIBLOCK_WAIT_YIELD};
-    for (size_t i = 0; i < sizeof pref / sizeof *pref; i++)
-        if (in.policies & (1u << pref[i]))
-            return liblock_wait_name(pref[i]);
-    return NULL;
-}
 
 /* One child's configuration. */
 struct ip_child {

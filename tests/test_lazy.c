@@ -87,6 +87,7 @@
  *             counts, errorcheck EDEADLK/EPERM, EBUSY, exact counters).
  */
 #include "harness.h"
+#include "interpose_policy.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -1232,18 +1233,13 @@ static int child(const char *mode)
 
 /* ---------------------------------------------------------------- driver */
 /* The algorithm's default policy, unless it is pure spin (8 threads on 2
- * cores would crawl): then spin-then-park, park or yield, as
- * test_interpose picks. */
+ * cores would crawl): then the one test_interpose picks (ip_policy). */
 static const char *pick_policy(const char *name)
 {
     liblock_algorithm_info_t in;
     if (liblock_algorithm_info(name, &in) || in.default_policy != LIBLOCK_WAIT_SPIN)
         return NULL;
-    static const int pref[] = {LIBLOCK_WAIT_SPIN_THEN_PARK, LIBLOCK_WAIT_PARK, LIBLOCK_WAIT_YIELD};
-    for (size_t i = 0; i < sizeof pref / sizeof *pref; i++)
-        if (in.policies & (1u << pref[i]))
-            return liblock_wait_name(pref[i]);
-    return NULL;
+    return ip_policy(name);
 }
 
 static char prof_out[128];
