@@ -5,9 +5,9 @@
  *
  * Source: D. Dice and A. Kogan, "Hemlock: Compact and Scalable Mutual
  * Exclusion", Proceedings of the 33rd ACM Symposium on Parallelism in
- * Algorithms and Architectures (SPAA 2021), pages 173-183, section 2, "The
- * Hemlock Algorithm": Listing 1 and its coherence traffic reduction (CTR)
- * variant.  Each thread has one Grant word, null except during a hand-over:
+ * Algorithms and Architectures (SPAA 2021; extended version
+ * arXiv:2102.03863): the algorithm's description and listing, and its
+ * coherence traffic reduction (CTR) variant.  Each thread has one Grant word, null except during a hand-over:
  *   lock(L):   pred = swap(L.tail, self)
  *              if pred != null:
  *                  wait until pred.grant == L      -- L handed to us
@@ -423,8 +423,8 @@ const struct ll_ops ll_ops_hemlock = {
     .name = "hemlock",
     .description = "Hemlock queue lock: one word per lock, each waiter spins on its predecessor's grant word, "
                    "the releaser waits for the successor's acknowledgement",
-    .source = "Dice and Kogan, Hemlock: Compact and Scalable Mutual Exclusion, SPAA 2021, section 2 (The Hemlock "
-              "Algorithm), Listing 1 and its CTR variant",
+    .source = "Dice and Kogan, Hemlock: Compact and Scalable Mutual Exclusion, SPAA 2021 (arXiv:2102.03863), the "
+              "algorithm's listing and its CTR variant",
     .props = LIBLOCK_PROP_FIFO | LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
