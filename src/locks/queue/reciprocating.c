@@ -60,10 +60,11 @@
  * single element buys, constant memory per thread however many locks it
  * holds, becomes one node per lock held or awaited: the node area the
  * API layer and the interposer already give every hold, so no memory is
- * added.  Kept: the one-word lock, constant-time arrival (one swap) and
- * release (a store; or a failed CAS, a swap and a store; or one CAS),
- * waiting on the waiter's own node, LIFO order within a segment, segments
- * served in order, and the bypass bound below.
+ * added.  Kept: one lock word (beside it only a counter for tests),
+ * constant-time arrival (one swap) and release (a store; or one CAS; or a
+ * failed CAS, a swap and a store), waiting on the waiter's own node, LIFO
+ * order within a segment, segments served in order, and the bypass bound
+ * below.
  *
  * Why the marker identifies the segment's end with per-hold nodes.  The
  * members of a segment are the nodes pushed after the previous detach (or
