@@ -82,7 +82,7 @@ class Bench(unittest.TestCase):
 
     def test_experiments_parse(self):
         for exp in ("contention", "threads", "headline", "latency-map", "store-cas", "null-rpc", "multi-rpc",
-                    "cost-model", "oversubscription", "apps", "delegation", "rcl-latency", "startup"):
+                    "cost-model", "oversubscription", "apps", "delegation", "rcl-latency", "startup", "manycore"):
             self.assertEqual(parse(["bench", exp]).experiment, exp)
         self.assertEqual(parse(["bench", "report", "d1", "d2"]).experiment, "report")
 

@@ -79,11 +79,30 @@ def run(args, env):
     if duration <= 0 and not args.count:
         raise SystemExit("liblock bench: --duration must be > 0")
     d = _runner.out_dir(env, exp, args.out)
+    sweep(args, env, exp, algos, points, duration, d)
+    return 0
+
+
+def sweep(args, env, exp, algos, points, duration, d, may_run=None, by_threads=False, plot=True, meta_extra=None):
+    """Run lockbench at every point (threads, delay, lines) for every
+    algorithm, `args.reps` times, interleaved (_runner.interleave), and write
+    runs.csv, summary.csv and meta.json into d, print the table and draw the
+    experiment's plot (unless plot is False).  may_run(threads), when given,
+    is asked before each run; a run it refuses is not run, and counted (the
+    time budget of `liblock bench manycore`).  by_threads: the table has one
+    block per (delay, lines) with a column per thread count.  Returns (rows,
+    summary, meta, runs not run)."""
+    order = _runner.interleave(points, algos, args.reps)
     print(f"liblock bench {exp}: {len(algos)} algorithms x {len(points)} points x {args.reps} reps = {len(order)} runs"
           f" of {'%d CSs/thread' % args.count if args.count else '%.2f s' % duration}; results in {d}", file=sys.stderr)
     prog = _runner.Progress(len(order), args.quiet)
     rows = []
+    not_run = 0
     for rep, (t, dl, k), algo in order:
+        if may_run is not None and not may_run(t):
+            not_run += 1
+            prog.step(f"{algo} T={t} d={dl:g} K={k} rep {rep + 1}/{args.reps} [not run: over the time budget]")
+            continue
         cmd = lockbench_cmd(env, args, algo, t, dl, k, duration, f"rep{rep}")
         outer = (args.count and args.timeout + 5 or duration + args.timeout + 5) + 5
         for rec in _runner.run_program(cmd, outer):
@@ -113,24 +132,34 @@ def run(args, env):
                 ["threads", "delay_cycles", "lines", "context_lines", "algorithm", "regime", "n"])
     dom = _runner.dominant_regime(rows)
     meta = _runner.write_meta(d, env, args, {"experiment": exp, "algorithms": algos, "duration_s": duration,
-                                       "dominant_regime": dom, "runs": len(rows), "baseline": args.baseline})
+                                       "dominant_regime": dom, "runs": len(rows), "baseline": args.baseline,
+                                       **(meta_extra or {})})
     if dom is None and any(r.get("status") == "ok" for r in rows):
-        print_table(exp, rows, summary, algos, args.baseline, None, keys)
+        print_table(exp, rows, summary, algos, args.baseline, None, keys, by_threads)
         print("no run had agreeing probes (the machine is busy?): medians of all ok runs, unfiltered,"
               " shown without ratios; they are NOT comparable across algorithms")
-        print_table(exp, rows, _runner.unfiltered_summary(rows, keys, METRICS), algos, args.baseline, _runner.UNFILTERED, keys)
+        print_table(exp, rows, _runner.unfiltered_summary(rows, keys, METRICS), algos, args.baseline,
+                    _runner.UNFILTERED, keys, by_threads)
     else:
-        print_table(exp, rows, summary, algos, args.baseline, dom, keys)
-    if not args.no_plot:
+        print_table(exp, rows, summary, algos, args.baseline, dom, keys, by_threads)
+    if plot and not args.no_plot:
         from . import _plots
-        psum, preg = summary, dom
-        if dom is None:
-            psum, preg = _runner.unfiltered_summary(rows, keys, METRICS), _runner.UNFILTERED
+        psum, preg = plot_summary(rows, summary, keys)
+        if preg == _runner.UNFILTERED:
             print("no run had agreeing probes: the plot shows all ok runs, unfiltered (not comparable)")
         for f in _plots.lockbench_plots(exp, psum, preg, d, meta):
             print(f"plot: {f}")
     print(f"results: {d}/runs.csv, {d}/summary.csv")
-    return 0
+    return rows, summary, meta, not_run
+
+
+def plot_summary(rows, summary, keys=("threads", "delay_cycles", "lines", "context_lines")):
+    """(summary, regime) a plot shows: the dominant regime's, or, when no run
+    had agreeing probes, the unfiltered medians of every ok run."""
+    dom = _runner.dominant_regime(rows)
+    if dom is None:
+        return _runner.unfiltered_summary(rows, list(keys), METRICS), _runner.UNFILTERED
+    return summary, dom
 
 
 def _fmt(v):
@@ -145,7 +174,9 @@ def _fmt(v):
     return f"{v:.0f}"
 
 
-def print_table(exp, rows, summary, algos, baseline, dom, keys):
+def print_table(exp, rows, summary, algos, baseline, dom, keys, by_threads=False):
+    """The table of mean cycles per critical section: a column per point (the first 8), or with
+    by_threads one block per (delay, lines), a column per thread count (every point run)."""
     probes = [r["probe_ns"] for r in rows if r.get("probe_ns") not in ("", None)]
     regimes = {}
     for r in rows:
@@ -168,32 +199,47 @@ def print_table(exp, rows, summary, algos, baseline, dom, keys):
         return f"{cont} K={k}" + (f" T={t}" if exp == "threads" else "")
     print(f"mean cycles per critical section incl. acquisition, median of the '{dom}' regime runs "
           f"(x = ratio to {baseline}, lower is better):")
-    if len(cols) > 8:
-        print(f"({len(cols)} points: see summary.csv; showing the first 8)")
-        cols = cols[:8]
     w = 17
-    unfiltered = False
-    print(f"{'algorithm':<16}" + "".join(f"{colname(c):>{w}}" for c in cols))
     idx = {tuple(s[k] for k in keys) + (s["algorithm"],): s for s in sel}
     allsum = {tuple(s[k] for k in keys) + (s["algorithm"],): s for s in summary if not s.get("n")}
-    for a in algos:
-        line = f"{a:<16}"
-        for c in cols:
-            s = idx.get(c + (a,))
-            if s:
-                ratio = s.get("ratio_vs_" + baseline)
-                cell = _fmt(s["lat_cycles_mean_median"]) + (f" ({ratio:.2f}x)" if ratio not in ("", None) else "")
-            else:
-                ok = [r["lat_cycles_mean"] for r in rows if r.get("algorithm") == a and r.get("status") == "ok"
-                      and tuple(r.get(k) for k in keys) == c and r.get("lat_cycles_mean") not in ("", None)]
-                if ok:
-                    unfiltered = True
-                    cell = "[" + _fmt(sorted(ok)[len(ok) // 2]) + "]"
+
+    def block(cols, name):
+        """One header line and a line per algorithm; True if a cell is unfiltered."""
+        unfiltered = False
+        print(f"{'algorithm':<16}" + "".join(f"{name(c):>{w}}" for c in cols))
+        for a in algos:
+            line = f"{a:<16}"
+            for c in cols:
+                s = idx.get(c + (a,))
+                if s:
+                    ratio = s.get("ratio_vs_" + baseline)
+                    cell = _fmt(s["lat_cycles_mean_median"]) + (f" ({ratio:.2f}x)" if ratio not in ("", None) else "")
                 else:
-                    x = allsum.get(c + (a,))
-                    cell = (x["excluded"] if x else "no run")[:w - 1]
-            line += " " + f"{cell:>{w - 1}}"
-        print(line)
+                    ok = [r["lat_cycles_mean"] for r in rows if r.get("algorithm") == a and r.get("status") == "ok"
+                          and tuple(r.get(k) for k in keys) == c and r.get("lat_cycles_mean") not in ("", None)]
+                    if ok:
+                        unfiltered = True
+                        cell = "[" + _fmt(sorted(ok)[len(ok) // 2]) + "]"
+                    else:
+                        x = allsum.get(c + (a,))
+                        cell = (x["excluded"] if x else "no run")[:w - 1]
+                line += " " + f"{cell:>{w - 1}}"
+            print(line)
+        return unfiltered
+
+    unfiltered = False
+    if by_threads:
+        pts = {tuple(r.get(k) for k in keys) for r in rows if r.get("threads") is not None}
+        for k, dl, ctx in sorted({(c[2], c[1], c[3]) for c in pts}, key=lambda g: (g[1], g[0])):
+            cont = {100: "high contention", 2000000: "low contention"}.get(int(dl), "delay")
+            print(f"{cont} (delay {int(dl)} cycles), {k} shared line{'s' if k != 1 else ''}:")
+            bcols = sorted((c for c in pts if (c[2], c[1], c[3]) == (k, dl, ctx)), key=lambda c: c[0])
+            unfiltered |= block(bcols, lambda c: f"T={c[0]}")
+    else:
+        if len(cols) > 8:
+            print(f"({len(cols)} points: see summary.csv; showing the first 8)")
+            cols = cols[:8]
+        unfiltered = block(cols, colname)
     if unfiltered:
         print(f"[n] = no run of this algorithm at this point fell in the '{dom}' regime with agreeing probes:"
               " median of all its ok runs, NOT comparable (no ratio).")

@@ -51,9 +51,10 @@ def sh(cmd, cwd, logf, timeout=1800, env=None):
                          f"see {logf})")
 
 
-def workdir(env, given):
+def workdir(env, given, create=True):
     d = given or os.path.join(os.path.dirname(env.libdir), "apps", "memcached")
-    os.makedirs(d, exist_ok=True)
+    if create:
+        os.makedirs(d, exist_ok=True)
     return os.path.abspath(d)
 
 
@@ -193,14 +194,25 @@ def select_sections(sites, tree, wrappers, flags, leave_out, tool=None):
 
 
 def configure_build(tree, logf, liblock_libdir=None, include=None):
-    """./configure (once) and build memcached, memcached-debug, sizes, testapp."""
+    """./configure (once) and build memcached, memcached-debug, sizes, testapp
+    (make -j CPUS)."""
     if not os.path.exists(os.path.join(tree, "Makefile")):
         cmd = ["./configure", "--disable-dependency-tracking"]
         if liblock_libdir:
             cmd += [f"CPPFLAGS=-I{include}",
                     f"LIBS=-L{liblock_libdir} -Wl,-rpath,{liblock_libdir} -llock"]
         sh(cmd, tree, logf)
-    sh(["make", "-j2", "memcached", "memcached-debug", "sizes", "testapp", "timedrun"], tree, logf)
+    sh(["make", f"-j{os.cpu_count() or 2}", "memcached", "memcached-debug", "sizes", "testapp", "timedrun"], tree, logf)
+
+
+def built(wd):
+    """Both trees of workdir wd built by prepare() (the transformed one with
+    its stamp): prepare() then only selects the sections again (a dry run of
+    the transform, a few seconds), and rebuilds nothing unless they changed."""
+    return (os.path.exists(os.path.join(wd, "orig", "memcached"))
+            and os.path.exists(os.path.join(wd, "tr", "memcached"))
+            and os.path.exists(os.path.join(wd, "tr", ".liblock-transform"))
+            and bool(glob.glob(os.path.join(wd, "src", "memcached-*/"))))
 
 
 def prepare(args, env, d, profile_workload):

@@ -46,15 +46,20 @@ def _wait_port(port, proc, secs=60.0):
     return False
 
 
-def memcslap_workloads(port, clients):
-    """memcslap Set (10,000 per client thread) then Get (30,000 keys loaded
-    and read per client thread) against 127.0.0.1:port: {"set": ops/s,
-    "get": ops/s} or an error string."""
+# memcslap's work per client thread: sets, and keys loaded then read by every client (the thesis's preloads)
+SET_PER_CLIENT, GET_PER_CLIENT = 10000, 30000
+
+
+def memcslap_workloads(port, clients, set_per=SET_PER_CLIENT, get_per=GET_PER_CLIENT, timeout=180):
+    """memcslap Set (set_per per client thread) then Get (get_per keys loaded
+    once, then read by every client thread) against 127.0.0.1:port, each
+    memcslap bounded at timeout seconds: {"set": ops/s, "get": ops/s} or an
+    error string."""
     out = {}
     try:
-        for test, per in (("set", 10000), ("get", 30000)):
+        for test, per in (("set", set_per), ("get", get_per)):
             r = subprocess.run(["memcslap", "-s", f"127.0.0.1:{port}", "-t", test, "-c", str(clients),
-                                "-e", str(per)], capture_output=True, text=True, timeout=180)
+                                "-e", str(per)], capture_output=True, text=True, timeout=timeout)
             m = [x for x in LINE.finditer(r.stdout + r.stderr) if x.group(1) == test]
             if r.returncode != 0 or not m or float(m[-1].group(4)) <= 0:
                 return f"memcslap {test}: exit {r.returncode} {(r.stderr.strip().splitlines() or [''])[-1][:80]}"
@@ -62,14 +67,16 @@ def memcslap_workloads(port, clients):
             out[test] = round(n / secs, 1)
         return out
     except subprocess.TimeoutExpired:
-        return "memcslap past 180 s"
+        return f"memcslap past {timeout:.0f} s"
 
 
 def mc_args(port, mc_threads):
-    return ["-p", str(port), "-U", "0", "-l", "127.0.0.1", "-u", "root", "-m", "256", "-t", str(mc_threads)]
+    # -c: room for the 2 client threads per worker past memcached's default of 1024 connections
+    return ["-p", str(port), "-U", "0", "-l", "127.0.0.1", "-u", "root", "-m", "256", "-t", str(mc_threads),
+            "-c", str(max(1024, 4 * mc_threads + 64))]
 
 
-def one_run(env, tree, lock, mc_threads, clients, port):
+def one_run(env, tree, lock, mc_threads, clients, port, set_per=SET_PER_CLIENT, get_per=GET_PER_CLIENT, timeout=180):
     """{"get": ops/s, "set": ops/s} or an error string."""
     e = {k: v for k, v in os.environ.items() if not k.startswith("LIBLOCK_") and k != "LD_PRELOAD"}
     if lock:
@@ -79,7 +86,7 @@ def one_run(env, tree, lock, mc_threads, clients, port):
     try:
         if not _wait_port(port, mc):
             return "memcached did not start"
-        return memcslap_workloads(port, clients)
+        return memcslap_workloads(port, clients, set_per, get_per, timeout)
     finally:
         try:
             os.killpg(mc.pid, signal.SIGTERM)
@@ -130,30 +137,69 @@ def profile_workload(args, env, orig, d):
     return out
 
 
-def measure(args, env, trees, d):
-    mc_threads = args.mc_threads or (os.cpu_count() or 2)
-    clients = 2 * mc_threads
-    cfgs = configs(args)
+def measure(args, env, trees, d, cfgs=None, points=None, work=(SET_PER_CLIENT, GET_PER_CLIENT), may_run=None,
+            timeout=180):
+    """`args.reps` rounds; in each, for each memcached worker count of points
+    (default --mc-threads, or the CPUs), the probes, then every configuration
+    of cfgs (default configs(args); (name, tree, lock)) once, order rotated by
+    round; memcslap runs 2 client threads per worker with work = (sets, gets)
+    per client thread.  may_run(workers), when given, is asked before each
+    run; a run it refuses is not run (the time budget of `liblock bench
+    manycore`).  Writes d/bench.csv after every round; returns (rows, runs not
+    run)."""
+    points = points or [args.mc_threads or (os.cpu_count() or 2)]
+    cfgs = cfgs or configs(args)
+    set_per, get_per = work
     rows = []
+    not_run = 0
     port = 30000 + os.getpid() % 20000
-    _memcached.log(f"memcslap: {args.reps} rounds x {len(cfgs)} configurations; memcached -t {mc_threads}, "
-          f"memcslap -c {clients}")
+    _memcached.log(f"memcslap: {args.reps} rounds x {len(cfgs)} configurations x memcached -t "
+                   f"{','.join(map(str, points))}, memcslap -c 2 per worker thread, {set_per} sets and {get_per} "
+                   f"gets per client thread")
     for rep in range(args.reps):
-        pr = _runner.probes(env)
-        for i in range(len(cfgs)):
-            name, tree, lock = cfgs[(i + rep) % len(cfgs)]
-            port += 1
-            res = one_run(env, trees[tree], lock, mc_threads, clients, port)
-            row = {"rep": rep, "config": name, "tree": tree, "lock": lock or "glibc", "mc_threads": mc_threads,
-                   "clients": clients, **pr}
-            if isinstance(res, dict):
-                row.update(status="ok", get_ops=res["get"], set_ops=res["set"])
-            else:
-                row.update(status="failed", error=res)
-                _memcached.log(f"  {name} round {rep + 1}: {res}")
-            rows.append(row)
-        _runner.write_csv(os.path.join(d, "bench.csv"), rows, ["rep", "config", "status", "get_ops", "set_ops"])
-    return rows
+        for mc_threads in points:
+            clients = 2 * mc_threads
+            pr = None
+            for i in range(len(cfgs)):
+                name, tree, lock = cfgs[(i + rep) % len(cfgs)]
+                if may_run is not None and not may_run(mc_threads):
+                    not_run += 1
+                    continue
+                if pr is None:  # the probes of the round, once it runs
+                    pr = _runner.probes(env)
+                port += 1
+                res = one_run(env, trees[tree], lock, mc_threads, clients, port, set_per, get_per, timeout)
+                row = {"rep": rep, "config": name, "tree": tree, "lock": lock or "glibc", "mc_threads": mc_threads,
+                       "clients": clients, "set_per_client": set_per, "get_per_client": get_per, **pr}
+                if isinstance(res, dict):
+                    row.update(status="ok", get_ops=res["get"], set_ops=res["set"])
+                else:
+                    row.update(status="failed", error=res)
+                    _memcached.log(f"  {name} -t {mc_threads} round {rep + 1}: {res}")
+                rows.append(row)
+        _runner.write_csv(os.path.join(d, "bench.csv"), rows,
+                          ["rep", "mc_threads", "clients", "config", "status", "get_ops", "set_ops"])
+    return rows, not_run
+
+
+def ratios(rows, name, test, mc_threads=None):
+    """The runs of configuration `name` (at mc_threads workers, or all):
+    ops/s of `test` ("get" or "set") of the ok runs, and each one's ratio to
+    glibc's ops/s of the same round (and worker count).  A dict: ops_median,
+    ops_min, ops_max, ratio_median, ratio_min, ratio_max (None without
+    runs), n, failed."""
+    mine = [r for r in rows if r["config"] == name and (mc_threads is None or r["mc_threads"] == mc_threads)]
+    vals = [r[f"{test}_ops"] for r in mine if r["status"] == "ok"]
+    rs = []
+    for r in mine:
+        if r["status"] == "ok":
+            g = [x for x in rows if x["rep"] == r["rep"] and x["mc_threads"] == r["mc_threads"]
+                 and x["config"] == "glibc" and x["status"] == "ok"]
+            if g:
+                rs.append(r[f"{test}_ops"] / g[0][f"{test}_ops"])
+    return {"ops_median": _med(vals), "ops_min": min(vals) if vals else None, "ops_max": max(vals) if vals else None,
+            "ratio_median": _med(rs), "ratio_min": min(rs) if rs else None, "ratio_max": max(rs) if rs else None,
+            "n": len(vals), "failed": sum(1 for r in mine if r["status"] != "ok")}
 
 
 def _med(v):
@@ -180,17 +226,10 @@ def print_table(rows, args, meta):
     for n in names:
         cells = []
         for t in ("get", "set"):
-            vals = [r[f"{t}_ops"] for r in rows if r["config"] == n and r["status"] == "ok"]
-            ratios = []
-            for r in rows:
-                if r["config"] == n and r["status"] == "ok":
-                    g = [x for x in rows if x["rep"] == r["rep"] and x["config"] == "glibc" and x["status"] == "ok"]
-                    if g:
-                        ratios.append(r[f"{t}_ops"] / g[0][f"{t}_ops"])
-            m, rm = _med(vals), _med(ratios)
-            fails = sum(1 for r in rows if r["config"] == n and r["status"] != "ok")
+            x = ratios(rows, n, t)
+            m, rm, fails = x["ops_median"], x["ratio_median"], x["failed"]
             cells.append(f"{m / 1e3:.1f}K" if m else "-")
-            cells.append((f"{rm:.2f} [{min(ratios):.2f}-{max(ratios):.2f}]" if rm else "-")
+            cells.append((f"{rm:.2f} [{x['ratio_min']:.2f}-{x['ratio_max']:.2f}]" if rm else "-")
                          + (f" ({fails} failed)" if fails else ""))
             summary[f"{n}.{t}"] = {"ops_median": m, "ratio_median": rm, "failed": fails}
         print(f"{desc.get(n, n):<42} {cells[0]:>10} {cells[1]:>20} {cells[2]:>10} {cells[3]:>20}")

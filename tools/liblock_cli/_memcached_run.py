@@ -23,17 +23,23 @@ TEST_CONFIGS = [("orig-native", "orig", None, None), ("tr-native", "tr", None, N
                 ("tr-rcl", "tr", "rcl", None), ("tr-mcs", "tr", "mcs", "spin-then-park")]
 
 
-def add_arguments(sp):
-    g = sp.add_argument_group("memcached (with the positional `memcached`)")
-    g.add_argument("--profile", default=None,
+def add_build_arguments(g, profile_default=None, profile_help="profile the untransformed memcached under memcslap "
+                        "Set and Get now, results/.../profile.json"):
+    """The options of _memcached.prepare(): the profile, the locks taken from
+    it, the build directory, --rebuild (also `liblock bench manycore`)."""
+    g.add_argument("--profile", default=profile_default,
                    help="a saved profiler JSON (`liblock profile --json`: locks[].call_sites[].site = FILE.c:LINE) "
-                        "whose top locks' call sites are transformed (default: profile the untransformed memcached "
-                        "under memcslap Set and Get now, results/.../profile.json)")
+                        f"whose top locks' call sites are transformed (default: {profile_help})")
     g.add_argument("--top-locks", type=int, default=TOP_LOCKS,
                    help=f"take the call sites of the locks ranked first by cs_share (default {TOP_LOCKS}; 0 = all)")
     g.add_argument("--build-dir", help="where the source and builds are cached (default BUILD/apps/memcached)")
     g.add_argument("--rebuild", action="store_true",
                    help="transform and build the transformed tree again (it is rebuilt when the sites change)")
+
+
+def add_arguments(sp):
+    g = sp.add_argument_group("memcached (with the positional `memcached`)")
+    add_build_arguments(g)
     g.add_argument("--tests", default="all",
                    help="memcached tests (t/NAME.t names, comma-separated; 'all' = every t/*.t plus sizes and "
                         "testapp; 'none' skips the suite)")
@@ -187,7 +193,7 @@ def run(args, env):
         meta["tests"] = {c: {"pass": sum(1 for r in res.values() if r["status"] == "pass"), "run": len(res)}
                          for c, res in results.items()}
     if not args.no_bench:
-        rows = _memcached_bench.measure(args, env, trees, d)
+        rows, _ = _memcached_bench.measure(args, env, trees, d)
         _memcached_bench.print_table(rows, args, meta)
     _runner.write_meta(d, env, args, meta)
     print(f"results: {d}")

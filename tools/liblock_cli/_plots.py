@@ -79,23 +79,8 @@ def lockbench_plots(exp, summary, regime, d, meta):
         combos = sorted({(s["delay_cycles"], s["lines"]) for s in sel})
         fig, axes = plt.subplots(1, len(combos), figsize=(6.2 * len(combos), 4.8), squeeze=False)
         for ax, (dl, k) in zip(axes[0], combos):
-            for i, a in enumerate(algos):
-                pts = sorted((s["threads"], s) for s in sel if s["delay_cycles"] == dl and s["lines"] == k
-                             and s["algorithm"] == a)
-                if not pts:
-                    continue
-                x = [p[0] for p in pts]
-                y = [p[1]["throughput_cs_per_s_median"] for p in pts]
-                lo = [max(0, p[1]["throughput_cs_per_s_median"] - p[1]["throughput_cs_per_s_min"]) for p in pts]
-                hi = [max(0, p[1]["throughput_cs_per_s_max"] - p[1]["throughput_cs_per_s_median"]) for p in pts]
-                ax.errorbar(x, y, yerr=[lo, hi], label=a, capsize=2, **_style(i))
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-            ax.set_xlabel("threads (hardware-thread budget T)")
-            ax.set_ylabel("critical sections per second")
+            threads_panel(ax, sel, algos, dl, k, "throughput_cs_per_s", "critical sections per second")
             ax.set_title(f"delay {dl:g} cycles, {k} shared line{'s' if k != 1 else ''}")
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=7, ncol=2)
         fig.suptitle(f"lockbench: throughput vs threads\n{_subtitle(meta, regime)}", fontsize=9)
         fig.tight_layout()
         f = os.path.join(d, "threads-throughput.png")
@@ -132,6 +117,99 @@ def lockbench_plots(exp, summary, regime, d, meta):
         plt.close(fig)
         files.append(f)
     return files
+
+
+def threads_panel(ax, sel, algos, dl, k, metric, ylabel):
+    """One panel of a lockbench thread sweep: metric (its _median, bars
+    _min-_max) against the thread count, a line per algorithm, at delay dl
+    and k shared lines."""
+    for i, a in enumerate(algos):
+        pts = sorted((s["threads"], s) for s in sel if s["delay_cycles"] == dl and s["lines"] == k
+                     and s["algorithm"] == a and s.get(metric + "_median") is not None)
+        if not pts:
+            continue
+        x = [p[0] for p in pts]
+        y = [p[1][metric + "_median"] for p in pts]
+        lo = [max(0, p[1][metric + "_median"] - p[1][metric + "_min"]) for p in pts]
+        hi = [max(0, p[1][metric + "_max"] - p[1][metric + "_median"]) for p in pts]
+        ax.errorbar(x, y, yerr=[lo, hi], label=a, capsize=2, **_style(i))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    _plain_xticks(ax, sorted({s["threads"] for s in sel if s["delay_cycles"] == dl and s["lines"] == k}))
+    ax.set_xlabel("threads (hardware-thread budget T)")
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+
+
+def _plain_xticks(ax, xs):
+    """Ticks at xs, labelled 2, 4, 224 rather than powers of the log base."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+    if xs:
+        ax.set_xticks(xs)
+        ax.set_xlim(min(xs) / 1.3, max(xs) * 1.3)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def manycore_plot(summary, regime, algos, mc, meta, path):
+    """`liblock bench manycore`: the top row is the contention sweep (mean
+    cycles per critical section against the thread count, a panel per
+    contention level and line count, like the thesis's Figure 5.2 read along
+    the thread axis); the bottom row, when mc is given, memcached Get and Set
+    throughput against its worker threads, a line per configuration.  mc:
+    {"get"|"set": [(configuration, workers, median, min, max)]}."""
+    plt = _plt()
+    if plt is None:
+        return None
+    sel = [s for s in summary if s.get("regime") == regime and s.get("n")] if regime else []
+    combos = sorted({(s["delay_cycles"], s["lines"]) for s in sel}, key=lambda c: (c[0], c[1]))
+    ncol = max(2, len(combos))
+    nrow = 2 if mc else 1
+    fig, axes = plt.subplots(nrow, ncol, figsize=(5.2 * ncol, 4.4 * nrow), squeeze=False)
+    for j in range(ncol):
+        ax = axes[0][j]
+        if j >= len(combos):
+            ax.axis("off")
+            continue
+        dl, k = combos[j]
+        threads_panel(ax, sel, algos, dl, k, "lat_cycles_mean", "cycles per critical section (mean, incl. acquisition)")
+        cont = {100: "high", 2000000: "low"}.get(int(dl), f"delay {dl:g}")
+        ax.set_title(f"{cont} contention (delay {dl:g}), {k} shared line{'s' if k != 1 else ''}", fontsize=9)
+    if mc:
+        for j in range(ncol):
+            ax = axes[1][j]
+            test = ("get", "set")[j] if j < 2 else None
+            if test is None or not mc.get(test):
+                ax.axis("off")
+                continue
+            names = []
+            for row in mc[test]:
+                if row[0] not in names:
+                    names.append(row[0])
+            for i, n in enumerate(names):
+                pts = sorted(r[1:] for r in mc[test] if r[0] == n and r[2])
+                if not pts:
+                    continue
+                x = [p[0] for p in pts]
+                y = [p[1] for p in pts]
+                lo = [max(0, p[1] - p[2]) for p in pts]
+                hi = [max(0, p[3] - p[1]) for p in pts]
+                ax.errorbar(x, y, yerr=[lo, hi], label=n, capsize=2, **_style(i))
+            ax.set_xscale("log", base=2)
+            _plain_xticks(ax, sorted({r[1] for r in mc[test]}))
+            ax.set_xlabel("memcached worker threads")
+            ax.set_ylabel("operations per second")
+            ax.set_title(f"memcached {test.capitalize()} (memcslap, 2 clients per worker)", fontsize=9)
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=7)
+    fig.suptitle(f"liblock bench manycore on {meta.get('ncpus', '?')} CPUs: medians (bars: min-max), "
+                 f"{meta.get('date_utc', '')[:16]} UTC, commit {meta.get('git_commit', '?')}, probe regime "
+                 f"'{regime}'", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def heatmap(matrix, rows, cols, title, cbar_label, path, fmt="{:.0f}", log=False, xlabel="", ylabel="",

@@ -20,6 +20,8 @@ Experiments (docs/bench.md, BENCHMARKS.md):
                (`liblock malthus` is the old spelling of the same command)
   startup      what the interposer adds to a process's start: /bin/true and a shell loop of 200 /bin/true,
                plain vs interposed (warm: figures handed down; cold: no cache), medians
+  manycore     many cores on one lock, in a time budget (8 min): the contention sweep at 2..N threads and
+               memcached Get/Set at 1..N-1 workers (glibc, best lock, transformed on rcl); --plan N
   report       regenerate BENCHMARKS.md: every section's benchmark, reduced to bench/report/*.csv
                (`make benchmarks`; --only, --from-csv, --quick); with DIR...: print the tables of
                oversubscription / apps results directories
@@ -108,7 +110,7 @@ def add_arguments(p):
     sp.add_argument("--context", default="0,2,5,10,20", help="context lines (default 0,2,5,10,20)")
     sp.add_argument("--delays", default="0,300,1000,3000", help="client delays swept for the peak (cycles)")
 
-    from . import _oversub, _apps, _report, _delegation, _rcl_latency, _startup
+    from . import _oversub, _apps, _report, _delegation, _rcl_latency, _startup, _manycore
     sp = sub.add_parser("malthus", help=_malthus.HELP + " (also `liblock malthus`)",
                         description=_malthus.HELP + "; `liblock malthus` is the same command")
     _malthus.add_arguments(sp)
@@ -117,13 +119,14 @@ def add_arguments(p):
     _startup.add_arguments(sub, common)
     _apps.add_arguments(sub, common)
     _delegation.add_arguments(sub, common)
+    _manycore.add_arguments(sub, common)
     _report.add_arguments(sub)
 
 
 def run(args, env):
     if not args.experiment:
         print("liblock bench: name an experiment: contention, threads, headline, latency-map, store-cas, "
-              "null-rpc, multi-rpc, cost-model, oversubscription, apps, delegation, rcl-latency, startup, malthus, report (see `liblock bench -h`)",
+              "null-rpc, multi-rpc, cost-model, oversubscription, apps, delegation, rcl-latency, startup, manycore, malthus, report (see `liblock bench -h`)",
               file=sys.stderr)
         return 2
     if args.experiment == "report":
@@ -156,6 +159,9 @@ def run(args, env):
     if args.experiment == "apps":
         from . import _apps
         return _apps.run(args, env)
+    if args.experiment == "manycore":
+        from . import _manycore
+        return _manycore.run(args, env)
     if args.experiment in ("contention", "threads", "headline"):
         from . import _lockexp
         return _lockexp.run(args, env)
