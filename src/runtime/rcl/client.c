@@ -236,9 +236,18 @@ void rcl_submit(struct rcl_server *s, struct rcl_slot *r, struct rcl_lock *lk, r
         else if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK)
             flags |= RCL_F_WAKE;
     }
-    r->lock = lk;
-    r->ctx = ctx;
-    r->flags = flags;
+    /* Only what differs from the slot's last request is written (server.c,
+     * "Request slots": the request is then fn's store alone).  Only clients
+     * write these three fields (the overflow slot's one at a time, under
+     * ovf_mutex), so reading them back reads our own, or the previous
+     * user's, last write; fn's release store orders whichever were
+     * written before it. */
+    if (r->lock != lk)
+        r->lock = lk;
+    if (r->ctx != ctx)
+        r->ctx = ctx;
+    if (r->flags != flags)
+        r->flags = flags;
     atomic_store_explicit(&r->fn, fn, memory_order_release);
     if (LL_UNLIKELY(woke))
         rcl_wake_idle(s);

@@ -41,9 +41,14 @@
  * the client's acquire load of fn == NULL makes ret and the CS's effects
  * visible.  The scan stops at the id watermark (1 + highest id in use),
  * then looks at the overflow slot.  A scan that found nothing is followed
- * at once by the next one while the server answered a request recently
- * (within RCL_HOT_PASSES empty scans), and by a pause once it has been
- * idle longer (serve_loop, "Polling").
+ * by a pause after every second scan while the server answered a request
+ * recently (within RCL_HOT_PASSES empty scans), after every scan once it
+ * has been idle longer (serve_loop, "Polling").  A request and a reply are
+ * each, in the common case, one store to the slot's line: the client
+ * writes lock, ctx and flags only when they differ from the slot's last
+ * request, the server ret only when it differs from the last reply
+ * (submit, reply: a second store to a line the other side is polling may
+ * find it stolen by a poll in between and pay a second transfer).
  *
  * ---- Invariants and the argument for local atomics ----------------------
  * (I1) server->busy[], n_free, n_servicing, is_alive, timestamp and the
@@ -172,7 +177,8 @@ static void unclaim(struct rcl_server *s, unsigned i)
 static inline int reply(struct rcl_slot *r, void *ret)
 {
     uint32_t flags = r->flags;
-    r->ret = ret;
+    if (r->ret != ret) /* (header: the reply is then fn's store alone; only servicing threads write ret) */
+        r->ret = ret;
     if (LL_LIKELY(!(flags & RCL_F_FENCE))) {
         atomic_store_explicit(&r->fn, NULL, memory_order_release);
         if (LL_LIKELY(!(flags & RCL_F_WAKE)))
@@ -489,18 +495,21 @@ void rcl_serve_loop(struct rcl_server *s, struct rcl_sthread *me)
         /* Polling.  Nothing was pending.  Right after an answer the next
          * request (the same client's next one, or another client's) is
          * expected within about one cross-CPU round trip, and the pass
-         * that sees it first determines its latency: a pause here would
-         * add up to its own length (on some CPUs a large part of that
-         * round trip) to the request's wait, depending on where in the
-         * pause the request lands.  So the first RCL_HOT_PASSES empty
-         * passes after an answer poll back to back (a pass only loads the
-         * slots' fn words: the pause never was part of any ordering
-         * argument, so dropping it changes no invariant).  A server idle for
-         * longer pauses once per empty pass, so it does not keep reading
-         * the clients' lines every few cycles, nor take the issue slots
-         * of a sibling hardware thread, while nothing is expected.  A pass
+         * that sees it first determines its latency: a pause after every
+         * empty pass adds up to its own length (on some CPUs a large part
+         * of that round trip) to the request's wait, depending on where in
+         * the pause the request lands; no pause at all keeps the client's
+         * line under a read every few cycles, which can take it back
+         * between the client's fetch for its store and the store (another
+         * transfer for the request).  So the first RCL_HOT_PASSES empty
+         * passes after an answer pause after every second pass only (a
+         * pass only loads the slots' fn words: the pause is part of no
+         * ordering argument, so how often it runs changes no invariant).
+         * A server idle for longer pauses once per empty pass, so it does
+         * not keep reading the clients' lines, nor take the issue slots of
+         * a sibling hardware thread, while nothing is expected.  A pass
          * that answered something never pauses. */
-        if (++empty > RCL_HOT_PASSES)
+        if (++empty > RCL_HOT_PASSES || (empty & 1))
             ll_pause();
         if (LL_UNLIKELY(atomic_load_explicit(&s->coloc_recent, memory_order_relaxed))) {
             /* a client shares this CPU: it runs only while we sleep, so
