@@ -1,13 +1,13 @@
 /*
  * test_lazy - lazy engagement in the interposer (src/shim/): a NORMAL,
- * DEFAULT or ADAPTIVE mutex whose algorithm is not posix starts lazy (a
+ * DEFAULT or ADAPTIVE mutex, whatever its algorithm, starts lazy (a
  * one-word compare-and-swap lock in the program's own pthread_mutex_t, no
  * algorithm state, no thread) and engages its algorithm, for the rest of
  * its life, at the first pthread_mutex_lock that finds it held, its first
  * condition wait, or its first liblock_execute_mutex.  A failed trylock or
  * timedlock does not engage it; LIBLOCK_LAZY=0 engages every such mutex at
- * its first use; RECURSIVE, ERRORCHECK, process-shared and robust mutexes,
- * and posix, never use lazy mode.  The state is read through the
+ * its first use; RECURSIVE, ERRORCHECK, process-shared and robust mutexes
+ * never use lazy mode.  The state is read through the
  * interposer's liblock_interpose_debug_engaged(m): 1 engaged, 0 lazy, -1 no
  * lazy mode for m.
  *
@@ -28,7 +28,7 @@
  *
  * The child's sections (exact results, no timing assertion; "engaged" below
  * is the value expected of the debug function: 0 lazy, 1 engaged, for
- * posix -1 throughout, and 1 for "lazy" under LIBLOCK_LAZY=0):
+ * 1 for "lazy" under LIBLOCK_LAZY=0):
  *  lazy       a static PTHREAD_MUTEX_INITIALIZER mutex (-1 before its first
  *             use), the adaptive static initializer, mutexes initialised
  *             with no attribute, NORMAL, DEFAULT and ADAPTIVE, and a C11
@@ -609,7 +609,7 @@ static void stress(int nthreads, int rounds, int per_round)
         pthread_barrier_wait(&S.end);
         CHECK_EQ(S.counter, (long)(r + 1) * nthreads * per_round);
         long e = eng(m);
-        /* posix: -1; LIBLOCK_LAZY=0: engaged from the first use; else either */
+        /* the profiler: -1; LIBLOCK_LAZY=0: engaged from the first use; else either */
         if (eng_fn && ((w_eng == -1 || w_lazy == 1) ? e != w_lazy : e != 0 && e != 1) && !bad_state++)
             first_bad = e;
         stress_engaged += e == 1;
@@ -1169,7 +1169,6 @@ static int child(const char *mode)
         algo = "?";
     const char *lz = getenv("LIBLOCK_LAZY");
     int lazy_off = lz && strcmp(lz, "0") == 0;
-    int posix = strcmp(algo, "posix") == 0;
     th_context = "set-up";
     if (interposed) {
         eng_fn = (long (*)(pthread_mutex_t *))dlsym(RTLD_DEFAULT, "liblock_interpose_debug_engaged");
@@ -1191,9 +1190,9 @@ static int child(const char *mode)
         tracked = mixed || delegating;
         if (!held_fn || profiler)
             tracked = 0;
-        lazy_mode = !posix && !lazy_off && !profiler;
-        w_eng = posix || profiler ? -1 : 1;
-        w_lazy = posix || profiler ? -1 : lazy_off ? 1 : 0;
+        lazy_mode = !lazy_off && !profiler;
+        w_eng = profiler ? -1 : 1;
+        w_lazy = profiler ? -1 : lazy_off ? 1 : 0;
     } else {
         exec_fn = liblock_execute_mutex; /* glibc's lock, cs, unlock */
     }

@@ -6,7 +6,9 @@
  *     lock, trylock, timedlock, unlock (contended too) and destroy of a
  *     NORMAL, RECURSIVE, ERRORCHECK and ADAPTIVE mutex never write the
  *     __list words, where the interposer keeps its pointer.
- *  2. (child under the interposer, LIBLOCK_LOCK=posix, with each of
+ *  2. (child under the interposer, LIBLOCK_LOCK=posix and LIBLOCK_LAZY=0 -
+ *     lazily, glibc's words are used only once a mutex has engaged, which
+ *     test_lazy checks -, with each of
  *     LIBLOCK_COND unset, mostly-lifo and LIBLOCK_COND_GENERIC=1, and with
  *     LIBLOCK_WAIT=spin-then-park): while a thread holds an initialised, a
  *     static and an adaptive-initialised mutex, their own __owner is its
@@ -213,6 +215,7 @@ static int run_child(const char *prog, const char *lib, const char *what, const 
         if (env)
             putenv((char *)env);
         setenv("LIBLOCK_INPLACE_CHILD", "1", 1);
+        setenv("LIBLOCK_LAZY", "0", 1); /* glibc's words from the first lock (lazily: from the first contention) */
         execl(prog, prog, (char *)NULL);
         _exit(126);
     }

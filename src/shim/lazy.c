@@ -19,9 +19,12 @@
  * to its server, and starts it, only when it engages.
  *
  * Not lazy: RECURSIVE and ERRORCHECK mutexes (owner checks on the
- * wrapper), posix in place (glibc's own code already), the profiler's
- * builds (their hooks time the algorithm's path), LIBLOCK_INTERPOSE_API=1,
- * and every mutex under LIBLOCK_LAZY=0 (wrapper.c mutex_set_fns).
+ * wrapper), the profiler's builds (their hooks time the algorithm's path),
+ * LIBLOCK_INTERPOSE_API=1, and every mutex under LIBLOCK_LAZY=0 (wrapper.c
+ * mutex_set_fns).  posix in place is lazy too: its L is glibc's lock on
+ * the program's own mutex (shim.h), which lives in other words of the
+ * same pthread_mutex_t than the lazy word, so the lazy path saves even
+ * the extra call level into glibc; once engaged, it is glibc's code.
  *
  * ---- The lazy word W and the algorithm's lock L -------------------------
  *   W = 0                free, not engaged
@@ -200,8 +203,10 @@ static int engage(struct ip_mutex *w, int held)
         if (v != 0) {
             /* the proxy hold for the lazy holder v (L2; w->hold is ours);
              * its count is in v's ll_lazy_held already, taken back by the
-             * unlock of v itself (w_unlock: IP_TRK_LAZY) */
-            atomic_store_explicit(&w->owner, v, memory_order_relaxed);
+             * unlock of v itself (w_unlock: IP_TRK_LAZY).  posix in place
+             * keeps no owner word (glibc's __owner names the engager) */
+            if (!IP_OWNERLESS(w))
+                atomic_store_explicit(&w->owner, v, memory_order_relaxed);
             w->count = 1;
             if (w->track)
                 w->trk = IP_TRK_LAZY;
@@ -214,7 +219,8 @@ static int engage(struct ip_mutex *w, int held)
         atomic_store_explicit(mptr(m), (uintptr_t)w | (uintptr_t)w->fast, memory_order_release);
     }
     if (v == 0 || v == IP_LAZY_ENGAGED) {
-        atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
+        if (!IP_OWNERLESS(w))
+            atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
         w_raw_unlock(w); /* nobody held m: L was ours for nothing */
     }
     return 0;

@@ -68,7 +68,10 @@
  * pointer word (same line as glibc's lock word), compares its tag with
  * IP_FAST_GLIBC and tail-jumps into glibc's lock on m.  The wrapper still
  * exists (registry, fork, condition variables, destroy, per-site choice),
- * but its algorithm state is not used while the mutex is in place.
+ * but its algorithm state is not used while the mutex is in place.  Like
+ * every NORMAL mutex it is lazy first (lazy.c): until it engages, only the
+ * lazy word (__list.__next) is used and glibc's words stay as init left
+ * them; glibc's lock is its L, taken by the engager.
  * Who owns which of the 40 bytes:
  *  - glibc: __lock, __count, __owner, __nusers, __kind's use, __spins /
  *    __elision.  For the types that reach this path (kind NORMAL or

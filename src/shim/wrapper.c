@@ -58,12 +58,12 @@ void mutex_set_fns(struct ip_mutex *w)
     w->lazy = cfg.lazy && mutex_lazy_kind(w);
 }
 
-/* Lazy engagement (lazy.c) applies to w's kind: NORMAL mutexes but posix
- * in place, in the interposer only (and not under LIBLOCK_INTERPOSE_API). */
+/* Lazy engagement (lazy.c) applies to w's kind: NORMAL mutexes (posix in
+ * place too: its algorithm is then glibc's lock on the program's mutex),
+ * in the interposer only (and not under LIBLOCK_INTERPOSE_API). */
 int mutex_lazy_kind(const struct ip_mutex *w)
 {
-    return !SHIM_GLIBC(w) && w->type == PTHREAD_MUTEX_NORMAL && !SHIM_OBSERVED && !cfg.force_api &&
-           w->fast != IP_FAST_GLIBC;
+    return !SHIM_GLIBC(w) && w->type == PTHREAD_MUTEX_NORMAL && !SHIM_OBSERVED && !cfg.force_api;
 }
 
 /* A wrapper of `type` on algorithm a (NULL: glibc mode, profiler only). */
@@ -615,7 +615,8 @@ int w_timedlock(struct ip_mutex *w, clockid_t clk, const struct timespec *abstim
             g_acquired(w);
         return g;
     }
-    if (IP_INPLACE(w)) /* posix in place: glibc's own timed lock on m (shim.h) */
+    if (IP_INPLACE(w) && (!w->lazy || w_engaged(w))) /* posix in place: glibc's own timed lock on m (shim.h);
+                                                      * lazy, the trylock loop below (lazy.c) */
         return clk == CLOCK_REALTIME ? R.mutex_timedlock(GM(w), abstime)
                : R.mutex_clocklock   ? R.mutex_clocklock(GM(w), clk, abstime)
                                      : EINVAL;
