@@ -364,27 +364,21 @@ int ll_pin_thread(pthread_t t, int cpu)
 int ll_pin_self(int cpu) { return ll_pin_thread(pthread_self(), cpu); }
 
 /* ---- memory --------------------------------------------------------------- */
-void *ll_alloc_aligned(size_t size)
+/* size rounded up to a multiple of align (a power of two), zeroed */
+static void *alloc_zeroed(size_t align, size_t size)
 {
-    size_t sz = (size + LL_CACHELINE - 1) & ~(size_t)(LL_CACHELINE - 1);
+    size_t sz = (size + align - 1) & ~(align - 1);
     if (sz == 0)
-        sz = LL_CACHELINE;
-    void *p = aligned_alloc(LL_CACHELINE, sz);
+        sz = align;
+    void *p = aligned_alloc(align, sz);
     if (p)
         memset(p, 0, sz);
     return p;
 }
 
-void *ll_alloc_pair_aligned(size_t size)
-{
-    size_t sz = (size + LL_PAIR - 1) & ~(size_t)(LL_PAIR - 1);
-    if (sz == 0)
-        sz = LL_PAIR;
-    void *p = aligned_alloc(LL_PAIR, sz);
-    if (p)
-        memset(p, 0, sz);
-    return p;
-}
+void *ll_alloc_aligned(size_t size) { return alloc_zeroed(LL_CACHELINE, size); }
+
+void *ll_alloc_pair_aligned(size_t size) { return alloc_zeroed(LL_PAIR, size); }
 
 /* libnuma, opened on first need and only on a machine with more than one
  * node (/sys/devices/system/node/online is not just "0"): a one-node
