@@ -96,7 +96,7 @@ LL_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
     free(w);
     atomic_fetch_sub_explicit(&shim_live_wrappers, 1, memory_order_relaxed);
     lp_set_fast(m, NULL);
-    if (lazy)
+    if (lazy) /* not held (checked above) and no thread may use m now (POSIX); the release store below orders it */
         atomic_store_explicit(lzw(m), 0, memory_order_relaxed);
     atomic_store_explicit(mptr(m), 0, memory_order_release);
     return 0;
@@ -358,7 +358,6 @@ static __attribute__((noinline)) int node_lock_f(struct ip_mutex *w) { return no
 static __attribute__((noinline)) int node_unlock_f(struct ip_mutex *w) { return node_unlock(w); }
 static __attribute__((noinline)) int track_lock_f(struct ip_mutex *w) { return track_lock(w); }
 static __attribute__((noinline)) int track_unlock_f(struct ip_mutex *w) { return track_unlock(w); }
-
 
 /* The entry points: the fast path is chosen from the tag of the pointer
  * word (shim.h), loaded with __kind from the mutex's own line; posix in
