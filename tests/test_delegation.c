@@ -304,6 +304,9 @@ static void *cond_produce_cs(void *arg)
     sc_leave(&C.g);
     if (C.tokens > 0)
         return (void *)1; /* not yet consumed: try again */
+    if (C.waits == 0)
+        return (void *)1; /* no waiter has blocked yet: a FIFO lock could otherwise hand every token
+                             over before any waiter finds the queue empty, and the scenario not happen */
     C.tokens++;
     C.produced++;
     int e = (C.produced % 4 == 0) ? liblock_cond_broadcast(&C.C) : liblock_cond_signal(&C.C);
