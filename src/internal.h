@@ -165,7 +165,8 @@ int ll_mutex_lock_bounded(pthread_mutex_t *m);
 enum { LL_UWAIT_NONE = 0, LL_UWAIT_WAITPKG = 1, LL_UWAIT_MONITORX = 2, LL_UWAIT_DISABLED = 3 };
 int ll_cpu_has_waitpkg(void);             /* CPUID.(7,0):ECX[5] */
 int ll_cpu_has_monitorx(void);            /* CPUID.0x80000001:ECX[29] */
-unsigned ll_cpuid_ext_ecx(void);          /* CPUID.0x80000001:ECX; 0 where absent or not x86 */
+unsigned ll_cpuid_ext_ecx(void);          /* CPUID.0x80000001:ECX; 0 where absent or not x86 (cpuid.c) */
+unsigned ll_cpuid_7_ecx(void);            /* CPUID.(7,0):ECX; 0 where absent or not x86 (cpuid.c) */
 int ll_uwait_kind(void);                  /* which one the library uses (LIBLOCK_UWAIT=0: DISABLED) */
 const char *ll_uwait_name(void);          /* "umwait", "mwaitx", "not available", "off (...)" */
 /* Return when (*w & ~LL_PARKED) != v, at the TSC deadline, or spuriously. */

@@ -6,10 +6,14 @@
  *    would hang (and the watchdog would fail the test);
  *  - many waiters on one word (a broadcast-like wake) all wake;
  *  - ll_wait_while_until returns ETIMEDOUT at its deadline and 0 when woken;
- *  - platform basics: calibrated cycle clock, CPU count, topology, pinning.
+ *  - platform basics: calibrated cycle clock, CPU count, topology, pinning,
+ *    and the CPUID registers read from glibc's copy equal the instruction's.
  */
 #include "harness.h"
 #include "internal.h"
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 static _Atomic uint32_t ping, pong;
 static int policy_under_test;
@@ -102,6 +106,18 @@ int main(void)
         CHECK(cal > ref * 0.995 && cal < ref * 1.005, "calibrated %.5f cycles/ns, a 50 ms window gives %.5f", cal,
               ref);
     }
+#if defined(__x86_64__) || defined(__i386__)
+    {
+        unsigned a, b, c = 0, d;
+        if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000001u)
+            __cpuid(0x80000001u, a, b, c, d);
+        CHECK(ll_cpuid_ext_ecx() == c, "CPUID.0x80000001:ECX %#x, the instruction gives %#x", ll_cpuid_ext_ecx(), c);
+        c = 0;
+        if (__get_cpuid_max(0, NULL) >= 7)
+            __cpuid_count(7, 0, a, b, c, d);
+        CHECK(ll_cpuid_7_ecx() == c, "CPUID.(7,0):ECX %#x, the instruction gives %#x", ll_cpuid_7_ecx(), c);
+    }
+#endif
     CHECK(ll_ncpus() >= 1, "ncpus");
     CHECK(ll_cacheline() >= 16 && ll_cacheline() <= 1024, "cache line %d", ll_cacheline());
     CHECK(strcmp(ll_topology_source(), "none") != 0, "no topology source");

@@ -1,5 +1,5 @@
 /*
- * uwait.c - x86 user-mode waiting instructions, detected with CPUID.
+ * uwait.c - x86 user-mode waiting instructions, detected with CPUID (cpuid.c).
  *
  *   WAITPKG (Intel):  UMONITOR addr / UMWAIT until a TSC deadline / TPAUSE;
  *                     CPUID.(EAX=7,ECX=0):ECX[5].
@@ -27,10 +27,6 @@
  */
 #include "internal.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
-
 static _Atomic int uwait_kind = -1; /* -1 unknown; else LL_UWAIT_* */
 
 static int detect(void)
@@ -45,31 +41,7 @@ static int detect(void)
     return k;
 }
 
-int ll_cpu_has_waitpkg(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    unsigned a, b, c, d;
-    if (__get_cpuid_max(0, NULL) < 7)
-        return 0;
-    __cpuid_count(7, 0, a, b, c, d);
-    return (c >> 5) & 1;
-#else
-    return 0;
-#endif
-}
-
-unsigned ll_cpuid_ext_ecx(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    unsigned a, b, c, d;
-    if (__get_cpuid_max(0x80000000u, NULL) < 0x80000001u)
-        return 0;
-    __cpuid(0x80000001u, a, b, c, d);
-    return c;
-#else
-    return 0;
-#endif
-}
+int ll_cpu_has_waitpkg(void) { return (ll_cpuid_7_ecx() >> 5) & 1; }
 
 int ll_cpu_has_monitorx(void) { return (ll_cpuid_ext_ecx() >> 29) & 1; }
 

@@ -8,7 +8,7 @@
 
 struct shim_cfg shim_cfg;
 _Atomic int shim_cfg_ready;
-static pthread_mutex_t cfg_mutex = PTHREAD_MUTEX_INITIALIZER; /* real glibc mutex */
+static _Atomic int cfg_busy; /* one thread loads the configuration; a racing one yields (once per process) */
 static pthread_mutex_t srv_mutex = PTHREAD_MUTEX_INITIALIZER; /* real glibc mutex: server start */
 
 static int strict(void)
@@ -297,15 +297,15 @@ void config_ensure(void)
     LL_KEEP_ERRNO; /* the first call reads files and the machine's topology */
     if (ip_in_setup)
         return; /* re-entered from config_load's own allocations: treat as inactive */
-    ip_resolve();
-    R.mutex_lock(&cfg_mutex);
+    while (atomic_exchange_explicit(&cfg_busy, 1, memory_order_acquire))
+        sched_yield();
     if (!atomic_load_explicit(&shim_cfg_ready, memory_order_relaxed)) {
         ip_in_setup++;
         config_load();
         ip_in_setup--;
         atomic_store_explicit(&shim_cfg_ready, 1, memory_order_release);
     }
-    R.mutex_unlock(&cfg_mutex);
+    atomic_store_explicit(&cfg_busy, 0, memory_order_release);
 }
 
 /* Exported for tests and tools: the default algorithm in use; "config" when

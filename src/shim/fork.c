@@ -101,7 +101,6 @@ static void fork_child(void)
 
 __attribute__((constructor)) static void ip_ctor(void)
 {
-    ip_resolve();
     config_ensure();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     lp_start();

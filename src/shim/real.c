@@ -27,34 +27,45 @@ static void *must(const char *name)
 
 void ip_resolve(void)
 {
-    if (atomic_load_explicit(&shim_resolved, memory_order_acquire))
+    static _Atomic int busy;
+    if (atomic_load_explicit(&shim_resolved, memory_order_acquire) || ip_resolving)
+        return; /* done, or re-entered from our own dlsym: callers check (Bootstrap) */
+    while (atomic_exchange_explicit(&busy, 1, memory_order_acquire)) {
+        if (atomic_load_explicit(&shim_resolved, memory_order_acquire))
+            return;
+        sched_yield();
+    }
+    if (atomic_load_explicit(&shim_resolved, memory_order_relaxed)) {
+        atomic_store_explicit(&busy, 0, memory_order_release);
         return;
+    }
     ip_resolving = 1;
-    R.mutex_init = must("pthread_mutex_init");
-    R.mutex_destroy = must("pthread_mutex_destroy");
-    R.mutex_lock = must("pthread_mutex_lock");
-    R.mutex_trylock = must("pthread_mutex_trylock");
-    R.mutex_unlock = must("pthread_mutex_unlock");
-    R.mutex_timedlock = must("pthread_mutex_timedlock");
-    R.mutex_clocklock = dlsym(RTLD_NEXT, "pthread_mutex_clocklock"); /* glibc >= 2.30; may be NULL */
-    R.cond_init = must("pthread_cond_init");
-    R.cond_destroy = must("pthread_cond_destroy");
-    R.cond_wait = must("pthread_cond_wait");
-    R.cond_timedwait = must("pthread_cond_timedwait");
-    R.cond_clockwait = dlsym(RTLD_NEXT, "pthread_cond_clockwait"); /* glibc >= 2.30; may be NULL */
-    R.cond_signal = must("pthread_cond_signal");
-    R.cond_broadcast = must("pthread_cond_broadcast");
-    R.sem_init = must("sem_init");
-    R.sem_destroy = must("sem_destroy");
-    R.sem_wait = must("sem_wait");
-    R.sem_trywait = must("sem_trywait");
-    R.sem_timedwait = must("sem_timedwait");
-    R.sem_clockwait = dlsym(RTLD_NEXT, "sem_clockwait"); /* glibc >= 2.30; may be NULL */
-    R.sem_post = must("sem_post");
-    R.sem_getvalue = must("sem_getvalue");
-    R.create = must("pthread_create");
+    shim_real.mutex_init = must("pthread_mutex_init");
+    shim_real.mutex_destroy = must("pthread_mutex_destroy");
+    shim_real.mutex_lock = must("pthread_mutex_lock");
+    shim_real.mutex_trylock = must("pthread_mutex_trylock");
+    shim_real.mutex_unlock = must("pthread_mutex_unlock");
+    shim_real.mutex_timedlock = must("pthread_mutex_timedlock");
+    shim_real.mutex_clocklock = dlsym(RTLD_NEXT, "pthread_mutex_clocklock"); /* glibc >= 2.30; may be NULL */
+    shim_real.cond_init = must("pthread_cond_init");
+    shim_real.cond_destroy = must("pthread_cond_destroy");
+    shim_real.cond_wait = must("pthread_cond_wait");
+    shim_real.cond_timedwait = must("pthread_cond_timedwait");
+    shim_real.cond_clockwait = dlsym(RTLD_NEXT, "pthread_cond_clockwait"); /* glibc >= 2.30; may be NULL */
+    shim_real.cond_signal = must("pthread_cond_signal");
+    shim_real.cond_broadcast = must("pthread_cond_broadcast");
+    shim_real.sem_init = must("sem_init");
+    shim_real.sem_destroy = must("sem_destroy");
+    shim_real.sem_wait = must("sem_wait");
+    shim_real.sem_trywait = must("sem_trywait");
+    shim_real.sem_timedwait = must("sem_timedwait");
+    shim_real.sem_clockwait = dlsym(RTLD_NEXT, "sem_clockwait"); /* glibc >= 2.30; may be NULL */
+    shim_real.sem_post = must("sem_post");
+    shim_real.sem_getvalue = must("sem_getvalue");
+    shim_real.create = must("pthread_create");
     ip_resolving = 0;
     atomic_store_explicit(&shim_resolved, 1, memory_order_release);
+    atomic_store_explicit(&busy, 0, memory_order_release);
 }
 
 /* The library runs another library's code on first need (hwloc's topology,

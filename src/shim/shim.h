@@ -232,8 +232,11 @@
  * IP_OWNER_PARENT in the bookkeeping of another thread's hold.
  *
  * ---- Bootstrap --------------------------------------------------------------------------
- * The real functions are found with dlsym(RTLD_NEXT) in a constructor and,
- * if a library's constructor reaches us first, on first use.  glibc's dlsym
+ * The real functions are found with dlsym(RTLD_NEXT) on the first call
+ * that needs one (R checks a flag), not in the constructor: a process that
+ * never reaches glibc through us (most short ones: /bin/true, a shell's
+ * children) pays no lookup at all.  One thread resolves, a racing one waits
+ * for it; the configuration's own once-lock is not glibc's.  glibc's dlsym
  * does not allocate on success, so it does not re-enter us; if an allocator
  * that takes pthread mutexes re-enters anyway while we resolve, the
  * re-entrant mutex calls return 0 without locking (the process is still in
@@ -347,9 +350,17 @@ struct shim_real {
     int (*sem_getvalue)(sem_t *, int *);
     int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 };
-#define R shim_real
 extern struct shim_real shim_real;
 extern _Atomic int shim_resolved;
+void ip_resolve(void);
+/* glibc's functions, found on the first call that needs one (Bootstrap) */
+static inline struct shim_real *shim_real_ready(void)
+{
+    if (LL_UNLIKELY(!atomic_load_explicit(&shim_resolved, memory_order_acquire)))
+        ip_resolve();
+    return &shim_real;
+}
+#define R (*shim_real_ready())
 extern __thread int ip_resolving __attribute__((tls_model("initial-exec")));
 extern __thread int ip_in_setup __attribute__((tls_model("initial-exec")));
 extern __thread int shim_c11_init __attribute__((tls_model("initial-exec"))); /* inside mtx_init */
@@ -367,7 +378,6 @@ extern __thread struct shim_tls shim_tls __attribute__((tls_model("initial-exec"
 /* The thread's owner tag (I2): the thread pointer (%fs base on x86-64),
  * unique per live thread and one instruction to read. */
 static inline uintptr_t self_tag(void) { return (uintptr_t)__builtin_thread_pointer(); }
-void ip_resolve(void);
 
 /* ---- config.c: the configuration ---------------------------------------------- */
 /* What one lock runs on: an algorithm with its attributes, or glibc's mutex

@@ -1,0 +1,72 @@
+/*
+ * cpuid.c - the two CPUID registers liblock looks at, read from glibc's copy.
+ *
+ * In a virtual machine every CPUID instruction traps to the hypervisor (on
+ * the development machine about 5 us each), and the dynamic loader has
+ * already executed them all while the process started: glibc keeps the raw
+ * registers and hands them out through <sys/platform/x86.h> (glibc 2.33 and
+ * later).  Reading them there costs a function call.  Where that header is
+ * missing (older glibc, another libc) the instruction is executed, once per
+ * register, and the value cached.
+ */
+#include "internal.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#if defined(__has_include)
+#if __has_include(<sys/platform/x86.h>) && defined(__GLIBC__)
+#include <sys/platform/x86.h>
+#define LL_GLIBC_CPUID 1
+#endif
+#endif
+#include <cpuid.h>
+#endif
+
+#if defined(LL_GLIBC_CPUID)
+/* the register that holds feature index i, as glibc's own x86_cpu_present
+ * finds it: leaves of four 32-bit registers */
+static unsigned glibc_reg(unsigned i)
+{
+    const struct cpuid_feature *f = __x86_get_cpuid_feature_leaf(i / (8 * sizeof(unsigned) * 4));
+    return f->cpuid_array[(i & (8 * sizeof(unsigned) * 4 - 1)) / (8 * sizeof(unsigned))];
+}
+#endif
+
+unsigned ll_cpuid_7_ecx(void)
+{
+#if defined(LL_GLIBC_CPUID)
+    return glibc_reg(x86_cpu_index_7_ecx);
+#elif defined(__x86_64__) || defined(__i386__)
+    static _Atomic long cached = -1;
+    long v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) {
+        unsigned a, b, c = 0, d;
+        if (__get_cpuid_max(0, NULL) >= 7)
+            __cpuid_count(7, 0, a, b, c, d);
+        v = c;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return (unsigned)v;
+#else
+    return 0;
+#endif
+}
+
+unsigned ll_cpuid_ext_ecx(void)
+{
+#if defined(LL_GLIBC_CPUID)
+    return glibc_reg(x86_cpu_index_80000001_ecx);
+#elif defined(__x86_64__) || defined(__i386__)
+    static _Atomic long cached = -1;
+    long v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) {
+        unsigned a, b, c = 0, d;
+        if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000001u)
+            __cpuid(0x80000001u, a, b, c, d);
+        v = c;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return (unsigned)v;
+#else
+    return 0;
+#endif
+}
