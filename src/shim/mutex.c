@@ -528,7 +528,7 @@ static void *ip_execute_mutex(pthread_mutex_t *m, void *(*cs)(void *), void *ctx
         return NULL;
     }
     struct ip_mutex *w = mutex_fast(m);
-    if (!w && atomic_load_explicit(&shim_resolved, memory_order_acquire))
+    if (!w && !ip_resolving) /* (not from inside our own dlsym: Bootstrap) */
         w = mutex_resolve(m);
     if (w && w->api && w->type == PTHREAD_MUTEX_NORMAL &&
         (!waits || (LL_OPS(&w->lock)->props & LIBLOCK_PROP_COND_IN_EXECUTE))) {
