@@ -97,6 +97,13 @@ class Bench(unittest.TestCase):
         self.assertIn("--regimes must be two increasing numbers", err.getvalue())
         self.assertIn("name an experiment", err.getvalue())
 
+    def test_startup_before_must_exist(self):
+        # the dynamic loader only warns about a missing LD_PRELOAD file: the arm would time plain runs
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(bench.run(parse(["bench", "startup", "--before", "/no/such/interposer.so"]), None), 2)
+        self.assertIn("--before /no/such/interposer.so: no such file", err.getvalue())
+
 
 class Malthus(unittest.TestCase):
     def test_bench_malthus_is_liblock_malthus(self):

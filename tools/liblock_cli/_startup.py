@@ -56,6 +56,10 @@ def _spawn_ms(argv, envp):
 
 
 def run(args, env):
+    if args.before and not os.path.isfile(args.before):
+        # a missing LD_PRELOAD file is only a warning to the dynamic loader: the arm would time plain runs
+        print(f"liblock bench startup: --before {args.before}: no such file", file=sys.stderr)
+        return 2
     lib = os.path.abspath(args.interposer) if args.interposer else env.lib("liblock-interpose.so")
     info = os.path.join(env.bindir, "liblock-info")
     sh = shutil.which("sh")
