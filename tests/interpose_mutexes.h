@@ -113,7 +113,8 @@ static inline int is_recursive(int k) { return k == K_S_RECURSIVE || k == K_D_RE
  * engagement") made to engage its algorithm as contention does: another
  * thread locks it while this one holds it.  The checks of a topic then run
  * on the algorithm's paths, as they did when every topic ran in one process
- * after the counters' contention; tests/test_lazy.c covers lazy mode. */
+ * after the counters' contention; the test_lazy_*.c programs (tests/lazy_driver.h)
+ * cover lazy mode. */
 static inline void engage_mutexes(void)
 {
     long (*engaged)(pthread_mutex_t *) =

@@ -1,6 +1,6 @@
 /*
  * interpose_policy.h - the waiting policy an interposer test runs an
- * algorithm under (shared by tests/interpose_driver.h and test_lazy.c).
+ * algorithm under (shared by tests/interpose_driver.h and tests/lazy_driver.h).
  */
 #ifndef LIBLOCK_TESTS_INTERPOSE_POLICY_H
 #define LIBLOCK_TESTS_INTERPOSE_POLICY_H

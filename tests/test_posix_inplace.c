@@ -8,7 +8,7 @@
  *     __list words, where the interposer keeps its pointer.
  *  2. (child under the interposer, LIBLOCK_LOCK=posix and LIBLOCK_LAZY=0 -
  *     lazily, glibc's words are used only once a mutex has engaged, which
- *     test_lazy checks -, with each of
+ *     the test_lazy_* programs check -, with each of
  *     LIBLOCK_COND unset, mostly-lifo and LIBLOCK_COND_GENERIC=1, and with
  *     LIBLOCK_WAIT=spin-then-park): while a thread holds an initialised, a
  *     static and an adaptive-initialised mutex, their own __owner is its
