@@ -124,11 +124,16 @@ $(INTERPOSE_SO): $(INTERPOSE_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(INTERPOSE_OBJS) $(LIB_OBJS) -Wl,--as-needed $(LIBS) $(SHIM_LIBS) -ldl $(INTERPOSE_WRAP) $(INTERPOSE_LDFLAGS)
 endif
-# Every process started under `liblock run` maps the interposer: with code
-# and read-only data in one segment it maps two segments instead of four
-# (two mmap calls and two VMAs fewer per process, about 2 % of /bin/true's
-# start; `liblock bench startup`).  Read-only data becomes executable, as it
-# was for every shared object before binutils 2.31; RELRO is kept.
+# Every process started under `liblock run` loads the interposer, so its
+# loading is part of every start-up (`liblock bench startup`):
+#  -z noseparate-code  code and read-only data in one segment: two segments
+#      to map instead of four (two mmap calls and two VMAs fewer).  Read-only
+#      data becomes executable, as it was for every shared object before
+#      binutils 2.31; RELRO is kept.
+#  -Bsymbolic-functions  the library's calls to its own exported functions
+#      bind at link time: no lazy binding of them when the process starts.
+#      Another preloaded library can still interpose them for the program,
+#      not for the interposer's own calls (docs/interpose.md, "Start-up").
 INTERPOSE_LDFLAGS := -Wl,-z,noseparate-code -Wl,-Bsymbolic-functions
 # The library objects linked into the preload libraries call pthread_mutex_*
 # and pthread_cond_* themselves; --wrap sends those calls to __wrap_* in

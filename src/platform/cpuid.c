@@ -1,8 +1,8 @@
 /*
  * cpuid.c - the two CPUID registers liblock looks at, read from glibc's copy.
  *
- * In a virtual machine every CPUID instruction traps to the hypervisor (on
- * the development machine about 5 us each), and the dynamic loader has
+ * In a virtual machine every CPUID instruction traps to the hypervisor
+ * (microseconds each, in every process that loads us), and the dynamic loader has
  * already executed them all while the process started: glibc keeps the raw
  * registers and hands them out through <sys/platform/x86.h> (glibc 2.33 and
  * later).  Reading them there costs a function call.  Where that header is
