@@ -187,6 +187,15 @@ int ll_mps_lock_destroy(liblock_t *l)
     int ours = cur == g || (cur != 0 && s->pid == getpid());
     if (ours && busy(s))
         return EBUSY;
+    /* Direct mode: the server holds the lock word (MPS_W_SERVER) to the end
+     * of the pass in which it answered (server.c, serve), so a caller can
+     * have its last answer before the word is given back.  No request is
+     * pending (busy) and no section runs (in_cs), so the rest of that pass
+     * is a scan: wait for it instead of answering EBUSY. */
+    if (ours)
+        while ((atomic_load_explicit(&s->locked, memory_order_acquire) & MPS_W_SERVER) &&
+               !atomic_load_explicit(&s->in_cs, memory_order_acquire))
+            ll_yield();
     if (atomic_load_explicit(&s->locked, memory_order_acquire))
         return EBUSY; /* (in a forked child: held by a thread of the parent) */
     if (ours)
