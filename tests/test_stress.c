@@ -10,7 +10,8 @@
  * plain (non-atomic) counter; afterwards the counter must equal the number of
  * critical sections the threads report and the flag must never have been
  * seen set.  Each configuration runs for a fixed count (40,000 critical
- * sections in all) or until a deadline of 250 ms, whichever comes first
+ * sections in all; 2,000 at the sanitizers' scale) or until a deadline of
+ * 180 ms (100 ms), whichever comes first
  * (oversubscribed FIFO spin locks hand over slowly on 2 cores); the
  * deadline only bounds the run, it asserts nothing.  Every successful call
  * must leave errno as it found it (docs/api.md).
@@ -135,7 +136,7 @@ static void run_config(const char *algo, int policy, int nthreads, int use_execu
         ws[i].sh = &sh;
         pthread_create(&ws[i].th, NULL, worker_main, &ws[i]);
     }
-    uint64_t deadline = th_now_ns() + (small ? 150 : 250) * 1000000ull;
+    uint64_t deadline = th_now_ns() + (small ? 100 : 180) * 1000000ull;
     while (th_now_ns() < deadline) {
         int all_done = 1;
         for (int i = 0; i < nthreads; i++)
