@@ -29,44 +29,29 @@ static unsigned glibc_reg(unsigned i)
     const struct cpuid_feature *f = __x86_get_cpuid_feature_leaf(i / (8 * sizeof(unsigned) * 4));
     return f->cpuid_array[(i & (8 * sizeof(unsigned) * 4 - 1)) / (8 * sizeof(unsigned))];
 }
-#endif
-
-unsigned ll_cpuid_7_ecx(void)
-{
-#if defined(LL_GLIBC_CPUID)
-    return glibc_reg(x86_cpu_index_7_ecx);
+unsigned ll_cpuid_7_ecx(void) { return glibc_reg(x86_cpu_index_7_ecx); }
+unsigned ll_cpuid_ext_ecx(void) { return glibc_reg(x86_cpu_index_80000001_ecx); }
 #elif defined(__x86_64__) || defined(__i386__)
-    static _Atomic long cached = -1;
-    long v = atomic_load_explicit(&cached, memory_order_relaxed);
+/* ECX of leaf (subleaf 0), 0 where the leaf is beyond the maximum of its
+ * range; executed once and cached.  Relaxed is enough: every thread that
+ * computes the value computes the same one, so a racing second execution
+ * only repeats the first. */
+static unsigned cached_ecx(unsigned leaf, _Atomic long *cache)
+{
+    long v = atomic_load_explicit(cache, memory_order_relaxed);
     if (v < 0) {
         unsigned a, b, c = 0, d;
-        if (__get_cpuid_max(0, NULL) >= 7)
-            __cpuid_count(7, 0, a, b, c, d);
+        if (__get_cpuid_max(leaf & 0x80000000u, NULL) >= leaf)
+            __cpuid_count(leaf, 0, a, b, c, d);
         v = c;
-        atomic_store_explicit(&cached, v, memory_order_relaxed);
+        atomic_store_explicit(cache, v, memory_order_relaxed);
     }
     return (unsigned)v;
-#else
-    return 0;
-#endif
 }
-
-unsigned ll_cpuid_ext_ecx(void)
-{
-#if defined(LL_GLIBC_CPUID)
-    return glibc_reg(x86_cpu_index_80000001_ecx);
-#elif defined(__x86_64__) || defined(__i386__)
-    static _Atomic long cached = -1;
-    long v = atomic_load_explicit(&cached, memory_order_relaxed);
-    if (v < 0) {
-        unsigned a, b, c = 0, d;
-        if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000001u)
-            __cpuid(0x80000001u, a, b, c, d);
-        v = c;
-        atomic_store_explicit(&cached, v, memory_order_relaxed);
-    }
-    return (unsigned)v;
+static _Atomic long leaf7_ecx = -1, ext1_ecx = -1;
+unsigned ll_cpuid_7_ecx(void) { return cached_ecx(7, &leaf7_ecx); }
+unsigned ll_cpuid_ext_ecx(void) { return cached_ecx(0x80000001u, &ext1_ecx); }
 #else
-    return 0;
+unsigned ll_cpuid_7_ecx(void) { return 0; }
+unsigned ll_cpuid_ext_ecx(void) { return 0; }
 #endif
-}

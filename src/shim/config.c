@@ -8,7 +8,13 @@
 
 struct shim_cfg shim_cfg;
 _Atomic int shim_cfg_ready;
-static _Atomic int cfg_busy; /* one thread loads the configuration; a racing one yields (once per process) */
+/* One thread loads the configuration; a racing one yields (once per
+ * process, in practice in the constructor).  The exchange (acquire) and the
+ * release store that frees it pair, so a thread that takes it after the
+ * load sees shim_cfg_ready == 1; readers elsewhere use shim_cfg_ready's own
+ * release/acquire pair.  A glibc mutex would serve as well but would need
+ * glibc's functions looked up first (real.c), which start-up avoids. */
+static _Atomic int cfg_busy;
 static pthread_mutex_t srv_mutex = PTHREAD_MUTEX_INITIALIZER; /* real glibc mutex: server start */
 
 static int strict(void)

@@ -25,6 +25,15 @@ static void *must(const char *name)
     return p;
 }
 
+/* One thread resolves; `busy` makes the others wait.  Orderings: the
+ * exchange that takes `busy` is acquire and its release store pairs with
+ * it, so a thread that takes it after a resolver finished sees
+ * shim_resolved == 1 and returns; shim_resolved's release store, after
+ * every pointer is written, pairs with the acquire loads here and in
+ * shim_real_ready (shim.h), so a reader that sees 1 sees all the pointers.
+ * A fork while another thread resolves leaves `busy` taken in the child,
+ * as the glibc mutex it replaced would have stayed locked; the window is
+ * once per process, inside the first call that needs glibc. */
 void ip_resolve(void)
 {
     static _Atomic int busy;
