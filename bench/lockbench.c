@@ -179,7 +179,7 @@ static void set_stage(const char *s) { bench_set_stage(s); }
 
 static void start_watchdog(void)
 {
-    double secs = (cfg.count ? cfg.timeout : cfg.duration + cfg.timeout) + WATCHDOG_SLACK_S;
+    double secs = (cfg.count ? cfg.timeout : cfg.duration + cfg.timeout) + bench_watchdog_slack(WATCHDOG_SLACK_S);
     bench_watchdog_start("lockbench", secs, cfg.label, cfg.algo, cfg.threads, cfg.fmt == FMT_JSON);
 }
 

@@ -14,7 +14,8 @@
  * watchdog only names it in its message, and a stale stage is the worst a
  * missed store can do.  LOCKBENCH_TEST_STALL=STAGE (tests only) stops the
  * main thread for good when it enters that stage, so tests can check the
- * watchdog.
+ * watchdog; LOCKBENCH_TEST_SLACK=SECONDS (tests only) replaces the program's
+ * slack, so that such a check need not wait the slack a real run gets.
  */
 #ifndef LIBLOCK_BENCH_WATCHDOG_H
 #define LIBLOCK_BENCH_WATCHDOG_H
@@ -48,6 +49,15 @@ static void bench_set_stage(const char *s)
     if (t && strcmp(t, s) == 0)
         for (;;)
             pause();
+}
+
+/* The slack added to the run's own bound: dflt, or LOCKBENCH_TEST_SLACK. */
+static double bench_watchdog_slack(double dflt)
+{
+    const char *t = getenv("LOCKBENCH_TEST_SLACK");
+    char *end;
+    double v = t ? strtod(t, &end) : -1;
+    return t && end != t && *end == '\0' && v >= 0 ? v : dflt;
 }
 
 /* Quotes and escapes s as a JSON string into out; too long -> truncated. */
