@@ -142,6 +142,10 @@ def sweep(args, env, exp, algos, points, duration, d, may_run=None, by_threads=F
                     _runner.UNFILTERED, keys, by_threads)
     else:
         print_table(exp, rows, summary, algos, args.baseline, dom, keys, by_threads)
+        if exp == "headline":
+            from . import _claims
+            _claims.print_claims(_claims.check(_claims.cycles_from_summary(summary, dom)))
+            print()
     if plot and not args.no_plot:
         from . import _plots
         psum, preg = plot_summary(rows, summary, keys)

@@ -88,34 +88,10 @@ def lockbench_plots(exp, summary, regime, d, meta):
         plt.close(fig)
         files.append(f)
     if exp == "headline":
-        base = meta.get("baseline", "posix")
-        pts = sorted({(s["lines"], s["delay_cycles"]) for s in sel})
-        fig, ax = plt.subplots(figsize=(max(7, 1.1 * len(algos) + 3), 4.6))
-        width = 0.8 / max(1, len(pts))
-        for j, (k, dl) in enumerate(pts):
-            ys, lo, hi = [], [], []
-            for a in algos:
-                s = next((s for s in sel if s["algorithm"] == a and s["lines"] == k and s["delay_cycles"] == dl), None)
-                ys.append(s["lat_cycles_mean_median"] if s else 0)
-                lo.append(s["lat_cycles_mean_median"] - s["lat_cycles_mean_min"] if s else 0)
-                hi.append(s["lat_cycles_mean_max"] - s["lat_cycles_mean_median"] if s else 0)
-            cont = {100: "high", 2000000: "low"}.get(int(dl), f"d={dl:g}")
-            ax.bar([i + (j - (len(pts) - 1) / 2) * width for i in range(len(algos))], ys, width,
-                   yerr=[lo, hi], capsize=2, error_kw=dict(lw=0.7),
-                   label=f"{cont} contention, {k} line{'s' if k != 1 else ''}")
-        ax.set_xticks(range(len(algos)))
-        ax.set_xticklabels(algos, rotation=30, ha="right")
-        ax.set_yscale("log")
-        ax.set_ylabel("cycles per critical section (mean)")
-        ax.grid(True, axis="y", which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-        ax.set_title(f"headline: every algorithm, lower is better (missing bar: no usable run in this regime)\n"
-                     f"{_subtitle(meta, regime)}", fontsize=9)
-        fig.tight_layout()
-        f = os.path.join(d, "headline.png")
-        fig.savefig(f, dpi=110)
-        plt.close(fig)
-        files.append(f)
+        from . import _plots_headline
+        f = _plots_headline.headline_plot(plt, sel, algos, meta.get("baseline", "posix"), d, _subtitle(meta, regime))
+        if f:
+            files.append(f)
     return files
 
 

@@ -91,7 +91,15 @@ def t_headline(rows, meta):
                                                    if _f(r.get(p + "_ratio")) is not None else ""))
                  if _f(r.get(p + "_cycles")) is not None else (r.get(p + "_note") or "–") for p, _ in pts]
         body.append([r["algorithm"], r["policy"]] + cells)
-    return _table(["algorithm", "policy"] + [h for _, h in pts], body, ["---", "---"] + ["--:"] * len(pts))
+    out = _table(["algorithm", "policy"] + [h for _, h in pts], body, ["---", "---"] + ["--:"] * len(pts))
+    from . import _claims
+    cyc = {}
+    for (cont, k), p in (("high", 1), "high1"), (("low", 1), "low1"), (("high", 5), "high5"), (("low", 5), "low5"):
+        cyc[(cont, k)] = {r["algorithm"]: _f(r.get(p + "_cycles")) for r in rows if _f(r.get(p + "_cycles")) is not None}
+    claims = [[c["claim"], c["measured"] or "–", c["verdict"] + (": " + c["why"] if c["why"] else "")
+               + ("" if c["verdict"] == "reproduced" else " (" + c["two_cpus"] + ")")] for c in _claims.check(cyc)]
+    return out + [""] + _table(["the seeds' claim (RCL thesis §8.2)", "measured here (cycles)", "verdict"], claims,
+                               ["---", "---", "---"])
 
 
 def t_threads(rows, meta):
