@@ -245,7 +245,7 @@ static inline __attribute__((always_inline)) int track_unlock(struct ip_mutex *w
 static inline __attribute__((always_inline)) int glibc_lock(struct ip_mutex *w, pthread_mutex_t *m)
 {
     if (IP_INPLACE(w))
-        return R.mutex_lock(m);
+        return R_INPLACE.mutex_lock(m);
     pthread_mutex_t *gm = IP_POSIX_MUTEX(w);
     if (LL_LIKELY(__atomic_load_n(&gm->__data.__lock, __ATOMIC_RELAXED) == 0))
         return R.mutex_lock(gm);
@@ -255,7 +255,7 @@ static inline __attribute__((always_inline)) int glibc_lock(struct ip_mutex *w, 
 static inline __attribute__((always_inline)) int glibc_unlock(struct ip_mutex *w, pthread_mutex_t *m)
 {
     if (IP_INPLACE(w))
-        return R.mutex_unlock(m);
+        return R_INPLACE.mutex_unlock(m);
     if (SHIM_OBSERVED) /* (IP_OWNERLESS: without an observer only) */
         atomic_store_explicit(&w->owner, 0, memory_order_relaxed);
     return R.mutex_unlock(IP_POSIX_MUTEX(w));
@@ -377,7 +377,7 @@ LL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
     uintptr_t p = atomic_load_explicit(mptr(m), memory_order_acquire), tag = p & IP_TAG_MASK;
     if (tag == IP_FAST_GLIBC) /* posix in place: the wrapper is not read */
-        return R.mutex_lock(m);
+        return R_INPLACE.mutex_lock(m);
     if (LL_LIKELY((tag | 1) == IP_FAST_LAZYT)) { /* IP_FAST_LAZY or IP_FAST_LAZYT */
         uintptr_t z = 0;
         if (LL_LIKELY(atomic_compare_exchange_strong_explicit(lzw(m), &z, self_tag(), memory_order_acquire,
@@ -403,7 +403,7 @@ LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
     uintptr_t p = atomic_load_explicit(mptr(m), memory_order_acquire), tag = p & IP_TAG_MASK;
     if (tag == IP_FAST_GLIBC) /* posix in place */
-        return R.mutex_unlock(m);
+        return R_INPLACE.mutex_unlock(m);
     if (LL_LIKELY((tag | 1) == IP_FAST_LAZYT)) {
         uintptr_t v = self_tag();
         if (LL_LIKELY(atomic_compare_exchange_strong_explicit(lzw(m), &v, 0, memory_order_release, memory_order_relaxed))) {

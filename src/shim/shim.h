@@ -361,6 +361,12 @@ static inline struct shim_real *shim_real_ready(void)
     return &shim_real;
 }
 #define R (*shim_real_ready())
+/* glibc's functions on a path reached only through a mutex whose wrapper
+ * is IP_FAST_GLIBC: that wrapper's set-up (wrapper.c) resolved them before
+ * the wrapper was published, and a reader reaches it through the pointer
+ * word loaded with acquire (or through the wrapper it already sees), so the
+ * pointers are visible without testing shim_resolved again. */
+#define R_INPLACE shim_real
 extern __thread int ip_resolving __attribute__((tls_model("initial-exec")));
 extern __thread int ip_in_setup __attribute__((tls_model("initial-exec")));
 extern __thread int shim_c11_init __attribute__((tls_model("initial-exec"))); /* inside mtx_init */

@@ -52,6 +52,8 @@ void mutex_set_fns(struct ip_mutex *w)
               : w->holds             ? IP_FAST_NODE
               : o->flags & LL_OPS_GLIBC_STATE ? IP_FAST_GLIBC
                                      : IP_FAST_FN;
+    if (w->fast == IP_FAST_GLIBC)
+        (void)shim_real_ready(); /* before the wrapper is published: R_INPLACE (shim.h) */
     int fn = w->fast == IP_FAST_FN || w->fast == IP_FAST_NODE || w->fast == IP_FAST_TRACK;
     w->lockfn = fn ? o->lock : NULL;
     w->unlockfn = fn ? o->unlock : NULL;
