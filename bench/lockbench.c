@@ -504,6 +504,18 @@ int main(int argc, char **argv)
     for (int c = 0; c < ncpu && c < 4096; c++)
         if (!(server_conv && c == server_cpu && ncpu > 1))
             cpus[ncpus_w++] = c;
+    /* Under the server convention the main thread, which wakes every few
+     * milliseconds to watch the run, stays off the server CPU too: there it
+     * would be a normal thread behind a SCHED_FIFO server, which the kernel
+     * lets run only by preempting the server (its fair-share reserve for
+     * starved normal threads), a stall of the server that no lock causes. */
+    if (server_conv && server_cpu >= 0 && ncpu > 1 && cfg.pin) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        for (int i = 0; i < ncpus_w; i++)
+            CPU_SET(cpus[i], &set);
+        pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    }
     for (long i = 0; i < nworkers; i++) {
         w[i].idx = (int)i;
         w[i].cpu = cfg.pin ? cpus[i % ncpus_w] : -1;
