@@ -12,8 +12,9 @@
  * The lock is one word, the tail of the main queue, as in MCS.  A node:
  *   next      the main-queue link (an arrival links itself to its
  *             predecessor's node, as in MCS);
- *   locked    1 while its owner waits, 0 once granted (bit 31 belongs to
- *             the waiting layer);
+ *   locked    W_WAIT (1) while its owner waits, W_HEAD (2) once raised
+ *             (spin-then-park, "Early wake-up" below), 0 once granted (bit
+ *             31 belongs to the waiting layer);
  *   numa      ll_cpu_node of the CPU its thread arrived on (LIBLOCK_NUMA_MAP
  *             assigns nodes to CPUs, so two "nodes" exist on any machine
  *             with two CPUs);
@@ -120,6 +121,8 @@
  *    as the old holder left it, and its own sec and local;
  *  - the owner-only writes into waiting nodes (next, sec_tail) are ordered
  *    from one holder to the next by the same grants;
+ *  - the early wake-up's CAS carries no data (relaxed): it only changes
+ *    how the waiter waits, and LL_PARKED is seen by the CAS itself;
  *  - CAS(tail, n, nil) is release, for the next arrival's acquiring swap;
  *    CAS(tail, n, t) is acq_rel: release for the arrivals that will link
  *    into t after our t.next = nil, acquire for nothing (it reads our own
@@ -131,11 +134,24 @@
  * the waiting layer's argument (src/core/wait.c).  The short wait of a
  * releaser for an arrival that swapped the tail but has not linked pauses
  * (yields under yield, and under spin-then-park after a few hundred
- * pauses, since that arrival may have been preempted).  Under
- * spin-then-park a waiter spins for the spin budget and then sleeps; there
- * is no early wake-up as in mcs.c, because the next holder is chosen only
- * at the release: a hand-off to a waiter that sleeps costs one wake-up in
- * the hand-over.
+ * pauses, since that arrival may have been preempted).
+ *
+ * Early wake-up under spin-then-park (our addition, a reduced form of
+ * mcs.c's).  A waiter spins for the spin budget, then sleeps.  The next
+ * holder is chosen only at the release, but it is usually the holder's
+ * main-queue successor when that one is of the holder's node (on one node,
+ * always).  So a thread that gets the lock after waiting raises that
+ * successor's word from W_WAIT to W_HEAD (a CAS from W_WAIT, with or
+ * without LL_PARKED, never from the grant's 0), and wakes it if it had
+ * parked; the successor, seeing W_HEAD, spins for a new budget before it
+ * sleeps again, so its wake-up overlaps the critical section ahead of it.
+ * The raise is only a hint: a raised waiter that is then moved to the
+ * secondary queue, or passed over, sleeps again after its budget and is
+ * woken by its grant, which is a swap whatever the word holds.  The
+ * successor is alive while the raiser looks at it: it waits behind the
+ * raiser's hold, which cannot be released before lock() returns.  A
+ * futex_wake that arrives after the grant reaches a word in use again is
+ * a spurious wake-up, which every waiter here absorbs.
  *
  * Holds are nodes.  Everything unlock needs (sec, local, numa) is in the
  * per-hold node the API layer and the interposer hand to both lock() and
@@ -166,6 +182,9 @@ struct cna_lock {
 };
 
 _Static_assert(sizeof(struct cna_node) <= LL_NODE_BYTES, "cna node too large");
+
+#define W_WAIT 1u /* queued */
+#define W_HEAD 2u /* spin-then-park: raised by the holder (header, "Early wake-up") */
 
 #define CNA_THRESHOLD_DEFAULT 1024
 #define CNA_THRESHOLD_MAX (1L << 20)
@@ -206,10 +225,36 @@ static inline void node_init(struct cna_node *n, uint32_t locked)
     n->local = 0;
 }
 
+/* Raise n's main-queue successor to W_HEAD if it is of n's node (header,
+ * "Early wake-up"). */
+static void raise_next(struct cna_node *n)
+{
+    struct cna_node *succ = next_of(n);
+    if (!succ || succ->numa != n->numa)
+        return;
+    uint32_t cur = atomic_load_explicit(&succ->locked, memory_order_relaxed);
+    while ((cur & ~LL_PARKED) == W_WAIT) {
+        if (atomic_compare_exchange_weak_explicit(&succ->locked, &cur, W_HEAD, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            if (cur & LL_PARKED)
+                ll_futex_wake(&succ->locked, 1 << 30);
+            return;
+        }
+    }
+}
+
 static LL_SLOW int cna_lock_behind(liblock_t *l, struct cna_node *n, struct cna_node *pred)
 {
+    const int pol = l->_wait;
     atomic_store_explicit(&pred->next, n, memory_order_release);
-    ll_wait_while(&n->locked, 1, l->_wait);
+    if (!parks(pol)) {
+        ll_wait_while(&n->locked, W_WAIT, pol);
+        return 0;
+    }
+    uint32_t v = W_WAIT;
+    while ((v = ll_wait_while(&n->locked, v, pol)) != 0)
+        ; /* W_HEAD: raised, spin a new budget */
+    raise_next(n);
     return 0;
 }
 
@@ -217,7 +262,7 @@ static int cna_lock(liblock_t *l, void *vnode)
 {
     struct cna_lock *s = LL_STATE(l, struct cna_lock);
     struct cna_node *n = vnode;
-    node_init(n, 1);
+    node_init(n, W_WAIT);
     struct cna_node *pred = atomic_exchange_explicit(&s->tail, n, memory_order_acq_rel);
     if (LL_UNLIKELY(pred != NULL))
         return cna_lock_behind(l, n, pred);
@@ -371,7 +416,7 @@ const struct ll_ops ll_ops_cna = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
-    .oversubscribed = "every waiter spins for about one wake-up on its own node, then sleeps there; the next holder is chosen at the release (a waiter of the holder's NUMA node first), so there is no early wake-up: a hand-off to a sleeping waiter costs one wake-up in the hand-over; FIFO on one node",
+    .oversubscribed = "every waiter spins for about one wake-up on its own node, then sleeps there; a thread that gets the lock wakes its queue successor if that one is of its NUMA node (on one node, always), so the likely next holder's wake-up overlaps the critical section; the others are woken by their grant; FIFO on one node",
     .state_size = sizeof(struct cna_lock),
     .node_size = sizeof(struct cna_node),
     .init = cna_init,
