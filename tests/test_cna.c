@@ -262,6 +262,15 @@ static int model_release(int who)
 }
 
 /* ---- events ---- */
+/* t calls lock() on the held lock; returns once its node is the tail. */
+static void queue_up(int t)
+{
+    acks_expected[t]++; /* completes at its admission */
+    send(t, C_LOCK);
+    await_tail(W[t].node);
+    usleep(100); /* time to link (a hint only: see the header) */
+}
+
 static void ev_lock(int t)
 {
     int before = atomic_load(&nlog);
@@ -275,10 +284,7 @@ static void ev_lock(int t)
         next_fifo_seq = arrivals_seq[t] + 1;
         return;
     }
-    send(t, C_LOCK);
-    acks_expected[t]++; /* completes at its admission */
-    await_tail(W[t].node);
-    usleep(100); /* time to link (a hint only: see the header) */
+    queue_up(t);
     CHECK(atomic_load(&nlog) == before, "a lock() on a held lock was admitted at once");
     mainq[nmain++] = t;
     waiting[t] = 1;
@@ -464,14 +470,8 @@ static void exit_round(void *held)
     pthread_join(a, NULL);
     CHECK(probe("tail") != 0, "the exited thread does not hold the lock");
     int before = atomic_load(&nlog);
-    acks_expected[1]++;
-    send(1, C_LOCK); /* node 1 */
-    await_tail(W[1].node);
-    usleep(100);
-    acks_expected[2]++;
-    send(2, C_LOCK); /* node 0 */
-    await_tail(W[2].node);
-    usleep(100);
+    queue_up(1); /* node 1 */
+    queue_up(2); /* node 0 */
     CHECK_EQ(atomic_load(&nlog), before);
     ops->unlock(&L, held); /* the controller releases the exited thread's hold */
     int first = wait_admission(before + 1);
@@ -508,8 +508,6 @@ static void relock_round(void **nodes)
     atomic_store(&relock_stage, 0);
     pthread_t a;
     pthread_create(&a, NULL, relocker, nodes);
-    while (atomic_load(&relock_stage) < 1)
-        usleep(10);
     await_tail(nodes[1]); /* the second hold has queued */
     CHECK_EQ(atomic_load(&relock_stage), 1);
     ops->unlock(&L, nodes[0]); /* not the thread that locked it */

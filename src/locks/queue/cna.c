@@ -93,17 +93,25 @@
  * on; a release that finds it at H splices, whether or not a waiter of its
  * own node waits.  So a secondary queue is spliced back at most H critical
  * sections after it became non-empty, and a waiter moved into it waits
- * there through at most H critical sections of other threads.  At the
+ * there through at most H critical sections of other threads; at the
  * splice the queue's eldest waiter gets the lock.  With two nodes (the
  * tests' LIBLOCK_NUMA_MAP=0,1) every node of the spliced queue is of the
- * new holder's node, so the spliced waiters are each granted in turn, as
- * local hand-offs with an empty secondary queue: a waiter moved into the
+ * new holder's node, so the spliced waiters are granted in turn, as local
+ * hand-offs with an empty secondary queue: a waiter moved into the
  * secondary queue is admitted after at most H + (T - 2) critical sections
  * of other threads, T being the number of threads that use the lock (at
- * most T - 2 waiters are ahead of it in the secondary queue).  With more
- * nodes a spliced waiter can be moved again, but each splice admits the
- * eldest secondary waiter and nothing enters the secondary queue ahead of
- * an older waiter, so every waiter is admitted: starvation-free.
+ * most T - 2 waiters are ahead of it in the secondary queue).
+ * Any number of nodes: for a waiter w, let P be the number of waiters
+ * ahead of w in the order "secondary queue, then main queue" (the order
+ * a splice produces).  Arrivals join behind w; a move takes nodes from the
+ * main queue's front to the secondary queue's end, which keeps everyone's
+ * side of w; a splice keeps the order.  So P never grows, and a grant to a
+ * waiter ahead of w lowers it.  A grant to a waiter behind w happens only
+ * while the secondary queue is non-empty (w in it, or w skipped and moved
+ * by that very release), so at most H of them come in a row before a
+ * splice or a requeue grants the secondary queue's head, which is w or
+ * ahead of it.  Hence w is admitted after at most P0 + (P0 + 1) H
+ * hand-offs, P0 <= T - 2: starvation-free.
  * On one node every waiter is the holder's: no node is ever moved, the
  * scan never runs, and the lock is MCS (FIFO).
  *
