@@ -36,7 +36,9 @@
  * across locks.  The 48-bit block counter does not wrap in a program's
  * life (2^48 blocks).  After fork() the child continues its parent's
  * counters: the same values exist in both processes, which share no lock
- * (the interposer rebuilds each lock in the child).
+ * (the interposer rebuilds each lock in the child, and leaves
+ * process-shared mutexes to glibc); uniqueness is per process, so a hapax
+ * lock must not be shared between processes.
  *
  * The hold (our change).  The holder's hapax is kept in the per-hold node
  * the API layer and the interposer hand to lock() and unlock() (it stays
