@@ -24,8 +24,8 @@
  * Hapax values.  A value must never be taken twice while a waiter could
  * still be waiting for it, or a waiter behind a value reused by a later
  * holder could enter with its real predecessor still inside.  We make
- * values unique in the process for its lifetime, as the paper's block
- * allocator does: a global 64-bit counter hands out blocks of 2^16 values
+ * values unique in the process for its lifetime with a global block
+ * allocator, as the paper is described to do: a global 64-bit counter hands out blocks of 2^16 values
  * (block b is [b << 16, (b + 1) << 16)); a thread takes values from its
  * current block with a private increment and a new block (one fetch-add on
  * the global counter) when the low 16 bits wrap to 0.  The first value of
@@ -50,8 +50,9 @@
  * an unlock of a node without a value is ignored (a second unlock of one
  * hold).
  *
- * Waiting (our construction, after the waiting array of the source and
- * of TWA).  Polling Depart would make every waiter's cache miss on every
+ * Waiting (our construction, after the waiting array the source is
+ * described to use and that of D. Dice and A. Kogan, "TWA -- Ticket Locks
+ * Augmented with a Waiting Array", Euro-Par 2019).  Polling Depart would make every waiter's cache miss on every
  * release, as in a ticket lock.  Instead a waiter behind pred waits on
  * slot(L, pred), one word of a global array of 1024 cache-line words,
  * hashed from the lock's address and pred: consecutive waiters of one lock
@@ -85,7 +86,7 @@
  *    (the last arrival); so each hold has at most one successor, and the
  *    swap order is the admission order (FIFO, starvation-free);
  *  - Depart holds the value of the last hold released (0 initially); it
- *    changes only in unlock, by the holder's hold; a waiter behind pred is
+ *    changes only in the unlock of the current hold; a waiter behind pred is
  *    admitted when Depart == pred, and Depart cannot pass pred before that
  *    waiter has itself been admitted and released, so the wait is exact;
  *  - Arrive == Depart iff the lock is free with nobody waiting: every
