@@ -26,8 +26,8 @@
  *          third thread (each queueing seen as a change of `arrive`).
  *  values  One thread takes more holds than a block has values (2^16 - 1),
  *          then short-lived threads take a few each, one after the other:
- *          values read from
- *          `arrive` inside each hold increase strictly within a thread,
+ *          values read from `arrive` inside each hold increase strictly
+ *          within a thread (across the block boundary too),
  *          every new thread's first value exceeds every value taken before
  *          (an exited thread's block is not reused), and none repeats.
  * Each under spin, yield, spin-then-park, and spin-then-park with
