@@ -210,23 +210,29 @@ static inline int word_locked(struct shfl_lock *s)
     return atomic_load_explicit(&s->word, memory_order_relaxed) & W_LOCKED;
 }
 
-/* One shuffle pass by the head h (header, "Shuffling"). */
-static void shuffle(struct shfl_lock *s, struct shfl_node *h)
+/* One shuffle pass by the head h (header, "Shuffling").  Returns the node
+ * whose nil next ended the walk (the end of the queue as the pass saw it),
+ * or nil if it stopped for the cap or a free word. */
+static struct shfl_node *shuffle(struct shfl_lock *s, struct shfl_node *h)
 {
     const int nid = h->nid;
     const uint32_t cap = s->max_batch;
     uint64_t moved = 0;
     if (h->batch == 0)
         h->batch = 1; /* a new batch of our node */
-    struct shfl_node *last = h, *prev = h;
+    struct shfl_node *last = h, *prev = h, *end = NULL;
     while (last->batch < cap && word_locked(s)) {
         struct shfl_node *cur = atomic_load_explicit(&prev->next, memory_order_acquire);
-        if (!cur)
+        if (!cur) {
+            end = prev;
             break;
+        }
         struct shfl_node *nx = atomic_load_explicit(&cur->next, memory_order_acquire);
         if (cur->nid != nid) {
-            if (!nx)
+            if (!nx) {
+                end = cur;
                 break;
+            }
             prev = cur;
             continue;
         }
@@ -236,8 +242,10 @@ static void shuffle(struct shfl_lock *s, struct shfl_node *h)
             last = prev = cur;
             continue;
         }
-        if (!nx)
-            break; /* maybe the tail: never moved */
+        if (!nx) {
+            end = cur; /* maybe the tail: never moved */
+            break;
+        }
         atomic_store_explicit(&prev->next, nx, memory_order_relaxed);
         atomic_store_explicit(&cur->next, atomic_load_explicit(&last->next, memory_order_relaxed),
                               memory_order_relaxed);
@@ -250,12 +258,24 @@ static void shuffle(struct shfl_lock *s, struct shfl_node *h)
         atomic_store_explicit(&s->moves, atomic_load_explicit(&s->moves, memory_order_relaxed) + moved,
                               memory_order_relaxed);
     bump(&s->passes);
+    return end;
+}
+
+/* Is there something new for a pass?  Before the first one: a successor;
+ * after one: a node linked behind the end it saw (it is still queued: no
+ * node behind the head leaves before it). */
+static inline int new_arrival(struct shfl_node *n, int passed, struct shfl_node *end)
+{
+    if (!passed)
+        return atomic_load_explicit(&n->next, memory_order_relaxed) != NULL;
+    return end && atomic_load_explicit(&end->next, memory_order_relaxed) != NULL;
 }
 
 /* The head: shuffle while the word is locked, wait on it, take it. */
 static void head_wait(struct shfl_lock *s, struct shfl_node *n, int policy)
 {
-    struct shfl_node *seen = NULL; /* the tail at our last pass */
+    struct shfl_node *end = NULL; /* where our last pass ended */
+    int passed = 0;
     for (;;) {
         uint32_t w = atomic_load_explicit(&s->word, memory_order_relaxed) & ~LL_PARKED;
         if (!(w & W_LOCKED)) {
@@ -264,10 +284,9 @@ static void head_wait(struct shfl_lock *s, struct shfl_node *n, int policy)
                 return;
             continue;
         }
-        struct shfl_node *t = atomic_load_explicit(&s->tail, memory_order_relaxed);
-        if (t != seen && t != n) {
-            shuffle(s, n);
-            seen = t;
+        if (new_arrival(n, passed, end)) {
+            end = shuffle(s, n);
+            passed = 1;
         }
         if (parks(policy)) {
             struct shfl_node *succ = atomic_load_explicit(&n->next, memory_order_acquire);
@@ -282,7 +301,7 @@ static void head_wait(struct shfl_lock *s, struct shfl_node *n, int policy)
         int counted = 0;
         while ((atomic_load_explicit(&s->word, memory_order_acquire) & ~LL_PARKED) == w) {
             ll_wait_step(policy);
-            if ((++k & 63) == 0 && atomic_load_explicit(&s->tail, memory_order_relaxed) != seen)
+            if ((++k & 63) == 0 && new_arrival(n, passed, end))
                 break;
             if (policy == LIBLOCK_WAIT_SPIN && LL_UNLIKELY((k & LL_SPIN_CHECK_MASK) == 0))
                 ll_spin_note_slow(&start, &counted);
