@@ -1,6 +1,6 @@
 /*
  * test_parking_races - park/unpark races: spin, ttas, ticket, clh, hemlock, mcs,
- * reciprocating under spin-then-park with LIBLOCK_SPIN_NS=0 (every waiter
+ * reciprocating, shfllock under spin-then-park with LIBLOCK_SPIN_NS=0 (every waiter
  * parks at once)
  * and tiny critical sections, so that parking and waking race on nearly
  * every hand-off; a lost wake-up hangs and the bound fails it.  The same
@@ -15,7 +15,8 @@ int main(int argc, char **argv)
     int rc = parking_start(argv, 600, parking_count_child);
     if (rc >= 0)
         return rc;
-    static const char *const parkers[] = {"spin", "ttas", "ticket", "clh", "hemlock", "mcs", "reciprocating"};
+    static const char *const parkers[] = {"spin", "ttas", "ticket", "clh", "hemlock", "mcs", "reciprocating",
+                                          "shfllock"};
     long per = th_scale_small() ? 1000 : 10000;
     for (size_t i = 0; i < sizeof parkers / sizeof *parkers; i++) {
         for (int n = 2; n <= 8; n *= 2) {
