@@ -144,7 +144,7 @@ struct shfl_lock {
     _Atomic uint32_t word;
     _Atomic(struct shfl_node *) tail; /* same line: unlock reads both */
     uint32_t max_batch;
-    LL_ALIGNED _Atomic uint64_t passes, moves, closed; /* test probes, off the word's line */
+    _Atomic uint64_t passes, moves, closed; /* test probes (written by the head, and failed trylocks) */
 };
 
 _Static_assert(sizeof(struct shfl_node) <= LL_NODE_BYTES, "shfllock node too large");
