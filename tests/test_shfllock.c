@@ -16,7 +16,8 @@
  *             waiters ahead of it is passed by at most k (cap - 1) later
  *             arrivals;
  *  barge      a waiter queues behind the main thread, which then unlocks
- *             and trylocks in a row: at most 4 trylocks succeed while the
+ *             (under spin-then-park once it sleeps on the word) and
+ *             trylocks in a row: at most 4 trylocks succeed while the
  *             waiter has not been admitted (the fast path's cap), the
  *             waiter is admitted in the end, and afterwards, with nobody
  *             queued, trylock of the free lock always succeeds (the unlock
@@ -249,6 +250,9 @@ static void barge_round(int policy, void *mn, void *wn)
     pthread_create(&w, NULL, barge_waiter, wn);
     while (probe("tail") != (int64_t)(intptr_t)wn)
         sched_yield();
+    if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK)
+        while (!(probe("word") & LL_PARKED)) /* asleep on the word: our trylocks run while it wakes */
+            sched_yield();
     int in_row = 0, held = 1;
     for (int r = 0; r < 50; r++) {
         ops->unlock(&L, mn);
