@@ -42,7 +42,11 @@
  * Shuffling (our choice of who: the paper passes the shuffler role among
  * waiters near the head; here it is the head itself, the waiter that spins
  * on the word, so there is one shuffler per lock by construction).  While
- * the word is locked the head walks the queue behind it.  A batch is a run
+ * the word is locked the head walks the queue behind it: once it has a
+ * successor, and again when a node has linked behind the node whose nil
+ * next ended its last walk (under spin and yield it looks every 64 polls of
+ * the word; under spin-then-park when it wakes with the word still locked).
+ * A walk that stopped at the cap is not repeated.  A batch is a run
  * of waiters of one NUMA node right behind the head; `batch` numbers its
  * members 1, 2, ... (0: in no batch).  A head with batch 0 starts a batch
  * of its node (batch = 1).  Walking from the batch's last member, a waiter
