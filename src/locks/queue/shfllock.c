@@ -424,7 +424,7 @@ const struct ll_ops ll_ops_shfllock = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
                 LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
-    .oversubscribed = "only the queue's head (on the lock word) and the waiter behind it spin, then sleep; the others sleep at once; the head, while the lock is held, shuffles the queue and wakes the waiter that will follow it, so that waiter runs by its turn; a running thread may take a free lock in one CAS, at most 4 times before the head's next turn; not FIFO, bypass bounded",
+    .oversubscribed = "only the queue's head (on the lock word) and the waiter behind it spin, then sleep; the others sleep at once; the head, while the lock is held, shuffles the queue and wakes the waiter that will follow it, so that waiter is running by its turn; a running thread may take a free lock in one CAS, at most 4 times before the head's next turn; not FIFO, bypass bounded",
     .state_size = sizeof(struct shfl_lock),
     .node_size = sizeof(struct shfl_node),
     .init = shfl_init,
