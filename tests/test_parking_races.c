@@ -1,6 +1,6 @@
 /*
  * test_parking_races - park/unpark races: spin, ttas, ticket, clh, cna, hemlock,
- * mcs, reciprocating, hapax under spin-then-park with LIBLOCK_SPIN_NS=0 (every
+ * mcs, reciprocating, hapax, shfllock under spin-then-park with LIBLOCK_SPIN_NS=0 (every
  * waiter parks at once) and tiny critical sections, so that parking and
  * waking race on nearly every hand-off; a lost wake-up hangs and the bound fails it.  The same
  * for the barging lock() of oyama and hybcomb, alone and mixed with
@@ -14,7 +14,8 @@ int main(int argc, char **argv)
     int rc = parking_start(argv, 600, parking_count_child);
     if (rc >= 0)
         return rc;
-    static const char *const parkers[] = {"spin", "ttas", "ticket", "clh", "cna", "hemlock", "mcs", "reciprocating", "hapax"};
+    static const char *const parkers[] = {"spin", "ttas", "ticket", "clh", "cna", "hemlock", "mcs", "reciprocating", "hapax",
+                                          "shfllock"};
     long per = th_scale_small() ? 1000 : 10000;
     for (size_t i = 0; i < sizeof parkers / sizeof *parkers; i++) {
         for (int n = 2; n <= 8; n *= 2) {

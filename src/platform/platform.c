@@ -314,6 +314,7 @@ static int many_nodes(void)
     if (LL_LIKELY(st))
         return st > 0;
     LL_KEEP_ERRNO;
+    LL_NO_CANCEL; /* reached from a lock call on first need (the open and read are cancellation points) */
     char buf[64];
     ll_read_file("/sys/devices/system/node/online", buf, sizeof buf);
     st = buf[0] && strcmp(buf, "0\n") != 0 && strcmp(buf, "0") != 0 ? 1 : -1;
