@@ -18,7 +18,8 @@
  *    tid is in another process), -1 with the fallback (another process's
  *    thread clock is refused);
  *  - tids <= 0 are -1.
- * With none, every tid is -1.
+ * With none, every tid is -1.  Only with ebpf does the process map the BPF
+ * map, and only from its first call on (nothing happens at start-up).
  * "Eventually": polled until seen, bounded only by a 30 s deadline that a
  * working mechanism never reaches (one context switch suffices), so no
  * timing is asserted.  A value seen once is not asserted to stay.
@@ -137,11 +138,28 @@ static void preempted_check(struct worker *w, pid_t wt)
     (void)w;
 }
 
+/* whether this process maps a BPF map */
+static int maps_bpf(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int found = 0;
+    while (f && fgets(line, sizeof line, f))
+        found |= strstr(line, "anon_inode:bpf-map") != NULL;
+    if (f)
+        fclose(f);
+    return found;
+}
+
 static int run_checks(const char *mech)
 {
     th_context = mech;
+    if (strcmp(mech, "ebpf") == 0)
+        CHECK(!maps_bpf(), "the map is mapped before the first call");
     CHECK(strcmp(ll_oncpu_mechanism(), mech) == 0, "mechanism %s (%s)", ll_oncpu_mechanism(), ll_oncpu_reason());
     printf("%s: %s\n", mech, ll_oncpu_reason());
+    CHECK(maps_bpf() == (strcmp(mech, "ebpf") == 0), "the map is %smapped after the first call",
+          maps_bpf() ? "" : "not ");
     CHECK_EQ(ll_oncpu(0), -1);
     CHECK_EQ(ll_oncpu(-3), -1);
     if (strcmp(mech, "none") == 0) {

@@ -9,6 +9,8 @@
 #  - `liblock list` (run as root) reports the ebpf mechanism, and as an
 #    unprivileged user (when `su nobody` works) the fallback, with the
 #    cause; LIBLOCK_ONCPU=none reports none;
+#  - a program under the interposer that never calls ll_oncpu does not
+#    map the BPF map (nothing is resolved at start-up);
 #  - unload exits 0, removes both pins, status exits 3 and counts no
 #    program, and /sys/fs/bpf is mounted afterwards exactly when it was
 #    before the test;
@@ -23,7 +25,7 @@ export LIBLOCK_BUILD="$build"
 L="tools/liblock"
 map=/sys/fs/bpf/liblock/oncpu_map link=/sys/fs/bpf/liblock/oncpu_link
 bpffs_before=$(mount | grep -c " /sys/fs/bpf type bpf")
-progs() { $L oncpu status | sed -n 's/^programs: \([0-9-]*\) .*/\1/p'; }
+progs() { "$build/bin/liblock-oncpu" status | sed -n 's/^programs: \([0-9-]*\) .*/\1/p'; }
 list_line() { grep -F "thread on a CPU (ll_oncpu)" <<<"$1"; }
 
 out=$(LIBLOCK_ONCPU=none $L list 2>&1)
@@ -63,6 +65,9 @@ if su nobody -s /bin/sh -c "test -x '$build/bin/liblock-info'" 2>/dev/null; then
 else
   skip "liblock-info as an unprivileged user: su nobody cannot run $build/bin/liblock-info"
 fi
+
+n=$($L run --lock mcs -- grep -c anon_inode:bpf-map /proc/self/maps)
+[ "$n" = 0 ] && ok || fail "a program under the interposer maps the BPF map at start-up ($n)"
 
 $L oncpu unload >"$tmp/o" 2>&1 && ok || fail "unload: $(cat "$tmp/o")"
 [ ! -e "$map" ] && [ ! -e "$link" ] && ok || fail "pins left after unload: $(ls /sys/fs/bpf/liblock 2>&1)"

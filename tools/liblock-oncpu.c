@@ -5,7 +5,9 @@
  *
  *   liblock-oncpu load     load and pin it, unless it is already (exit 0)
  *   liblock-oncpu unload   remove the pins; the program goes with its link
- *   liblock-oncpu status   what is pinned and loaded (exit 0 loaded, 3 not)
+ *   liblock-oncpu status   what is pinned and loaded (exit 0 loaded, 3 not);
+ *                          with kernel.bpf_stats_enabled=1, the program's
+ *                          runs and its mean time per run
  *
  * What is loaded: an array map (BPF_F_MMAPABLE, 8-byte values, one byte
  * per tid: tid t is byte t of the mapping; size from pid_max) and a raw
@@ -534,6 +536,16 @@ static int do_status(void)
     printf("\nlink: %s", pid ? LL_ONCPU_LINK_PIN : "none");
     if (pid)
         printf(" (program id %u%s)", pid, live ? "" : ", gone");
+    union bpf_attr g;
+    memset(&g, 0, sizeof g);
+    g.prog_id = pid;
+    long pfd = live ? ll_bpf(BPF_PROG_GET_FD_BY_ID, &g, sizeof g) : -1;
+    struct bpf_prog_info pi;
+    if (pfd >= 0 && obj_info((int)pfd, &pi, sizeof pi) == 0 && pi.run_cnt > 0) /* kernel.bpf_stats_enabled=1 */
+        printf("\nruns: %llu, %.1f ns each", (unsigned long long)pi.run_cnt,
+               (double)pi.run_time_ns / (double)pi.run_cnt);
+    if (pfd >= 0)
+        close((int)pfd);
     printf("\nprograms: %d named %s in the kernel\n", geteuid() == 0 ? count_progs() : -1, LL_ONCPU_NAME);
     printf("this process: %s\n", ll_oncpu_reason());
     if (mfd >= 0)
