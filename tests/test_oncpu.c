@@ -26,7 +26,9 @@
  *
  * ebpf needs root: the test loads the program with BUILD/bin/liblock-oncpu
  * when it is not loaded and unloads it at the end only then; and, only
- * then, checks that a process that mapped the map reads -1 after the
+ * then, checks that a thread of a process blocked since before the load
+ * (it never switches afterwards) is eventually 0 and, once woken to spin,
+ * 1; and that a process that mapped the map reads -1 after the
  * unload, and that LIBLOCK_ONCPU=ebpf without a map gives none.  Not root:
  * SKIP for the ebpf parts, and LIBLOCK_ONCPU=ebpf gives none.
  */
@@ -34,6 +36,7 @@
 #include "internal.h"
 
 #include <sched.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 
 #define DEADLINE_NS (30ull * 1000000000ull)
@@ -89,7 +92,8 @@ static void *worker_main(void *arg)
             char c;
             if (read(w->pipe[0], &c, 1) != 1)
                 break;
-            atomic_store(&w->mode, 0);
+            int one = 1; /* back to spinning, unless told to leave meanwhile */
+            atomic_compare_exchange_strong(&w->mode, &one, 0);
         }
     }
     return NULL;
@@ -227,6 +231,7 @@ static int in_child(const char *mech)
     fflush(stdout);
     pid_t p = fork();
     if (p == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* not outliving a parent killed by its watchdog */
         setenv("LIBLOCK_ONCPU", mech, 1);
         int r = run_checks(mech);
         printf("%s: %d checks, %d failed\n", mech, th_checks, th_failures);
@@ -263,6 +268,41 @@ static void forced_ebpf_gives_none(void)
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ll_oncpu is not -1 there");
 }
 
+/* A thread blocked since before the load (it never switches afterwards)
+ * is eventually 0; once woken to spin on another CPU, 1.  Told `go` after
+ * the load; before it, nothing here calls ll_oncpu. */
+static int before_load(int ready, int go)
+{
+    struct worker w = {0};
+    pthread_t t;
+    if (pipe(w.pipe) != 0)
+        return 1;
+    atomic_store(&w.mode, 1);
+    if (pthread_create(&t, NULL, worker_main, &w) != 0)
+        return 1;
+    pid_t wt;
+    while (!(wt = atomic_load(&w.tid)))
+        ;
+    char c;
+    if (write(ready, "r", 1) != 1 || read(go, &c, 1) != 1)
+        return 1;
+    setenv("LIBLOCK_ONCPU", "ebpf", 1);
+    th_context = "ebpf, a thread from before the load";
+    CHECK(eventually(wt, 0), "a thread blocked since before the load: ll_oncpu = %d", ll_oncpu(wt));
+    if (cpu_b >= 0) {
+        ll_pin_self(cpu_a);
+        ll_pin_thread(t, cpu_b);
+    }
+    CHECK_EQ(write(w.pipe[1], "x", 1), 1); /* it spins from now on */
+    if (cpu_b >= 0)
+        CHECK(eventually(wt, 1), "the thread from before the load is not seen running once it spins");
+    atomic_store(&w.mode, 2);
+    CHECK_EQ(write(w.pipe[1], "x", 1), 1);
+    pthread_join(t, NULL);
+    fflush(stdout);
+    return th_failures ? 1 : 0;
+}
+
 static int helper(const char *self, const char *cmd)
 {
     char path[4096], line[4200];
@@ -291,16 +331,39 @@ int main(int argc, char **argv)
             forced_ebpf_gives_none();
             continue;
         }
-        int loaded_here = 0;
+        int loaded_here = 0, pre_ready[2] = {-1, -1}, pre_go[2] = {-1, -1};
+        pid_t pre = -1;
         if (helper(argv[0], "status >/dev/null") != 0) {
+            /* a process with a thread from before the load */
+            if (pipe(pre_ready) == 0 && pipe(pre_go) == 0) {
+                fflush(stdout);
+                pre = fork();
+                if (pre == 0) {
+                    prctl(PR_SET_PDEATHSIG, SIGKILL);
+                    _exit(before_load(pre_ready[1], pre_go[0]));
+                }
+                char c;
+                if (read(pre_ready[0], &c, 1) != 1)
+                    CHECK(0, "the process with a thread from before the load did not start");
+            }
             int r = helper(argv[0], "load");
             CHECK(r == 0, "liblock-oncpu load exited %d", r);
+            if (pre > 0) {
+                CHECK(write(pre_go[1], "x", 1) == 1, "write");
+                int st;
+                waitpid(pre, &st, 0);
+                th_context = "ebpf, a thread from before the load";
+                CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d", st);
+            }
+            for (int k = 0; k < 2; k++) {
+                close(pre_ready[k]);
+                close(pre_go[k]);
+            }
             if (r != 0)
                 continue;
             loaded_here = 1;
         }
         CHECK_EQ(in_child("ebpf"), 0);
-        ran++;
         if (!loaded_here) {
             th_skip("ebpf: loaded before the test, left loaded: its unload is not tested here");
             continue;
