@@ -14,6 +14,7 @@
 #  - unload exits 0, removes both pins, status exits 3 and counts no
 #    program, and /sys/fs/bpf is mounted afterwards exactly when it was
 #    before the test;
+#  - four loads started at once make one program and one bpffs mount;
 #  - `liblock run --lock mcs -- true` loads it (and leaves it loaded: it is
 #    shared by every later process); with LIBLOCK_ONCPU=fallback it does
 #    not.  What the test loaded it unloads.
@@ -75,6 +76,14 @@ $L oncpu status >"$tmp/s2"; rc=$?
 [ $rc -eq 3 ] && ok || fail "status after unload: exit $rc"
 [ "$(progs)" = 0 ] && ok || fail "programs: $(progs) after unload"
 [ "$(mount | grep -c " /sys/fs/bpf type bpf")" = "$bpffs_before" ] && ok || fail "bpffs mounted: $bpffs_before before, not after"
+
+for i in 1 2 3 4; do "$build/bin/liblock-oncpu" load >"$tmp/p$i" 2>&1 & done
+wait
+[ "$(progs)" = 1 ] && [ "$(mount | grep -c " /sys/fs/bpf type bpf")" = 1 ] && ok \
+  || fail "four loads at once: programs $(progs), bpffs mounted $(mount | grep -c " /sys/fs/bpf type bpf") times: $(cat "$tmp"/p*)"
+"$build/bin/liblock-oncpu" unload >/dev/null
+[ ! -e "$map" ] && [ "$(progs)" = 0 ] && [ "$(mount | grep -c " /sys/fs/bpf type bpf")" = "$bpffs_before" ] && ok \
+  || fail "unload after four loads at once"
 
 LIBLOCK_ONCPU=fallback $L run --lock mcs -- true && ok || fail "liblock run (fallback forced) failed"
 [ ! -e "$map" ] && ok || fail "liblock run with LIBLOCK_ONCPU=fallback loaded the program"

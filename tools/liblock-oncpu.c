@@ -23,8 +23,8 @@
  * only given to GPL-compatible programs.
  *
  * Invariants:
- *  - One program: load runs under an exclusive flock on the pin directory
- *    and returns early when both pins are there, so two loads (two
+ *  - One program: load and unload run under an exclusive flock (on /sys/fs,
+ *    which holds the bpffs mount point), and load returns early when both pins are there, so two loads (two
  *    `liblock run` at once) make one program.
  *  - The map's pin is made last, after the link's: a process that finds the
  *    map finds it written by an attached program, initialised.
@@ -330,9 +330,12 @@ static int bpffs_mounted(void)
     return statfs(LL_ONCPU_BPFFS, &s) == 0 && (unsigned long)s.f_type == BPFFS_MAGIC;
 }
 
+/* Load and unload exclude each other with a flock on the directory that
+ * holds the bpffs mount point: it exists before the mount and stays the
+ * same inode after it, so two loaders cannot both mount bpffs. */
 static int dir_lock(void)
 {
-    int d = open(LL_ONCPU_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int d = open("/sys/fs", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (d >= 0)
         flock(d, LOCK_EX);
     return d;
@@ -380,6 +383,9 @@ static void remove_pins(void)
 
 static int do_load(void)
 {
+    int d = dir_lock();
+    if (d < 0)
+        return die("open /sys/fs", errno);
     if (!bpffs_mounted()) {
         if (mount("bpf", LL_ONCPU_BPFFS, "bpf", 0, "mode=0755") != 0)
             return die("mount bpffs at " LL_ONCPU_BPFFS, errno);
@@ -389,9 +395,6 @@ static int do_load(void)
     } else if (mkdir(LL_ONCPU_DIR, 0755) != 0 && errno != EEXIST) {
         return die("mkdir " LL_ONCPU_DIR, errno);
     }
-    int d = dir_lock();
-    if (d < 0)
-        return die("open " LL_ONCPU_DIR, errno);
     size_t len;
     int mfd = ll_oncpu_map_open(0, &len);
     uint32_t pid = link_prog_id();
@@ -471,11 +474,11 @@ static int do_load(void)
 
 static int do_unload(void)
 {
+    int d = dir_lock();
     if (!bpffs_mounted() || access(LL_ONCPU_DIR, F_OK) != 0) {
         printf("not loaded\n");
         return 0;
     }
-    int d = dir_lock();
     size_t len = 0;
     int mfd = ll_oncpu_map_open(0, &len);
     uint32_t pid = link_prog_id();
@@ -498,8 +501,6 @@ static int do_unload(void)
     }
     int mounted_here = access(MOUNTED_MARK, F_OK) == 0;
     rmdir(MOUNTED_MARK);
-    if (d >= 0)
-        close(d);
     rmdir(LL_ONCPU_DIR);
     if (mounted_here) {
         DIR *dir = opendir(LL_ONCPU_BPFFS);
@@ -514,6 +515,8 @@ static int do_unload(void)
         if (empty)
             umount(LL_ONCPU_BPFFS);
     }
+    if (d >= 0)
+        close(d);
     printf(pid || mfd >= 0 ? "unloaded\n" : "not loaded\n");
     return 0;
 }
