@@ -8,7 +8,8 @@
 #    kernel; a second load says "already loaded" and the count stays 1;
 #  - `liblock list` (run as root) reports the ebpf mechanism, and as an
 #    unprivileged user (when `su nobody` works) the fallback, with the
-#    cause; LIBLOCK_ONCPU=none reports none;
+#    cause, and its status says loaded, not verified; LIBLOCK_ONCPU=none
+#    reports none;
 #  - a program under the interposer that never calls ll_oncpu does not
 #    map the BPF map (nothing is resolved at start-up);
 #  - unload exits 0, removes both pins, status exits 3 and counts no
@@ -63,6 +64,8 @@ case "$(list_line "$out")" in *"ebpf: sched_switch program"*) ok ;; *) fail "roo
 if su nobody -s /bin/sh -c "test -x '$build/bin/liblock-info'" 2>/dev/null; then
   out=$(su nobody -s /bin/sh -c "'$build/bin/liblock-info' --machine" 2>&1)
   case "$out" in *'"oncpu": "fallback"'*"not root"*) ok ;; *) fail "as nobody: $out" ;; esac
+  out=$(su nobody -s /bin/sh -c "'$build/bin/liblock-oncpu' status"); rc=$?
+  [ $rc -eq 0 ] && grep -q "^loaded: yes, not verified" <<<"$out" && ok || fail "status as nobody: exit $rc, $out"
 else
   skip "liblock-info as an unprivileged user: su nobody cannot run $build/bin/liblock-info"
 fi

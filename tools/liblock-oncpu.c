@@ -280,7 +280,7 @@ static long obj_info(int fd, void *info, unsigned len)
 /* the prog id of the pinned link, 0 if none */
 static uint32_t link_prog_id(void)
 {
-    int fd = obj_get(LL_ONCPU_LINK_PIN, 0);
+    int fd = obj_get(LL_ONCPU_LINK_PIN, 0); /* a link opens read-write only */
     if (fd < 0)
         return 0;
     struct bpf_link_info li;
@@ -527,18 +527,33 @@ static int do_status(void)
     int mounted = bpffs_mounted();
     int mfd = mounted ? ll_oncpu_map_open(BPF_F_RDONLY, &len) : -ENOENT;
     uint32_t pid = mounted ? link_prog_id() : 0;
-    int live = pid && prog_exists(pid);
+    int root = geteuid() == 0;
+    /* only root may look a program up by id, or open the link (mode 0444) */
+    int live = pid ? !root || prog_exists(pid) : !root && access(LL_ONCPU_LINK_PIN, F_OK) == 0;
     int loaded = mfd >= 0 && live;
-    printf("loaded: %s\n", loaded ? "yes" : "no");
+    /* a user who may not call bpf() sees the pins but cannot check them */
+    int unverified = !loaded && (mfd == -EPERM || mfd == -EACCES) && access(LL_ONCPU_MAP_PIN, F_OK) == 0 &&
+                     access(LL_ONCPU_LINK_PIN, F_OK) == 0;
+    if (unverified)
+        printf("loaded: yes, not verified (pins present; this user cannot open them: %s)\n", strerror(-mfd));
+    else if (loaded && !root)
+        printf("loaded: yes, not verified (pins present; only root can check the program)\n");
+    else
+        printf("loaded: %s\n", loaded ? "yes" : "no");
+    loaded |= unverified;
     printf("bpffs: %s\n", mounted ? "mounted at " LL_ONCPU_BPFFS : "not mounted at " LL_ONCPU_BPFFS);
     printf("map: %s", mfd >= 0 ? LL_ONCPU_MAP_PIN : "none");
     if (mfd >= 0)
         printf(" (%zu tids)", len);
     else if (mfd != -ENOENT)
         printf(" (%s)", strerror(-mfd));
-    printf("\nlink: %s", pid ? LL_ONCPU_LINK_PIN : "none");
+    printf("\nlink: %s", pid || live ? LL_ONCPU_LINK_PIN : "none");
     if (pid)
         printf(" (program id %u%s)", pid, live ? "" : ", gone");
+    else if (live)
+        printf(" (this user cannot open it)");
+    if (!root)
+        pid = 0; /* its statistics are root's to read */
     union bpf_attr g;
     memset(&g, 0, sizeof g);
     g.prog_id = pid;

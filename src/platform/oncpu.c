@@ -11,9 +11,11 @@
  *            writes one byte per tid (OFF for the thread leaving the CPU,
  *            ON for the one entering).  Every process opens the pinned map
  *            (BPF_OBJ_GET) and maps it read-only: a call is one byte load,
- *            minus one (LL_ONCPU_B_* in internal.h).  Needs the right to
- *            call bpf() (root, or unprivileged_bpf_disabled = 0) and the
- *            initial pid namespace (the program sees global tids).
+ *            minus one (LL_ONCPU_B_* in internal.h).  Mapping needs the
+ *            pin opened read-write (the kernel maps a BPF map only as a
+ *            shared mapping, which a read-only file does not get), so root
+ *            (the pins are mode 0444), and the initial pid namespace (the
+ *            program sees global tids).
  *  fallback  The thread's CPU-time clock (clock_gettime on the thread clock
  *            id of that tid), read twice: a thread on a CPU has its clock
  *            brought up to date at each read, so the second read is larger;
@@ -68,7 +70,7 @@ static pthread_once_t oncpu_once = PTHREAD_ONCE_INIT;
 static _Atomic int oncpu_kind;                  /* 0 until resolved */
 static const _Atomic unsigned char *oncpu_map;  /* byte per tid (ebpf) */
 static size_t oncpu_len;
-static char oncpu_why[200];
+static char oncpu_why[320];
 
 long ll_bpf(int cmd, void *attr, unsigned size)
 {
@@ -113,7 +115,27 @@ static int self_on(const _Atomic unsigned char *m, size_t len)
     return (size_t)t < len && atomic_load_explicit(&m[t], memory_order_relaxed) == LL_ONCPU_B_ON;
 }
 
-/* 1 and the mapping installed, or 0 with the reason in why */
+/* The unlikely cases of the open, as a reason */
+static void open_failed(char *why, size_t n, int e)
+{
+    if (e == -ENOENT) {
+        snprintf(why, n, "no map pinned at %s (`liblock oncpu load` as root)", LL_ONCPU_MAP_PIN);
+    } else if (e == -EPERM || e == -EACCES) {
+        FILE *f = fopen("/proc/sys/kernel/unprivileged_bpf_disabled", "r");
+        int u = -1;
+        if (f) {
+            if (fscanf(f, "%d", &u) != 1)
+                u = -1;
+            fclose(f);
+        }
+        snprintf(why, n, "cannot open %s: %s (%s; unprivileged_bpf_disabled = %d)", LL_ONCPU_MAP_PIN,
+                 strerror(-e), geteuid() == 0 ? "root" : "not root", u);
+    } else {
+        snprintf(why, n, "cannot open %s: %s", LL_ONCPU_MAP_PIN, strerror(-e));
+    }
+}
+
+/* LL_ONCPU_EBPF with the mapping installed, or 0 with the reason in why */
 static int try_ebpf(char *why, size_t n)
 {
     struct stat st;
@@ -127,21 +149,7 @@ static int try_ebpf(char *why, size_t n)
      * kernel then refuses any later PROT_WRITE on it */
     int fd = ll_oncpu_map_open(0, &len);
     if (fd < 0) {
-        if (fd == -ENOENT) {
-            snprintf(why, n, "no map pinned at %s (`liblock oncpu load` as root)", LL_ONCPU_MAP_PIN);
-        } else if (fd == -EPERM || fd == -EACCES) {
-            FILE *f = fopen("/proc/sys/kernel/unprivileged_bpf_disabled", "r");
-            int u = -1;
-            if (f) {
-                if (fscanf(f, "%d", &u) != 1)
-                    u = -1;
-                fclose(f);
-            }
-            snprintf(why, n, "cannot open %s: %s (unprivileged_bpf_disabled = %d)", LL_ONCPU_MAP_PIN,
-                     geteuid() == 0 ? "refused" : "not root", u);
-        } else {
-            snprintf(why, n, "cannot open %s: %s", LL_ONCPU_MAP_PIN, strerror(-fd));
-        }
+        open_failed(why, n, fd);
         return 0;
     }
     void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
@@ -158,8 +166,8 @@ static int try_ebpf(char *why, size_t n)
     }
     oncpu_map = m;
     oncpu_len = len;
-    snprintf(why, n, "ebpf: sched_switch program, map pinned at %s (%zu tids)", LL_ONCPU_MAP_PIN, len);
-    return 1;
+    snprintf(why, n, "ebpf: sched_switch program, map pinned at %s (%zu tids), mapped", LL_ONCPU_MAP_PIN, len);
+    return LL_ONCPU_EBPF;
 }
 
 /* CPUCLOCK_SCHED | CPUCLOCK_PERTHREAD_MASK with the tid in the high bits:
@@ -179,25 +187,22 @@ static int clock_ok(char *why, size_t n)
 static void resolve(void)
 {
     const char *f = getenv("LIBLOCK_ONCPU");
-    char no_ebpf[160] = "", no_clock[120] = "";
-    int kind = LL_ONCPU_NONE;
-    if (f && *f && strcmp(f, "ebpf") && strcmp(f, "fallback") && strcmp(f, "none")) {
+    char no_ebpf[200] = "", no_clock[120] = "";
+    int kind = 0;
+    if (f && *f && strcmp(f, "ebpf") && strcmp(f, "fallback") && strcmp(f, "none"))
         snprintf(oncpu_why, sizeof oncpu_why, "none: LIBLOCK_ONCPU=%s is not ebpf, fallback or none", f);
-    } else if (f && strcmp(f, "none") == 0) {
+    else if (f && strcmp(f, "none") == 0)
         snprintf(oncpu_why, sizeof oncpu_why, "none: LIBLOCK_ONCPU=none");
-    } else if (!(f && strcmp(f, "fallback") == 0) && try_ebpf(no_ebpf, sizeof no_ebpf)) {
-        kind = LL_ONCPU_EBPF;
+    else if (!(f && strcmp(f, "fallback") == 0) && (kind = try_ebpf(no_ebpf, sizeof no_ebpf)) != 0)
         snprintf(oncpu_why, sizeof oncpu_why, "%s", no_ebpf);
-    } else if (f && strcmp(f, "ebpf") == 0) {
+    else if (f && strcmp(f, "ebpf") == 0)
         snprintf(oncpu_why, sizeof oncpu_why, "none: LIBLOCK_ONCPU=ebpf but %s", no_ebpf);
-    } else if (clock_ok(no_clock, sizeof no_clock)) {
-        kind = LL_ONCPU_FALLBACK;
+    else if (clock_ok(no_clock, sizeof no_clock))
         snprintf(oncpu_why, sizeof oncpu_why, "fallback: thread CPU-time clock, 2 syscalls a call (%s)",
-                 f ? "LIBLOCK_ONCPU=fallback" : no_ebpf);
-    } else {
+                 f ? "LIBLOCK_ONCPU=fallback" : no_ebpf), kind = LL_ONCPU_FALLBACK;
+    else
         snprintf(oncpu_why, sizeof oncpu_why, "none: %s; %s", no_ebpf, no_clock);
-    }
-    atomic_store_explicit(&oncpu_kind, kind, memory_order_release);
+    atomic_store_explicit(&oncpu_kind, kind ? kind : LL_ONCPU_NONE, memory_order_release);
 }
 
 int ll_oncpu_kind(void)
