@@ -247,17 +247,25 @@ static int oncpu_clock(pid_t tid)
     return r;
 }
 
+/* Everything but the ebpf path, out of line (the first call lands here) */
+__attribute__((noinline)) static int oncpu_other(pid_t tid, int k)
+{
+    if (k == 0)
+        k = ll_oncpu_kind();
+    if (tid <= 0)
+        return -1;
+    if (k == LL_ONCPU_EBPF)
+        return (size_t)tid < oncpu_len ? (int)atomic_load_explicit(&oncpu_map[tid], memory_order_relaxed) - 1 : -1;
+    return k == LL_ONCPU_FALLBACK ? oncpu_clock(tid) : -1;
+}
+
 int ll_oncpu(pid_t tid)
 {
     int k = atomic_load_explicit(&oncpu_kind, memory_order_acquire);
-    if (LL_UNLIKELY(k == 0))
-        k = ll_oncpu_kind();
     if (LL_LIKELY(k == LL_ONCPU_EBPF)) {
         if (LL_UNLIKELY(tid <= 0 || (size_t)tid >= oncpu_len))
             return -1;
         return (int)atomic_load_explicit(&oncpu_map[tid], memory_order_relaxed) - 1;
     }
-    if (tid <= 0)
-        return -1;
-    return k == LL_ONCPU_FALLBACK ? oncpu_clock(tid) : -1;
+    return oncpu_other(tid, k);
 }
