@@ -232,6 +232,7 @@ static int in_child(const char *mech)
     pid_t p = fork();
     if (p == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* not outliving a parent killed by its watchdog */
+        th_checks = th_failures = 0;      /* the child's own count */
         setenv("LIBLOCK_ONCPU", mech, 1);
         int r = run_checks(mech);
         printf("%s: %d checks, %d failed\n", mech, th_checks, th_failures);
@@ -288,7 +289,8 @@ static int before_load(int ready, int go)
         return 1;
     setenv("LIBLOCK_ONCPU", "ebpf", 1);
     th_context = "ebpf, a thread from before the load";
-    CHECK(eventually(wt, 0), "a thread blocked since before the load: ll_oncpu = %d", ll_oncpu(wt));
+    CHECK(eventually(wt, 0), "a thread blocked since before the load: ll_oncpu = %d (%s)", ll_oncpu(wt),
+          ll_oncpu_reason());
     if (cpu_b >= 0) {
         ll_pin_self(cpu_a);
         ll_pin_thread(t, cpu_b);
@@ -340,6 +342,7 @@ int main(int argc, char **argv)
                 pre = fork();
                 if (pre == 0) {
                     prctl(PR_SET_PDEATHSIG, SIGKILL);
+                    th_checks = th_failures = 0;
                     _exit(before_load(pre_ready[1], pre_go[0]));
                 }
                 char c;
@@ -364,6 +367,7 @@ int main(int argc, char **argv)
             loaded_here = 1;
         }
         CHECK_EQ(in_child("ebpf"), 0);
+        ran++;
         if (!loaded_here) {
             th_skip("ebpf: loaded before the test, left loaded: its unload is not tested here");
             continue;
