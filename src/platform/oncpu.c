@@ -52,6 +52,7 @@
 #include "internal.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <linux/bpf.h>
 #include <stdio.h>
@@ -108,11 +109,21 @@ int ll_oncpu_map_open(unsigned flags, size_t *len)
 }
 
 /* The calling thread is on a CPU: its own byte must say so, or the map is
- * not being written for this thread (unloaded, or another namespace). */
+ * not being written for this thread (unloaded, or another namespace).  A
+ * byte seen wrong is looked at again after up to two yields (each a switch
+ * when anything else is runnable), so that one stale value does not decide
+ * the mechanism of the whole process. */
 static int self_on(const _Atomic unsigned char *m, size_t len)
 {
     pid_t t = (pid_t)syscall(SYS_gettid);
-    return (size_t)t < len && atomic_load_explicit(&m[t], memory_order_relaxed) == LL_ONCPU_B_ON;
+    if ((size_t)t >= len)
+        return 0;
+    for (int i = 0; i < 3; i++) {
+        if (atomic_load_explicit(&m[t], memory_order_relaxed) == LL_ONCPU_B_ON)
+            return 1;
+        sched_yield();
+    }
+    return 0;
 }
 
 /* The unlikely cases of the open, as a reason */
