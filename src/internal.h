@@ -152,6 +152,34 @@ void ll_yield(void);
  * (0, or an errno: the caller must then not rely on it). */
 int ll_heavy_barrier_ok(void);
 int ll_heavy_barrier(void);
+/* Whether a thread is on a CPU now (src/platform/oncpu.c, docs/oncpu.md):
+ * 1 running, 0 not running (preempted, blocked or exited), -1 not known
+ * (no mechanism, or a thread the eBPF program has not seen switch yet).
+ * tid is a thread id (gettid) in this process's pid namespace.  Resolved on
+ * the first call: the eBPF map pinned by `liblock oncpu load` (one byte
+ * load per call), else the thread's CPU-time clock (two system calls, for
+ * threads of this process only), else none; LIBLOCK_ONCPU=ebpf|fallback|none
+ * forces one. */
+enum { LL_ONCPU_NONE = 1, LL_ONCPU_EBPF = 2, LL_ONCPU_FALLBACK = 3 };
+int ll_oncpu(pid_t tid);
+int ll_oncpu_kind(void);                 /* LL_ONCPU_* (resolves on first call) */
+const char *ll_oncpu_mechanism(void);    /* "ebpf", "fallback" or "none" */
+const char *ll_oncpu_reason(void);       /* one line: the mechanism and why */
+/* What the loader (tools/liblock-oncpu.c) and the reader share: the pins,
+ * and one byte per tid in an mmapable BPF array of 8-byte values (tid t is
+ * byte t % 8 of value t / 8, byte t of the mapping): LL_ONCPU_B_* - 1 is
+ * what ll_oncpu returns. */
+#define LL_ONCPU_BPFFS "/sys/fs/bpf"
+#define LL_ONCPU_DIR LL_ONCPU_BPFFS "/liblock"
+#define LL_ONCPU_MAP_PIN LL_ONCPU_DIR "/oncpu_map"
+#define LL_ONCPU_LINK_PIN LL_ONCPU_DIR "/oncpu_link"
+#define LL_ONCPU_NAME "liblock_oncpu"    /* the map's and the program's name */
+enum { LL_ONCPU_B_UNKNOWN = 0, LL_ONCPU_B_OFF = 1, LL_ONCPU_B_ON = 2 };
+long ll_bpf(int cmd, void *attr, unsigned size); /* the bpf() system call: >= 0, or -errno */
+/* The pinned map, checked (type, name, geometry), opened with flags
+ * (BPF_F_RDONLY or 0): its fd and its size in bytes (*len), or -errno
+ * (-ENOENT: not pinned, -EPERM: no privilege, -EINVAL: not ours). */
+int ll_oncpu_map_open(unsigned flags, size_t *len);
 /* Lock a process-private pthread mutex guarding a free list, with a bounded
  * number of attempts (trylock, yield; 1000 tries): a forked child may have
  * inherited it locked by a thread that does not exist there (the interposer

@@ -54,4 +54,6 @@ grep -q liblock_execute_mutex "$prefix/cs.c" || { echo "test_install: installed 
 cc "$prefix/cs.c" -o "$prefix/cs" $(pkg-config --cflags --libs liblock)
 out=$("$prefix/bin/liblock" run --lock rcl --wait yield -- "$prefix/cs")
 [ "$out" = 4950 ] || { echo "test_install: transformed program printed '$out' under rcl"; exit 1; }
-echo "test_install: ok (pkg-config build against $prefix, installed liblock list, profile and transform)"
+rc=0; "$prefix/bin/liblock" oncpu status >"$prefix/oncpu.out" || rc=$?
+{ [ $rc -eq 0 ] || [ $rc -eq 3 ]; } && grep -q '^loaded: ' "$prefix/oncpu.out" || { echo "test_install: installed 'liblock oncpu status' failed ($rc)"; exit 1; }
+echo "test_install: ok (pkg-config build against $prefix, installed liblock list, profile, transform and oncpu status)"

@@ -5,7 +5,8 @@
  * JSON object; with --calibration, the machine's figures as
  * LIBLOCK_CALIBRATION takes them (CYCLES_PER_NS,SPIN_NS); with --machine, what the
  * library found out about the machine (CPUs, cache line, topology source,
- * the x86 user-mode waiting instructions) as one JSON object. */
+ * the x86 user-mode waiting instructions, how ll_oncpu tells whether a
+ * thread is on a CPU in this process and why) as one JSON object. */
 #include <stdio.h>
 #include <string.h>
 #include "internal.h"
@@ -46,6 +47,10 @@ int main(int argc, char **argv)
         printf(", \"waitpkg\": %s, \"monitorx\": %s, \"uwait\": ", ll_cpu_has_waitpkg() ? "true" : "false",
                ll_cpu_has_monitorx() ? "true" : "false");
         json_str(ll_uwait_name());
+        printf(", \"oncpu\": ");
+        json_str(ll_oncpu_mechanism());
+        printf(", \"oncpu_reason\": ");
+        json_str(ll_oncpu_reason());
         printf("}\n");
         return 0;
     }

@@ -8,7 +8,7 @@ import unittest
 from unittest import mock
 
 import clitest  # noqa: F401 (the import path)
-from liblock_cli import bench, build_parser, subcommands, transform
+from liblock_cli import bench, build_parser, oncpu, subcommands, transform
 
 
 def parse(argv):
@@ -30,7 +30,7 @@ def refused(argv):
 class Subcommands(unittest.TestCase):
     def test_every_subcommand(self):
         names = [n for n, _ in subcommands()]
-        self.assertEqual(names, ["bench", "list", "malthus", "profile", "run", "transform"])
+        self.assertEqual(names, ["bench", "list", "malthus", "oncpu", "profile", "run", "transform"])
         _, mods = build_parser()
         for n in names:
             self.assertTrue(mods[n].HELP, n)
@@ -52,6 +52,28 @@ class Run(unittest.TestCase):
         a = parse(["run", "--lock", "mcs", "--wait", "spin", "--", "prog", "-x", "1"])
         self.assertEqual((a.command, a.lock, a.wait), ("run", "mcs", "spin"))
         self.assertEqual([x for x in a.program if x != "--"], ["prog", "-x", "1"])
+
+
+class Oncpu(unittest.TestCase):
+    def test_action(self):
+        for action in oncpu.ACTIONS:
+            self.assertEqual(parse(["oncpu", action]).action, action)
+
+    def test_unknown_action_is_one_line(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            code = oncpu.run(parse(["oncpu", "lod"]), None)
+        self.assertEqual(code, 2)
+        self.assertEqual(len(err.getvalue().strip().splitlines()), 1, err.getvalue())
+        self.assertIn("'lod'", err.getvalue())
+
+    def test_run_loads_only_as_root_when_not_pinned(self):
+        self.assertTrue(oncpu.should_load(0, False, {}))
+        self.assertTrue(oncpu.should_load(0, False, {"LIBLOCK_ONCPU": "ebpf"}))
+        self.assertFalse(oncpu.should_load(0, True, {}))
+        self.assertFalse(oncpu.should_load(1000, False, {}))
+        self.assertFalse(oncpu.should_load(0, False, {"LIBLOCK_ONCPU": "fallback"}))
+        self.assertFalse(oncpu.should_load(0, False, {"LIBLOCK_ONCPU": "none"}))
 
 
 class Transform(unittest.TestCase):

@@ -63,4 +63,5 @@ def run(args, env):
     print(f"  mailbox waits (hyblock, hybcomb) spin with: {how}"
           + ("" if how != "pause loop" else f" ({m['uwait']})")
           + ("; LIBLOCK_UWAIT=0 turns it off" if how != "pause loop" else ""))
+    print(f"  thread on a CPU (ll_oncpu) {m['oncpu_reason']}")
     return 0

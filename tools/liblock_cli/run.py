@@ -19,6 +19,10 @@ many it starts, measures them again.
 LIBLOCK_STRICT=1 is set so that anything the interposer itself cannot honour
 (for example mostly-LIFO condition variables in a build without them) stops
 the program with a one-line message instead of running it differently.
+As root, the system-wide eBPF program behind ll_oncpu is loaded when it is
+not pinned yet (`liblock oncpu load`, unless LIBLOCK_ONCPU names another
+mechanism) and left loaded for every later process; `liblock oncpu unload`
+removes it.
 """
 import argparse
 import os
@@ -29,6 +33,7 @@ import sys
 
 from . import _siteconfig
 from . import list as list_cmd
+from . import oncpu
 
 HELP = "run an unmodified program with its pthread locks (and, with --sem, semaphores) replaced by liblock's"
 CONDS = ("fifo", "mostly-lifo", "glibc")
@@ -158,6 +163,9 @@ def run(args, env):
     if args.eager:
         child_env["LIBLOCK_LAZY"] = "0"
     child_env["LIBLOCK_STRICT"] = "1"
+    note = oncpu.ensure_loaded(env, child_env)
+    if note:
+        print(note, file=sys.stderr)
     figures = calibration(env, child_env)
     if figures:
         child_env["LIBLOCK_CALIBRATION"] = figures
