@@ -246,6 +246,9 @@ void rcl_submit(struct rcl_server *s, struct rcl_slot *r, struct rcl_lock *lk, r
         r->lock = lk;
     if (r->ctx != ctx)
         r->ctx = ctx;
+    uintptr_t tp = ll_ident_self();
+    if (r->tp != tp)
+        r->tp = tp;
     if (r->flags != flags)
         r->flags = flags;
     atomic_store_explicit(&r->fn, fn, memory_order_release);

@@ -225,6 +225,52 @@ static __attribute__((noinline)) void hand_over_holds(ll_thread_t *self, unsigne
     }
 }
 
+/* A client's section run with its identity (platform/identity.h, I3).  On
+ * the client's thread-local copies, for the length of the section:
+ *   - the servicing thread's RCL state (struct rcl_tls) instead of the
+ *     client's, but for napi_held and the exit hook, which belong to the
+ *     client's hold stack and life: its server, its thread and the locks it
+ *     holds locally (a nested lock or execute of a lock of this server takes
+ *     the local path and finds `lk` held: EDEADLK, as on the servicing
+ *     thread itself), and its client id: the client's own id has a request
+ *     pending in this server's array (this one), so a nested request that
+ *     comes back to this server (through another server) must use another
+ *     slot, the servicing thread's, which is idle while it runs this
+ *     section (pool.c gives every servicing thread an id when it starts);
+ *     what it learns meanwhile (its id, its pacing) is kept for it;
+ *   - the servicing mark (a thread created inside is the program's:
+ *     src/interpose/thread_create.c);
+ *   - cancellation off (I5).
+ * The client's own values are put back before the switch back.  A lock the
+ * section takes and keeps is on the client's hold stack: the client's, no
+ * hand-over needed. */
+static __attribute__((noinline)) void *rcl_as_caller(void *p)
+{
+    const struct ll_ident_cs *w = p;
+    struct rcl_tls *srv = w->aux;
+    struct rcl_tls *t = &rcl_tls;
+    int cancel;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+    int servicing = ll_servicing_tls;
+    struct rcl_tls mine = *t;
+    *t = *srv;
+    t->napi_held = mine.napi_held;
+    t->hook = mine.hook;
+    t->cond_mode = 0;
+    ll_servicing_tls = 1;
+    void *ret = w->cs(w->arg);
+    ll_servicing_tls = servicing;
+    srv->id = t->id;
+    srv->affinity_gen = t->affinity_gen;
+    srv->since_yield = t->since_yield;
+    srv->coloc = t->coloc;
+    srv->one_cpu = t->one_cpu;
+    mine.napi_held = t->napi_held;
+    *t = mine;
+    pthread_setcancelstate(cancel, NULL);
+    return ret;
+}
+
 /* The `want` hint (rcl.h): set when a request is skipped because its lock
  * is held, cleared when the server takes the lock for a request.  Only
  * servicing threads write it; it orders nothing (direct.c, "Direct
@@ -297,7 +343,7 @@ static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, 
     t->held[t->nheld++] = lk;
     ll_thread_t *self0 = ll_self_tls;
     unsigned depth = self0 ? self0->nheld : 0;
-    void *ret = f(r->ctx);
+    void *ret = ll_ident_run(r->tp, ll_ident_self(), rcl_as_caller, NULL, f, r->ctx, t);
     if (LL_UNLIKELY(ll_self_tls != NULL && ll_self_tls->nheld > depth))
         hand_over_holds(ll_self_tls, depth);
     /* Everything the caller can observe about this section ends BEFORE the
