@@ -34,6 +34,7 @@
  * "the end of the process").
  */
 #include "internal.h"
+#include "platform/identity.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -123,7 +124,9 @@ LL_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
     if (!s)
         return EAGAIN;
     *s = (struct ip_start){fn, arg, 0, 0, 0};
-    if (LL_LIKELY(!ll_servicing_tls))
+    /* ll_ident_tls: a section running on a servicing thread with its
+     * caller's identity (platform/identity.h) */
+    if (LL_LIKELY(!ll_servicing_tls) && LL_LIKELY(!ll_ident_tls.servicing))
         return create_counted(th, attr, s);
     s->sigs = 1;
     if (!attr) {

@@ -33,6 +33,7 @@
 #endif
 
 int ll_ident_how;
+__thread struct ll_ident_tls ll_ident_tls __attribute__((tls_model("initial-exec")));
 static const char *ident_off_cause = "off (not built: sanitizer or not x86-64 glibc)";
 
 #if LL_IDENT_BUILD

@@ -123,6 +123,19 @@ static inline uintptr_t ll_ident_self(void)
 #endif
 }
 
+/* The one line of a thread's thread-local data that a runner writes while
+ * it runs that thread's section (a runtime's wrapper: set, then put back),
+ * and that the thread itself never touches on a hot path: what the runner
+ * is, for the few slow paths that must know they run on a runner under a
+ * borrowed identity (RCL's nested requests, pthread_create).  A line of its
+ * own, so that those stores cost the waiting owner nothing. */
+struct ll_ident_tls {
+    void *runner;  /* the runtime's state of the thread running the section (RCL: its rcl_tls) */
+    int servicing; /* that thread is a library servicing thread (as ll_servicing_tls) */
+    char pad[LL_CACHELINE - sizeof(void *) - sizeof(int)];
+} __attribute__((aligned(LL_CACHELINE)));
+extern __thread struct ll_ident_tls ll_ident_tls __attribute__((tls_model("initial-exec")));
+
 /* Set the FS base to tp, return wrap(w), set it back (identity.c, assembly). */
 void *ll_ident_call_fsgs(uintptr_t tp, void *(*wrap)(void *), void *w);
 void *ll_ident_call_prctl(uintptr_t tp, void *(*wrap)(void *), void *w, uintptr_t self);

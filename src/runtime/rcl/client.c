@@ -289,6 +289,18 @@ void *rcl_execute(liblock_t *l, void *(*cs)(void *), void *arg)
             return NULL;
         }
     }
+    if (LL_UNLIKELY(rcl_nested_on(t, s))) {
+        struct rcl_tls saved;
+        if (!rcl_nested_enter(&saved)) {
+            errno = EDEADLK;
+            return NULL;
+        }
+        void *ret = rcl_execute(l, cs, arg);
+        int e = errno;
+        rcl_nested_leave(&saved);
+        errno = e;
+        return ret;
+    }
     int policy = l->_wait;
     struct rcl_slot *r = post(s, lk, cs, arg, policy);
     if (LL_UNLIKELY(!r))

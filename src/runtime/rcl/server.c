@@ -225,50 +225,66 @@ static __attribute__((noinline)) void hand_over_holds(ll_thread_t *self, unsigne
     }
 }
 
-/* A client's section run with its identity (platform/identity.h, I3).  On
- * the client's thread-local copies, for the length of the section:
- *   - the servicing thread's RCL state (struct rcl_tls) instead of the
- *     client's, but for napi_held and the exit hook, which belong to the
- *     client's hold stack and life: its server, its thread and the locks it
- *     holds locally (a nested lock or execute of a lock of this server takes
- *     the local path and finds `lk` held: EDEADLK, as on the servicing
- *     thread itself), and its client id: the client's own id has a request
- *     pending in this server's array (this one), so a nested request that
- *     comes back to this server (through another server) must use another
- *     slot, the servicing thread's, which is idle while it runs this
- *     section (pool.c gives every servicing thread an id when it starts);
- *     what it learns meanwhile (its id, its pacing) is kept for it;
- *   - the servicing mark (a thread created inside is the program's:
- *     src/interpose/thread_create.c);
- *   - cancellation off (I5).
- * The client's own values are put back before the switch back.  A lock the
- * section takes and keeps is on the client's hold stack: the client's, no
- * hand-over needed. */
+/* A client's section run with its identity (platform/identity.h, I3).  Only
+ * the client's ll_ident_tls line is written (the servicing thread's RCL
+ * state and mark, for the slow paths: rcl_nested_enter), and cancellation
+ * is held off (I5); both are put back before the switch back.  The
+ * client's RCL state (struct rcl_tls) is left alone: the client reads it
+ * on every request, and a store here would cost it a line transfer each
+ * time.  A nested RCL call inside therefore starts as the client's, and
+ * finds out that it is not when the client's slot on the server it wants
+ * is the one being served (rcl_nested_on). */
 static __attribute__((noinline)) void *rcl_as_caller(void *p)
 {
     const struct ll_ident_cs *w = p;
-    struct rcl_tls *srv = w->aux;
-    struct rcl_tls *t = &rcl_tls;
     int cancel;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-    int servicing = ll_servicing_tls;
-    struct rcl_tls mine = *t;
-    *t = *srv;
-    t->napi_held = mine.napi_held;
-    t->hook = mine.hook;
-    t->cond_mode = 0;
-    ll_servicing_tls = 1;
+    struct ll_ident_tls *it = &ll_ident_tls;
+    void *runner = it->runner;
+    int servicing = it->servicing;
+    it->runner = w->aux;
+    it->servicing = 1;
     void *ret = w->cs(w->arg);
-    ll_servicing_tls = servicing;
-    srv->id = t->id;
-    srv->affinity_gen = t->affinity_gen;
-    srv->since_yield = t->since_yield;
-    srv->coloc = t->coloc;
-    srv->one_cpu = t->one_cpu;
-    mine.napi_held = t->napi_held;
-    *t = mine;
+    it->servicing = servicing;
+    it->runner = runner;
     pthread_setcancelstate(cancel, NULL);
     return ret;
+}
+
+/* A nested call detected by rcl_nested_on: for its length, the servicing
+ * thread's RCL state replaces the client's in this (the client's)
+ * thread-local copy, but for napi_held and the exit hook, which belong to
+ * the client's hold stack and life.  So the call takes the path it takes
+ * on the servicing thread: the local path for a lock of that server (a
+ * lock the section already runs under: EDEADLK), and the servicing
+ * thread's client id for a request to another server (the client's own
+ * id has this request pending).  What the call changes in that state (an
+ * id taken, pacing, a condition wait's mode) is kept for the servicing
+ * thread.  0: there is no servicing thread here (the caller must not go
+ * on as the client: its slot is busy). */
+int rcl_nested_enter(struct rcl_tls *saved)
+{
+    struct rcl_tls *srv = ll_ident_tls.runner;
+    if (!srv)
+        return 0;
+    struct rcl_tls *t = &rcl_tls;
+    *saved = *t;
+    *t = *srv;
+    t->napi_held = saved->napi_held;
+    t->hook = saved->hook;
+    return 1;
+}
+
+void rcl_nested_leave(struct rcl_tls *saved)
+{
+    struct rcl_tls *srv = ll_ident_tls.runner;
+    struct rcl_tls *t = &rcl_tls;
+    int napi = t->napi_held;
+    struct ll_exit_hook hook = srv->hook;
+    *srv = *t;
+    srv->hook = hook;
+    *t = *saved;
+    t->napi_held = napi;
 }
 
 /* The `want` hint (rcl.h): set when a request is skipped because its lock
