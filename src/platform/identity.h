@@ -39,11 +39,16 @@
  * (I3) What a runner's code keeps per thread to run sections safely (the
  *      "lock being combined" pointer that makes a nested lock of the same
  *      lock return EDEADLK, the running_cs count that stops a thread
- *      running a delegated section from combining, RCL's servicing-thread
- *      state) is set up by the wrapper on the *caller's* thread-local copy,
- *      after the switch, and restored before it returns: inside, a nested
- *      liblock call finds the state it would find on a runner, in the
- *      caller's records, which (I2) nobody else touches meanwhile.  A lock
+ *      running a delegated section from combining) is set up by the
+ *      wrapper on the *caller's* thread-local copy, after the switch, and
+ *      restored before it returns: inside, a nested liblock call finds the
+ *      state it would find on a runner, in the caller's records, which (I2)
+ *      nobody else touches meanwhile.  RCL's servicing-thread state is
+ *      taken lazily, by the nested call that needs it (the runner's is
+ *      reachable through ll_ident_tls, below; src/runtime/rcl/server.c,
+ *      rcl_nested_enter), because the caller reads its own on every
+ *      request and a store to it on every section would cost the caller a
+ *      line transfer each time.  A lock
  *      the section takes and does not release is on the caller's hold
  *      stack: it is the caller's afterwards, as it would be had the caller
  *      run the section itself.
