@@ -146,6 +146,9 @@ void ll_free_on_node(void *p, size_t size);
 int ll_futex_wait(_Atomic uint32_t *addr, uint32_t val, const struct timespec *rel); /* 0, EAGAIN, ETIMEDOUT, EINTR */
 int ll_futex_wake(_Atomic uint32_t *addr, int n);
 void ll_yield(void);
+/* A system call that leaves errno alone (result or -errno): for what a
+ * thread does while a section runs elsewhere with its identity. */
+long ll_syscall_raw(long nr, long a, long b, long c, long d, long e, long f);
 /* The asymmetric barrier (src/platform/membarrier.c): ll_heavy_barrier_ok()
  * registers the process (once) and says whether the heavy side exists here;
  * ll_heavy_barrier() makes every thread of the process pass a full barrier

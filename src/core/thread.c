@@ -22,6 +22,8 @@
  */
 #include "internal.h"
 
+#include <signal.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,7 +187,16 @@ int ll_internal_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(
     st->arg = arg;
     counts_for_this_process();
     atomic_fetch_add(&lib_pending, 1);
+    /* A library thread takes no signal: signals are the program's threads'
+     * business, and a servicing thread runs sections with their callers'
+     * identities (platform/identity.h), under which a handler would run as
+     * that caller.  The new thread inherits the mask set around its
+     * creation; the creator's is put back. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     int r = pthread_create(th, attr, internal_main, st);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (r) {
         atomic_fetch_sub(&lib_pending, 1);
         free(st);

@@ -397,7 +397,9 @@ static int park(_Atomic uint32_t *w, uint32_t v, uint64_t deadline_ns, uint32_t 
             rel.tv_nsec = (long)(d % 1000000000ull);
             relp = &rel;
         }
-        ll_parks_tls++;
+        /* an atomic add: a delegated section running with this thread's
+         * identity may park meanwhile (platform/identity.h, I2) */
+        __atomic_fetch_add(&ll_parks_tls, 1, __ATOMIC_RELAXED);
         if (LL_UNLIKELY(ll_cancel_tls != NULL))
             futex_wait_cancellable(w, v, relp);
         else

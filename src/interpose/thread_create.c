@@ -20,7 +20,10 @@
  * narrowing (docs/rcl.md, "Keeping application threads off the server
  * CPU") then applies to it like to any client.  Attributes the caller set
  * explicitly are kept: an explicit scheduling policy (PTHREAD_EXPLICIT_SCHED)
- * and an explicit affinity.  With attributes given, the reset is done by the
+ * and an explicit affinity.  Its signal mask, which it would inherit from
+ * the servicing thread (which blocks every signal: src/core/thread.c), is
+ * the one the process had when the interposer was loaded, set by the new
+ * thread itself first thing.  With attributes given, the reset is done by the
  * new thread itself before it calls the start routine (a trampoline); with
  * none, through attributes, so the thread never runs on the server CPU.
  * Threads created anywhere else get the caller's attributes untouched.
@@ -31,10 +34,12 @@
  * "the end of the process").
  */
 #include "internal.h"
+#include "platform/identity.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <threads.h>
@@ -43,10 +48,13 @@ typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
 static create_fn real_create;
 static cpu_set_t start_mask; /* the process's CPUs when the interposer was loaded */
 static int have_mask;
+static sigset_t start_sigs; /* the loading thread's signal mask then */
+static int have_sigs;
 
 __attribute__((constructor)) static void ip_thread_mask(void)
 {
     have_mask = sched_getaffinity(0, sizeof start_mask, &start_mask) == 0;
+    have_sigs = pthread_sigmask(SIG_SETMASK, NULL, &start_sigs) == 0;
 }
 
 /* The start records go through glibc's own allocator, never the
@@ -60,6 +68,7 @@ struct ip_start {
     void *(*fn)(void *);
     void *arg;
     int sched, affinity; /* reset these in the new thread */
+    int sigs;            /* and the signal mask (a servicing thread blocks every signal) */
 };
 
 /* Every application thread starts here: counted (src/core/thread.c, "the
@@ -75,6 +84,8 @@ static void *ip_start(void *p)
     }
     if (s.affinity && have_mask)
         pthread_setaffinity_np(pthread_self(), sizeof start_mask, &start_mask);
+    if (s.sigs && have_sigs)
+        pthread_sigmask(SIG_SETMASK, &start_sigs, NULL);
     return s.fn(s.arg);
 }
 
@@ -112,9 +123,12 @@ LL_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
     struct ip_start *s = __libc_malloc(sizeof *s);
     if (!s)
         return EAGAIN;
-    *s = (struct ip_start){fn, arg, 0, 0};
-    if (LL_LIKELY(!ll_servicing_tls))
+    *s = (struct ip_start){fn, arg, 0, 0, 0};
+    /* ll_ident_tls: a section running on a servicing thread with its
+     * caller's identity (platform/identity.h) */
+    if (LL_LIKELY(!ll_servicing_tls) && LL_LIKELY(!ll_ident_tls.servicing))
         return create_counted(th, attr, s);
+    s->sigs = 1;
     if (!attr) {
         pthread_attr_t a;
         if (pthread_attr_init(&a) != 0) {

@@ -35,16 +35,10 @@
 static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
 static int reg_ok;
 
-/* membarrier(cmd): its result (>= 0), or -errno; the caller's errno kept */
-static long membarrier_cmd(int cmd)
-{
-    int saved = errno;
-    long r = syscall(SYS_membarrier, cmd, 0u, 0);
-    if (r < 0)
-        r = -errno;
-    errno = saved;
-    return r;
-}
+/* membarrier(cmd): its result (>= 0), or -errno; errno untouched (a
+ * waiting client calls it while its section may run elsewhere with its
+ * identity: platform/identity.h) */
+static long membarrier_cmd(int cmd) { return ll_syscall_raw(SYS_membarrier, cmd, 0, 0, 0, 0, 0); }
 
 static int membarrier_call(int cmd)
 {

@@ -449,22 +449,42 @@ void ll_free_on_node(void *p, size_t size)
  * programs read errno across them -- CPython after readdir(), across its
  * GIL), while a futex wait that finds the word changed fails with EAGAIN
  * all the time. */
+/* They do not touch errno at all, not even to save and restore it: a
+ * thread waiting for its delegated section, which runs elsewhere with this
+ * thread's identity and may set errno meanwhile, would put back a stale
+ * value (platform/identity.h, I2).  On x86-64 the system call is made
+ * directly (its result is -errno in rax); elsewhere through syscall(). */
+long ll_syscall_raw(long nr, long a, long b, long c, long d, long e, long f)
+{
+#if defined(__x86_64__)
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    register long r9 __asm__("r9") = f;
+    long ret;
+    __asm__ __volatile__("syscall"
+                         : "=a"(ret)
+                         : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                         : "rcx", "r11", "memory");
+    return ret;
+#else
+    int saved = errno;
+    long r = syscall(nr, a, b, c, d, e, f);
+    if (r < 0)
+        r = -errno;
+    errno = saved;
+    return r;
+#endif
+}
+
 int ll_futex_wait(_Atomic uint32_t *addr, uint32_t val, const struct timespec *rel)
 {
-    int saved = errno;
-    long r = syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, val, rel, NULL, 0);
-    int e = r == 0 ? 0 : errno;
-    errno = saved;
-    return e;
+    long r = ll_syscall_raw(SYS_futex, (long)addr, FUTEX_WAIT_PRIVATE, val, (long)rel, 0, 0);
+    return r == 0 ? 0 : (int)-r;
 }
 
 int ll_futex_wake(_Atomic uint32_t *addr, int n)
 {
-    int saved = errno;
-    long r = syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
-    int e = r < 0 ? -errno : (int)r;
-    errno = saved;
-    return e;
+    return (int)ll_syscall_raw(SYS_futex, (long)addr, FUTEX_WAKE_PRIVATE, n, 0, 0, 0);
 }
 
 void ll_yield(void) { sched_yield(); }

@@ -172,6 +172,7 @@ static __thread struct {
     int hooked;
     struct ll_exit_hook hook;
 } ccs_tls LL_TLS_IE;
+LL_IDENT_SCOPE_WRAPPER(ccs_as_caller, ccs_tls.combining)
 
 static void ccs_thread_exit(ll_thread_t *self, void *arg)
 {
@@ -273,7 +274,7 @@ static void combine(liblock_t *l, struct ccs_lock *s, struct ccs_node *start, in
 {
     struct ll_comb_pass p;
     ll_comb_queue_pass(l, &ccs_tls.combining, &p, &start->c, mode, foreign_ok ? s->max_cs : 1, foreign_ok,
-                       &s->awake_cycles, LL_COMB_BY_NEXT);
+                       &s->awake_cycles, LL_COMB_BY_NEXT, ccs_as_caller);
     ll_comb_note_pass(&s->max_pass, &s->passes, p.count);
     struct ll_comb_node *tmp = p.stop; /* not run; its owner waits on it */
     if (!p.published) {
@@ -305,6 +306,7 @@ static inline __attribute__((always_inline)) struct ccs_node *enqueue(struct ccs
     struct ccs_node *cur = (struct ccs_node *)(p & ~CCS_FREE);
     cur->c.cs = cs;
     cur->c.arg = arg;
+    cur->c.tp = ll_ident_self();
     if (policy == LIBLOCK_WAIT_YIELD) /* only asleep() under yield reads it */
         atomic_store_explicit(&cur->c.seen, ll_cycles(), memory_order_relaxed);
     atomic_store_explicit(&cur->c.next, &n->c, memory_order_release);

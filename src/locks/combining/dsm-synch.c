@@ -148,6 +148,7 @@ _Static_assert(sizeof(struct dsm_hold) <= LL_NODE_BYTES, "dsm-synch hold too lar
 
 static __thread struct ll_trec_tls dsm_tls LL_TLS_IE;
 static __thread const liblock_t *dsm_combining LL_TLS_IE;
+LL_IDENT_SCOPE_WRAPPER(dsm_as_caller, dsm_combining)
 
 static struct ll_trec *dsm_alloc_rec(void) { return ll_alloc_aligned(sizeof(struct dsm_rec)); }
 
@@ -198,7 +199,7 @@ static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, in
 {
     struct ll_comb_pass p;
     ll_comb_queue_pass(l, &dsm_combining, &p, &start->c, mode, foreign_ok ? s->max_cs : 1, foreign_ok,
-                       &s->awake_cycles, LL_COMB_BY_LINK);
+                       &s->awake_cycles, LL_COMB_BY_LINK, dsm_as_caller);
     ll_comb_note_pass(&s->max_pass, &s->passes, p.count);
     if (!p.published) {
         struct ll_comb_node *tmp = p.last, *expect = tmp, *next;
@@ -232,6 +233,7 @@ static inline struct dsm_node *prepare(struct dsm_rec *r, void *(*cs)(void *), v
     atomic_store_explicit(&my->c.next, NULL, memory_order_relaxed);
     my->c.cs = cs;
     my->c.arg = arg;
+    my->c.tp = ll_ident_self();
     if (policy == LIBLOCK_WAIT_YIELD) /* only asleep() under yield reads it */
         atomic_store_explicit(&my->c.seen, ll_cycles(), memory_order_relaxed);
     return my;

@@ -84,6 +84,7 @@ struct fc_rec {
     struct ll_trec h;
     _Atomic(void *(*)(void *)) req;
     void *arg;
+    uintptr_t tp; /* the owner's identity (platform/identity.h), written with arg */
     void *ret;
     _Atomic int active;
     unsigned age;
@@ -121,6 +122,7 @@ enum { FC_FREE = 0, FC_LOCKED = 1 }; /* lock_word */
 
 static __thread struct ll_trec_tls fc_tls LL_TLS_IE;
 static __thread const liblock_t *fc_combining LL_TLS_IE;
+LL_IDENT_SCOPE_WRAPPER(fc_as_caller, fc_combining)
 
 static struct ll_trec *fc_alloc_rec(void) { return ll_alloc_aligned(sizeof(struct fc_rec)); }
 
@@ -172,13 +174,14 @@ static void combine(liblock_t *l, struct fc_lock *s, unsigned own, struct ll_def
 {
     struct ll_cs_scope scope = ll_cs_enter(&fc_combining, l);
     unsigned local = ++s->count, served = own;
+    uintptr_t me = ll_ident_self();
     struct fc_rec *told[FC_TELL_MAX];
     unsigned ntold = 0;
     for (struct fc_rec *cur = atomic_load_explicit(&s->head, memory_order_acquire); cur;
          cur = atomic_load_explicit(&cur->next, memory_order_acquire)) {
         void *(*req)(void *) = atomic_load_explicit(&cur->req, memory_order_acquire);
         if (req) {
-            cur->ret = req(cur->arg);
+            cur->ret = ll_ident_run(cur->tp, me, fc_as_caller, l, req, cur->arg, NULL);
             cur->age = local;
             served++;
             atomic_store_explicit(&cur->req, NULL, memory_order_release);
@@ -228,6 +231,7 @@ static void *fc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
     }
     int policy = l->_wait;
     r->arg = arg;
+    r->tp = ll_ident_self();
     if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK)
         atomic_store_explicit(&r->wake, FCW_WAITING, memory_order_relaxed); /* published by req's release */
     atomic_store_explicit(&r->req, cs, memory_order_release);

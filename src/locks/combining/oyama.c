@@ -144,6 +144,7 @@ struct oy_req {
     struct oy_req *next;
     void *(*cs)(void *);
     void *arg;
+    uintptr_t tp; /* the requester's identity (platform/identity.h) */
     void *ret;
     struct oy_req *rest; /* with OY_OWNER: the rest of the batch to run */
     unsigned skips;      /* times passed over for a waiter that was awake (change 6) */
@@ -166,6 +167,7 @@ struct oy_lock {
 static void *oy_lock_marker(void *arg) { return arg; }
 
 static __thread const liblock_t *oy_combining LL_TLS_IE;
+LL_IDENT_SCOPE_WRAPPER(oy_as_caller, oy_combining)
 
 static int oy_init(liblock_t *l, const liblock_attr_t *attr)
 {
@@ -206,12 +208,13 @@ static inline int asleep(struct oy_lock *s, struct oy_req *n, int policy)
 }
 
 /* Run cs(arg) as a delegated critical section of l on this thread (own or
- * another thread's): EDEADLK for a nested lock(l), and the thread counts
- * as running one (ll_may_run_foreign). */
-static void *oy_run(liblock_t *l, void *(*cs)(void *), void *arg)
+ * another thread's, whose identity is tp: then with that identity):
+ * EDEADLK for a nested lock(l), and the thread counts as running one
+ * (ll_may_run_foreign). */
+static void *oy_run(liblock_t *l, void *(*cs)(void *), void *arg, uintptr_t tp)
 {
     struct ll_cs_scope scope = ll_cs_enter(&oy_combining, l);
-    void *r = cs(arg);
+    void *r = ll_ident_run(tp, ll_ident_self(), oy_as_caller, l, cs, arg, NULL);
     ll_cs_leave(&oy_combining, scope);
     return r;
 }
@@ -292,7 +295,7 @@ static void oy_release(liblock_t *l, struct oy_lock *s, struct oy_req *pending, 
                 goto out;
             }
         run:
-            n->ret = oy_run(l, n->cs, n->arg);
+            n->ret = oy_run(l, n->cs, n->arg, n->tp);
             served++;
             ll_wake_deferred(&dw, &n->state, OY_DONE, policy);
         }
@@ -315,7 +318,7 @@ static void serve_orphan(liblock_t *l, void *orphan)
 {
     struct oy_req *o = orphan;
     struct oy_req *rest = o->rest; /* read o before releasing its owner */
-    o->ret = oy_run(l, o->cs, o->arg);
+    o->ret = oy_run(l, o->cs, o->arg, o->tp);
     ll_wake(&o->state, OY_DONE, l->_wait);
     oy_release(l, LL_STATE(l, struct oy_lock), rest, 1, 1);
 }
@@ -361,6 +364,7 @@ static void *oy_execute(liblock_t *l, void *(*cs)(void *), void *arg)
     struct oy_req n;
     n.cs = cs;
     n.arg = arg;
+    n.tp = ll_ident_self();
     n.rest = NULL;
     atomic_store_explicit(&n.state, OY_WAIT, memory_order_relaxed);
     int foreign_ok = ll_may_run_foreign(self);
@@ -368,7 +372,7 @@ static void *oy_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         return n.ret;
     /* we own the lock (took it, or were handed it with the rest of a
      * batch): run ours, then what is pending if we may */
-    void *r = oy_run(l, cs, arg);
+    void *r = oy_run(l, cs, arg, 0);
     oy_release(l, s, n.rest, 1, foreign_ok);
     return r;
 }

@@ -66,6 +66,7 @@
 
 #include "internal.h"
 #include "locks/deferred_wake.h"
+#include "platform/identity.h"
 
 /* ---- 2. the request word and the orphaned role ---------------------------- */
 
@@ -134,6 +135,7 @@ struct ll_comb_node {
     _Atomic(struct ll_comb_node *) next;
     void *(*cs)(void *);
     void *arg;
+    uintptr_t tp; /* the requester's identity (platform/identity.h), written with cs */
     void *ret;
     _Atomic uint64_t seen; /* yield policy: last time the waiter checked in (cycles) */
 };
@@ -165,15 +167,18 @@ struct ll_comb_pass {
 };
 
 /* One combining pass over the queue from `start`, as a delegated section of
- * l (`running`: the algorithm's thread-local, see 1.).  max: requests after
+ * l (`running`: the algorithm's thread-local, see 1.; `wrap`: its
+ * LL_IDENT_SCOPE_WRAPPER over the same thread-local, which runs another
+ * thread's request with that thread's identity).  max: requests after
  * which to stop (2 x max while the next waiter looks asleep, if
  * foreign_ok); *awake_cycles: ll_waiter_asleep's bound, read only when
  * needed. */
 static inline void ll_comb_queue_pass(liblock_t *l, const liblock_t **running, struct ll_comb_pass *p,
                                       struct ll_comb_node *start, int mode, unsigned max, int foreign_ok,
-                                      const uint64_t *awake_cycles, int by_next)
+                                      const uint64_t *awake_cycles, int by_next, void *(*wrap)(void *))
 {
     struct ll_cs_scope scope = ll_cs_enter(running, l);
+    uintptr_t me = ll_ident_self();
     int policy = l->_wait;
     struct ll_comb_node *c = start, *last = start, *next = NULL;
     unsigned count = 0;
@@ -194,7 +199,7 @@ static inline void ll_comb_queue_pass(liblock_t *l, const liblock_t **running, s
             break;
         if (count >= max && (!foreign_ok || count >= 2 * max || !ll_comb_asleep(c, awake_cycles, policy)))
             break;
-        c->ret = c->cs(c->arg);
+        c->ret = ll_ident_run(c->tp, me, wrap, l, c->cs, c->arg, NULL);
         count++;
         if (c != start || mode == LL_COMB_FOREIGN)
             ll_wake_deferred(&p->dw, &c->state, LL_COMB_DONE, policy);

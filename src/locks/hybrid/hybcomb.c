@@ -237,6 +237,7 @@
 #include "runtime/transport/mailbox.h"
 #include "locks/combining/barge_sleep.h"
 #include "locks/deferred_wake.h"
+#include "platform/identity.h"
 
 #include <stdlib.h>
 
@@ -254,6 +255,7 @@ struct hc_req {
     _Atomic uint64_t seq; /* = the node's epoch when the slot holds a request of that opening */
     void *(*fn)(void *);  /* NULL: cancelled (change 3) */
     void *arg;
+    uintptr_t tp;         /* the client's identity (platform/identity.h) */
     ll_mbox_t *reply;
     int announced; /* 1: the client waits with the asymmetric protocol (change 9) */
 } __attribute__((aligned(LL_CACHELINE)));
@@ -297,6 +299,26 @@ static __thread struct {
     int hooked;
     struct ll_exit_hook hook;
 } hc_tls __attribute__((tls_model("initial-exec"))); /* one %fs-relative access per call, as ll_self_tls */
+
+/* A client's section run with its identity (platform/identity.h, I3): the
+ * combining scope on the client's copies, and, for a nested hybcomb call
+ * inside, the combiner's mailbox (aux) in place of the client's, on whose
+ * reply lane the client itself is waiting; the combiner, busy here, has no
+ * request of its own outstanding, so its lane has one writer at a time. */
+static __attribute__((noinline)) void *hc_as_caller(void *p)
+{
+    const struct ll_ident_cs *w = p;
+    int cancel;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+    ll_mbox_t *saved = ll_mbox_tls;
+    ll_mbox_tls = w->aux;
+    struct ll_cs_scope sc = ll_cs_enter(&hc_tls.combining, w->l);
+    void *r = w->cs(w->arg);
+    ll_cs_leave(&hc_tls.combining, sc);
+    ll_mbox_tls = saved;
+    pthread_setcancelstate(cancel, NULL);
+    return r;
+}
 
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct hc_node *pool; /* nodes of exited threads and destroyed locks; never freed */
@@ -566,7 +588,8 @@ static inline void serve(liblock_t *l, struct hc_lock *s, struct hc_req *r, stru
         return;
     }
     int announced = r->announced; /* read, like fn, after the acquire of seq */
-    uint64_t ret = (uint64_t)(uintptr_t)r->fn(r->arg);
+    uint64_t ret = (uint64_t)(uintptr_t)ll_ident_run(r->tp, ll_ident_self(), hc_as_caller, l, r->fn, r->arg,
+                                                     ll_mbox_tls);
     /* change 9: a plain store for clients that announce their sleep, the
      * exchange for the others (mailbox.h, "Parking") */
     _Atomic uint32_t *w = announced ? ll_mbox_post_announced(r->reply, LL_LANE_REPLY, &ret, 1, l->_wait)
@@ -650,6 +673,7 @@ static void *hc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
                 int announced = s->asym && policy == LIBLOCK_WAIT_SPIN_THEN_PARK;
                 r->fn = ours ? cs : NULL;
                 r->arg = arg;
+                r->tp = ll_ident_self();
                 r->reply = mb;
                 r->announced = announced;
                 atomic_store_explicit(&r->seq, last->epoch, memory_order_release);

@@ -126,8 +126,14 @@ int ll_mps_ensure_server_slow(liblock_t *l, struct mps_lock *s, uint64_t g)
             else
                 atomic_store_explicit(&s->dir, d, memory_order_release);
         }
-        if (!e)
+        if (!e) {
+            /* the lock's real address: init saw a temporary copy of the
+             * liblock_t (api.c), and the server's nested-call checks
+             * (EDEADLK) compare against this; published to the server by
+             * its creation */
+            s->self = l;
             e = ll_mps_server_start(l, s);
+        }
         if (!e) {
             s->pid = getpid();
             atomic_store_explicit(&s->gen, g, memory_order_release);

@@ -266,6 +266,7 @@ struct mps_slot {
     _Atomic uint64_t req;
     void *(*cs)(void *);
     void *arg;
+    uintptr_t tp;            /* the client's identity (platform/identity.h), written with cs */
     _Atomic uint64_t resp;
     _Atomic uint64_t ret;
     _Atomic uint32_t parked; /* 1: the client sleeps on this word (futex) */

@@ -6,6 +6,7 @@
  * client.c.
  */
 #include "mpserver.h"
+#include "platform/identity.h"
 
 #include <stdlib.h>
 
@@ -65,6 +66,9 @@ int ll_mps_request(liblock_t *l, unsigned op, void *(*cs)(void *), void *arg, ui
         ll_mps_wait_reply(l, s, p, cp, ll_cycles(), 0);
     p->cs = cs;
     p->arg = arg;
+    uintptr_t tp = ll_ident_self();
+    if (p->tp != tp) /* one thread's slot: the same value every time */
+        p->tp = tp;
     uint64_t seq = ++cp->seq;
     atomic_store_explicit(&p->resp, MPS_PENDING_WORD(seq), memory_order_relaxed);
     uint64_t r = (seq << 2) | op;

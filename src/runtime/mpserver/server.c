@@ -6,6 +6,7 @@
  */
 #include "mpserver.h"
 #include "platform/nt_store.h"
+#include "platform/identity.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +31,8 @@ void ll_mps_wake_server(struct mps_lock *s)
  * `grant`: a LOCK/TRY grant; its holder will read data our earlier critical
  * sections wrote with ordinary stores, which a streaming store may overtake,
  * so an SFENCE comes first. */
+LL_IDENT_SCOPE_WRAPPER(mps_as_caller, ll_mps_serving)
+
 static inline void reply(struct mps_lock *s, struct mps_slot *p, uint64_t v, int grant)
 {
     if (s->stream) {
@@ -111,7 +114,7 @@ static inline int serve(liblock_t *l, struct mps_lock *s, struct mps_chunk *c, u
         c->last[k] = r;
         atomic_store_explicit(&s->in_cs, 1, memory_order_relaxed);
         struct ll_cs_scope sc = ll_cs_enter(&ll_mps_serving, l);
-        void *ret = cs(arg);
+        void *ret = ll_ident_run(p->tp, ll_ident_self(), mps_as_caller, l, cs, arg, NULL);
         ll_cs_leave(&ll_mps_serving, sc);
         atomic_store_explicit(&s->in_cs, 0, memory_order_relaxed);
         reply(s, p, (uint64_t)(uintptr_t)ret, 0);

@@ -246,6 +246,9 @@ void rcl_submit(struct rcl_server *s, struct rcl_slot *r, struct rcl_lock *lk, r
         r->lock = lk;
     if (r->ctx != ctx)
         r->ctx = ctx;
+    uintptr_t tp = ll_ident_self();
+    if (r->tp != tp)
+        r->tp = tp;
     if (r->flags != flags)
         r->flags = flags;
     atomic_store_explicit(&r->fn, fn, memory_order_release);
@@ -285,6 +288,18 @@ void *rcl_execute(liblock_t *l, void *(*cs)(void *), void *arg)
             errno = EDEADLK; /* the caller holds it through liblock_lock */
             return NULL;
         }
+    }
+    if (LL_UNLIKELY(rcl_nested_on(t, s))) {
+        struct rcl_tls saved;
+        if (!rcl_nested_enter(&saved)) {
+            errno = EDEADLK;
+            return NULL;
+        }
+        void *ret = rcl_execute(l, cs, arg);
+        int e = errno;
+        rcl_nested_leave(&saved);
+        errno = e;
+        return ret;
     }
     int policy = l->_wait;
     struct rcl_slot *r = post(s, lk, cs, arg, policy);

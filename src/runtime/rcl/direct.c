@@ -229,6 +229,8 @@ static __attribute__((noinline)) void lock_slow(struct rcl_server *s, struct rcl
     }
 }
 
+static int lock_nested(liblock_t *l, void *node);
+
 int rcl_lock_lock(liblock_t *l, void *node)
 {
     (void)node;
@@ -244,17 +246,38 @@ int rcl_lock_lock(liblock_t *l, void *node)
         return 0;
     }
     if (!lk->direct) {
+        if (LL_UNLIKELY(rcl_nested_on(t, s)))
+            return lock_nested(l, node);
         lock_by_request(s, lk, l->_wait);
         t->napi_held++;
         return 0;
     }
     (void)rcl_client_index(); /* fits this thread's affinity (off the server CPUs) on first use */
-    if (LL_UNLIKELY(atomic_load_explicit(&lk->want, memory_order_relaxed)))
+    if (LL_UNLIKELY(atomic_load_explicit(&lk->want, memory_order_relaxed))) {
+        if (LL_UNLIKELY(rcl_nested_on(t, s)))
+            return lock_nested(l, node);
         lock_by_request(s, lk, l->_wait);
-    else if (LL_UNLIKELY(!rcl_lock_cas(&lk->is_locked, 0, RCL_HELD_CLIENT)))
+    } else if (LL_UNLIKELY(!rcl_lock_cas(&lk->is_locked, 0, RCL_HELD_CLIENT))) {
+        if (LL_UNLIKELY(rcl_nested_on(t, s)))
+            return lock_nested(l, node);
         lock_slow(s, lk, l->_wait);
+    }
     t->napi_held++;
     return 0;
+}
+
+/* rcl_lock_lock from a section running with its caller's identity on a
+ * servicing thread of the lock's server (rcl.h, rcl_nested_on): as that
+ * servicing thread, which may be the lock's holder (EDEADLK, not a wait
+ * for itself). */
+static __attribute__((noinline)) int lock_nested(liblock_t *l, void *node)
+{
+    struct rcl_tls saved;
+    if (!rcl_nested_enter(&saved))
+        return EDEADLK;
+    int r = rcl_lock_lock(l, node);
+    rcl_nested_leave(&saved);
+    return r;
 }
 
 int rcl_lock_trylock(liblock_t *l, void *node)
@@ -272,6 +295,13 @@ int rcl_lock_trylock(liblock_t *l, void *node)
     int ret;
     if (lk->direct && LL_LIKELY(!atomic_load_explicit(&lk->want, memory_order_relaxed))) {
         ret = rcl_lock_cas(&lk->is_locked, 0, RCL_HELD_CLIENT) ? 0 : EBUSY;
+    } else if (LL_UNLIKELY(rcl_nested_on(t, s))) {
+        struct rcl_tls saved; /* as the servicing thread (rcl_lock_lock, lock_nested) */
+        if (!rcl_nested_enter(&saved))
+            return EBUSY;
+        ret = rcl_lock_trylock(l, node);
+        rcl_nested_leave(&saved);
+        return ret;
     } else {
         struct rcl_slot *r = post(s, lk, RCL_OP_TRYLOCK, NULL, l->_wait);
         if (LL_LIKELY(r != NULL))
@@ -299,6 +329,14 @@ int rcl_lock_unlock(liblock_t *l, void *node)
         return 0;
     }
     if (!lk->direct) {
+        if (LL_UNLIKELY(rcl_nested_on(t, s))) {
+            struct rcl_tls saved; /* as the servicing thread that took it (rcl_lock_lock) */
+            if (!rcl_nested_enter(&saved))
+                return EPERM;
+            int r = rcl_lock_unlock(l, node);
+            rcl_nested_leave(&saved);
+            return r;
+        }
         if (LL_UNLIKELY(!post(s, lk, RCL_OP_UNLOCK, NULL, l->_wait))) {
             if (errno != EAGAIN)
                 return errno;
@@ -310,11 +348,15 @@ int rcl_lock_unlock(liblock_t *l, void *node)
     }
     /* a seq_cst exchange: a full fence, so that the loads of `idle` below
      * and the sleepers' bit it returns are ordered after the release */
-    if (atomic_exchange_explicit(&lk->is_locked, 0, memory_order_seq_cst) == RCL_HELD_SLEEPERS)
+    uint32_t old = atomic_exchange_explicit(&lk->is_locked, 0, memory_order_seq_cst);
+    if (old == RCL_HELD_SLEEPERS)
         ll_futex_wake(&lk->is_locked, 1);
     if (LL_UNLIKELY(atomic_load_explicit(&s->idle, memory_order_seq_cst)))
         rcl_wake_idle(s); /* requests for this lock may wait on a parked server */
-    if (t->napi_held > 0) /* 0: a lock handed over by a delegated CS (server.c, hand_over_holds) */
+    /* 0: a lock handed over by a delegated CS (server.c, hand_over_holds);
+     * HELD_SERVER: taken on the local path by a section running with this
+     * thread's identity (lock_nested), which did not count it */
+    if (t->napi_held > 0 && old != RCL_HELD_SERVER)
         t->napi_held--;
     return 0;
 }

@@ -169,8 +169,13 @@ __attribute__((noinline)) int rcl_client_slow(struct rcl_tls *t)
     if (t->affinity_gen != atomic_load_explicit(&rcl_cpus_gen, memory_order_acquire))
         fit_affinity(t);
     if (t->id == 0) {
-        ll_thread_t *self = ll_self();
-        if (!self) {
+        /* A servicing thread's id is given back by the thread itself when
+         * it leaves (rcl_servicing_id_release), not by an exit hook: it may
+         * be allocated while the thread runs a section with a client's
+         * identity (server.c, rcl_as_caller), when ll_self() is the
+         * client's record. */
+        ll_thread_t *self = t->my_server ? NULL : ll_self();
+        if (!self && !t->my_server) {
             errno = ENOMEM;
             return -1;
         }
@@ -184,11 +189,21 @@ __attribute__((noinline)) int rcl_client_slow(struct rcl_tls *t)
             return -1;
         }
         t->id = id + 1;
-        t->hook.fn = client_exit;
-        t->hook.arg = NULL;
-        ll_thread_on_exit(self, &t->hook);
+        if (self) {
+            t->hook.fn = client_exit;
+            t->hook.arg = NULL;
+            ll_thread_on_exit(self, &t->hook);
+        }
     }
     return t->id - 1;
+}
+
+void rcl_servicing_id_release(void)
+{
+    if (rcl_tls.id > 0) {
+        id_free(rcl_tls.id - 1);
+        rcl_tls.id = 0;
+    }
 }
 
 int rcl_client_id(void) { return rcl_client_index(); }

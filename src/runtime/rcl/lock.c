@@ -44,6 +44,17 @@ int rcl_cond_release(liblock_t *l)
         atomic_store_explicit(&lk->is_locked, 0, memory_order_release);
         return 0;
     }
+    struct rcl_server *s = bound_server(l);
+    if (s && !t->my_server && rcl_nested_on(t, s)) {
+        /* a section running with this thread's identity (rcl.h): as its
+         * servicing thread, which keeps the mode for the reacquire */
+        struct rcl_tls saved;
+        if (!rcl_nested_enter(&saved))
+            return EPERM;
+        int r = rcl_cond_release(l);
+        rcl_nested_leave(&saved);
+        return r;
+    }
     return EPERM;
 }
 
@@ -57,6 +68,15 @@ int rcl_cond_reacquire(liblock_t *l)
     if (mode == 2) {
         local_acquire(bound_server(l), l->_state);
         return 0;
+    }
+    struct rcl_server *s = bound_server(l);
+    if (s && !t->my_server && rcl_nested_on(t, s)) {
+        struct rcl_tls saved; /* the release's mode is the servicing thread's (rcl_cond_release) */
+        if (!rcl_nested_enter(&saved))
+            return EPERM;
+        int r = rcl_cond_reacquire(l);
+        rcl_nested_leave(&saved);
+        return r;
     }
     return EPERM;
 }

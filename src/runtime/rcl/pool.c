@@ -96,6 +96,7 @@ static void *sthread_main(void *arg)
     enter_server_thread(s, "srv");
     rcl_tls.me = me;
     rcl_serve_loop(s, me);
+    rcl_servicing_id_release();
     return NULL;
 }
 

@@ -9,6 +9,7 @@
 
 #include "internal.h"
 #include "platform/local_atomic.h"
+#include "platform/identity.h"
 
 /* The public opaque liblock_server_t is the runtime's server record. */
 #define rcl_server liblock_server
@@ -30,9 +31,10 @@ struct rcl_slot {
     void *ctx;                /* argument of fn */
     struct rcl_lock *lock;    /* the lock the request is for */
     void *ret;                /* fn's return value (or an errno for trylock) */
+    uintptr_t tp;             /* the client's identity (platform/identity.h), written like ctx */
     _Atomic uint32_t parked;  /* 1: the client sleeps (or is about to) until the reply */
     uint32_t flags;           /* RCL_F_* of the pending request */
-    char pad[LL_CACHELINE - 4 * sizeof(void *) - 2 * sizeof(uint32_t)];
+    char pad[LL_CACHELINE - 5 * sizeof(void *) - 2 * sizeof(uint32_t)];
 } __attribute__((aligned(LL_CACHELINE)));
 _Static_assert(sizeof(struct rcl_slot) == LL_CACHELINE, "slot must be one line");
 
@@ -185,6 +187,18 @@ unsigned rcl_clients_in_use(void);
 int rcl_client_id(void);              /* this thread's id, allocating it; -1 + EAGAIN when full */
 extern _Atomic unsigned rcl_cpus_gen; /* bumped when a server CPU starts or stops (ids.c) */
 int rcl_client_slow(struct rcl_tls *t); /* first request of a thread, or after rcl_cpus_gen moved (ids.c) */
+/* A delegated section running with its caller's identity (platform/identity.h)
+ * makes an RCL call for server s, and the caller's own request to s is the
+ * one pending: the call must be made as the servicing thread running it
+ * (server.c, rcl_nested_enter).  Only a thread whose request is being
+ * served has its slot pending while it runs code. */
+static inline int rcl_nested_on(const struct rcl_tls *t, const struct rcl_server *s)
+{
+    return t->id > 0 && atomic_load_explicit(&s->slots[t->id - 1].fn, memory_order_relaxed) != NULL;
+}
+int rcl_nested_enter(struct rcl_tls *saved); /* 0: no servicing thread state to take */
+void rcl_nested_leave(struct rcl_tls *saved);
+void rcl_servicing_id_release(void);  /* a servicing thread leaving gives back its client id, if it took one (ids.c) */
 
 /* This thread's slot index (its client id), allocating the id and fitting
  * the affinity on first use (ids.c); -1 + errno when every id is taken. */

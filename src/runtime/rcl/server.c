@@ -225,6 +225,68 @@ static __attribute__((noinline)) void hand_over_holds(ll_thread_t *self, unsigne
     }
 }
 
+/* A client's section run with its identity (platform/identity.h, I3).  Only
+ * the client's ll_ident_tls line is written (the servicing thread's RCL
+ * state and mark, for the slow paths: rcl_nested_enter), and cancellation
+ * is held off (I5); both are put back before the switch back.  The
+ * client's RCL state (struct rcl_tls) is left alone: the client reads it
+ * on every request, and a store here would cost it a line transfer each
+ * time.  A nested RCL call inside therefore starts as the client's, and
+ * finds out that it is not when the client's slot on the server it wants
+ * is the one being served (rcl_nested_on). */
+static __attribute__((noinline)) void *rcl_as_caller(void *p)
+{
+    const struct ll_ident_cs *w = p;
+    int cancel;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+    struct ll_ident_tls *it = &ll_ident_tls;
+    void *runner = it->runner;
+    int servicing = it->servicing;
+    it->runner = w->aux;
+    it->servicing = 1;
+    void *ret = w->cs(w->arg);
+    it->servicing = servicing;
+    it->runner = runner;
+    pthread_setcancelstate(cancel, NULL);
+    return ret;
+}
+
+/* A nested call detected by rcl_nested_on: for its length, the servicing
+ * thread's RCL state replaces the client's in this (the client's)
+ * thread-local copy, but for napi_held and the exit hook, which belong to
+ * the client's hold stack and life.  So the call takes the path it takes
+ * on the servicing thread: the local path for a lock of that server (a
+ * lock the section already runs under: EDEADLK), and the servicing
+ * thread's client id for a request to another server (the client's own
+ * id has this request pending).  What the call changes in that state (an
+ * id taken, pacing, a condition wait's mode) is kept for the servicing
+ * thread.  0: there is no servicing thread here (the caller must not go
+ * on as the client: its slot is busy). */
+int rcl_nested_enter(struct rcl_tls *saved)
+{
+    struct rcl_tls *srv = ll_ident_tls.runner;
+    if (!srv)
+        return 0;
+    struct rcl_tls *t = &rcl_tls;
+    *saved = *t;
+    *t = *srv;
+    t->napi_held = saved->napi_held;
+    t->hook = saved->hook;
+    return 1;
+}
+
+void rcl_nested_leave(struct rcl_tls *saved)
+{
+    struct rcl_tls *srv = ll_ident_tls.runner;
+    struct rcl_tls *t = &rcl_tls;
+    int napi = t->napi_held;
+    struct ll_exit_hook hook = srv->hook;
+    *srv = *t;
+    srv->hook = hook;
+    *t = *saved;
+    t->napi_held = napi;
+}
+
 /* The `want` hint (rcl.h): set when a request is skipped because its lock
  * is held, cleared when the server takes the lock for a request.  Only
  * servicing threads write it; it orders nothing (direct.c, "Direct
@@ -297,7 +359,7 @@ static struct rcl_lock *serve_one(struct rcl_server *s, struct rcl_sthread *me, 
     t->held[t->nheld++] = lk;
     ll_thread_t *self0 = ll_self_tls;
     unsigned depth = self0 ? self0->nheld : 0;
-    void *ret = f(r->ctx);
+    void *ret = ll_ident_run(r->tp, ll_ident_self(), rcl_as_caller, NULL, f, r->ctx, t);
     if (LL_UNLIKELY(ll_self_tls != NULL && ll_self_tls->nheld > depth))
         hand_over_holds(ll_self_tls, depth);
     /* Everything the caller can observe about this section ends BEFORE the
