@@ -17,6 +17,8 @@
  * sent signals while it waits: its handler must run as itself (its own
  * pthread_self and __thread counter) without disturbing its sections.
  *
+ * Switching is off unless LIBLOCK_IDENTITY=1 (or prctl) asks for it: run
+ * without it, the program re-executes itself with LIBLOCK_IDENTITY=1.
  * Under ThreadSanitizer or AddressSanitizer switching is compiled out (and
  * LIBLOCK_IDENTITY=0 turns it off): then the identity checks print SKIP
  * and only the rest runs.  With wrfsbase available, the program also runs
@@ -222,6 +224,12 @@ int main(int argc, char **argv)
      * before any thread exists */
     setenv("LIBLOCK_MPSERVER_DIRECT", "0", 1);
     iters = th_scale_small() ? 300 : 3000;
+    if (!getenv("LIBLOCK_IDENTITY")) { /* switching is off by default: this program checks it on */
+        setenv("LIBLOCK_IDENTITY", "1", 1);
+        execv("/proc/self/exe", argv);
+        fprintf(stderr, "test_identity: cannot re-execute itself with LIBLOCK_IDENTITY=1: %s\n", strerror(errno));
+        return 1;
+    }
     identity_on = ll_ident_mode() != LL_IDENT_OFF;
     printf("identity switching: %s\n", ll_ident_name());
     pthread_key_create(&key, NULL);
@@ -235,13 +243,14 @@ int main(int argc, char **argv)
         if (th_selected(argc, argv, algos[i]))
             run_algo(algos[i]);
     /* the fallback, once, in a child that starts with it */
-    if (ll_ident_mode() == LL_IDENT_FSGSBASE && !getenv("LIBLOCK_IDENTITY")) {
+    const char *ie = getenv("LIBLOCK_IDENTITY");
+    if (ll_ident_mode() == LL_IDENT_FSGSBASE && ie && strcmp(ie, "1") == 0) {
         const char *const envs[] = {"LIBLOCK_IDENTITY=prctl", NULL};
         pid_t pid = th_spawn(argv[0], envs);
         CHECK(pid > 0, "spawn");
         if (pid > 0)
             CHECK(th_wait_child(pid, 100, "LIBLOCK_IDENTITY=prctl") == 0, "the arch_prctl run failed");
-    } else if (!getenv("LIBLOCK_IDENTITY")) {
+    } else if (ie && strcmp(ie, "1") == 0) {
         th_skip("the arch_prctl fallback run: switching is %s", ll_ident_name());
     }
     return th_report("test_identity");

@@ -5,17 +5,19 @@
  * switches, and the request/answer protocol of each runtime orders the two
  * threads' accesses).
  *
- * Two ways, chosen once before main:
+ * Off unless LIBLOCK_IDENTITY=1 (or prctl) asks for it: a switched section
+ * writes its caller's thread-local data from another CPU, which a delegated
+ * round trip pays for (docs/internals.md).  Two ways, chosen once before
+ * main:
  *   wrfsbase      where the kernel enabled the FSGSBASE instructions for
  *                 user mode (AT_HWCAP2 bit 1, Linux 5.9 and later): two
  *                 unprivileged instructions per switched section;
  *   arch_prctl    elsewhere: ARCH_SET_FS, one system call each way.  It is
  *                 slower than the section itself, but the guarantee does
- *                 not then depend on the kernel; LIBLOCK_IDENTITY=0 turns
- *                 switching off for a program that passes what its sections
- *                 need through their argument.
+ *                 not then depend on the kernel (LIBLOCK_IDENTITY=prctl
+ *                 forces it);
  * and off under the sanitizers (identity.h), where pthread_self() is not
- * the FS base, or with LIBLOCK_IDENTITY=0.
+ * the FS base, by default, or with LIBLOCK_IDENTITY=0.
  */
 #include "platform/identity.h"
 
@@ -113,14 +115,18 @@ _Static_assert(ARCH_SET_FS == 0x1002 && SYS_arch_prctl == 158, "arch_prctl numbe
 __attribute__((constructor)) static void ident_setup(void)
 {
     const char *e = getenv("LIBLOCK_IDENTITY");
-    if (e && strcmp(e, "0") == 0) {
-        ident_off_cause = "off (LIBLOCK_IDENTITY=0)";
+    if (!e || strcmp(e, "0") == 0) { /* off unless asked for (docs/internals.md: its cost) */
+        ident_off_cause = e ? "off (LIBLOCK_IDENTITY=0)" : "off (the default; LIBLOCK_IDENTITY=1 turns it on)";
+        return;
+    }
+    if (strcmp(e, "1") != 0 && strcmp(e, "prctl") != 0) {
+        ident_off_cause = "off (LIBLOCK_IDENTITY is not 0, 1 or prctl)";
         return;
     }
     int how = LL_IDENT_PRCTL;
     if (getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE)
         how = LL_IDENT_FSGSBASE;
-    if (e && strcmp(e, "prctl") == 0)
+    if (strcmp(e, "prctl") == 0)
         how = LL_IDENT_PRCTL; /* to measure the fallback on a machine that has both */
     unsigned long fs = 0;
     if (how == LL_IDENT_FSGSBASE) {
