@@ -19,9 +19,10 @@
 #  - `liblock run --lock mcs -- true` loads it (and leaves it loaded: it is
 #    shared by every later process); with LIBLOCK_ONCPU=fallback it does
 #    not.  What the test loaded it unloads.
-# Loaded before the test: the load/unload checks are skipped (SKIP), only
-# status and the idempotent load run, and it is left loaded.  Not root: load
-# must fail, the fallback is reported, the rest is skipped.
+# Loaded before the test (an earlier `liblock run` as root leaves it
+# loaded): it is unloaded first, the checks run as from an unloaded machine,
+# and it is loaded again at the end.  Not root: load must fail, the fallback
+# is reported, the rest is skipped.
 . "$(dirname "$0")/lib.sh" "$@"
 export LIBLOCK_BUILD="$build"
 L="tools/liblock"
@@ -42,11 +43,12 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 $L oncpu status >"$tmp/s0"; rc=$?
+was_loaded=0
 if [ $rc -eq 0 ]; then
-  skip "oncpu load/unload: loaded before the test (left loaded)"
-  $L oncpu load >"$tmp/o" 2>&1 && grep -q "already loaded" "$tmp/o" && ok || fail "second load: $(cat "$tmp/o")"
-  [ "$(progs)" = 1 ] && ok || fail "programs: $(progs) after a second load"
-  finish
+  was_loaded=1
+  $L oncpu unload >"$tmp/o" 2>&1 && ok || fail "unload of the program loaded before the test: $(cat "$tmp/o")"
+  bpffs_before=$(mount | grep -c " /sys/fs/bpf type bpf")
+  $L oncpu status >"$tmp/s0"; rc=$?
 fi
 [ $rc -eq 3 ] && grep -q "^loaded: no" "$tmp/s0" && ok || fail "status before the load: exit $rc, $(head -1 "$tmp/s0")"
 [ "$(progs)" = 0 ] && ok || fail "programs: $(progs) before the load"
@@ -95,4 +97,7 @@ $L run --lock mcs -- true && ok || fail "liblock run failed"
 $L run --lock mcs -- true && [ "$(progs)" = 1 ] && ok || fail "a second liblock run: programs $(progs)"
 $L oncpu unload >/dev/null 2>&1
 [ ! -e "$map" ] && [ "$(progs)" = 0 ] && ok || fail "unload after liblock run"
+if [ $was_loaded = 1 ]; then # as it was found
+  $L oncpu load >"$tmp/o" 2>&1 && [ "$(progs)" = 1 ] && ok || fail "loading it again: $(cat "$tmp/o")"
+fi
 finish

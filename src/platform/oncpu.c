@@ -71,7 +71,7 @@ static pthread_once_t oncpu_once = PTHREAD_ONCE_INIT;
 static _Atomic int oncpu_kind;                  /* 0 until resolved */
 static const _Atomic unsigned char *oncpu_map;  /* byte per tid (ebpf) */
 static size_t oncpu_len;
-static char oncpu_why[320];
+static char oncpu_why[384]; /* "none: " + both causes below */
 
 long ll_bpf(int cmd, void *attr, unsigned size)
 {
