@@ -135,6 +135,29 @@ static inline void parking_spawn(const char *what, const char *spec, const char 
     CHECK(rc == 0, "%s: exit %d", what, rc);
 }
 
+/* Runs the child "tag:POLICY" (the program's own child, parsed by its
+ * parking_start callback) once per waiting policy a queue lock supports:
+ * spin, yield, spin-then-park, and spin-then-park with LIBLOCK_SPIN_NS=0
+ * (every waiter parks at once). */
+static inline void parking_spawn_policies(const char *tag)
+{
+    static const struct {
+        int policy;
+        const char *spin_ns, *what;
+    } cfg[] = {
+        {LIBLOCK_WAIT_SPIN, NULL, "spin"},
+        {LIBLOCK_WAIT_YIELD, NULL, "yield"},
+        {LIBLOCK_WAIT_SPIN_THEN_PARK, NULL, "spin-then-park"},
+        {LIBLOCK_WAIT_SPIN_THEN_PARK, "0", "spin-then-park, LIBLOCK_SPIN_NS=0"},
+    };
+    for (size_t i = 0; i < sizeof cfg / sizeof *cfg; i++) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "%s:%d", tag, cfg[i].policy);
+        th_context = cfg[i].what;
+        parking_spawn(cfg[i].what, spec, cfg[i].spin_ns);
+    }
+}
+
 /* The counting workload with algo, policy (0: its default), n threads of
  * per critical sections each, mixed or not, in a child. */
 static inline void parking_count_spawn(const char *what, const char *algo, int policy, int n, long per, int mix,

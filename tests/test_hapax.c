@@ -486,20 +486,6 @@ int main(int argc, char **argv)
         th_skip("test_hapax: no hapax lock in this build");
         return TH_SKIPPED;
     }
-    static const struct {
-        int policy;
-        const char *spin_ns, *what;
-    } cfg[] = {
-        {LIBLOCK_WAIT_SPIN, NULL, "spin"},
-        {LIBLOCK_WAIT_YIELD, NULL, "yield"},
-        {LIBLOCK_WAIT_SPIN_THEN_PARK, NULL, "spin-then-park"},
-        {LIBLOCK_WAIT_SPIN_THEN_PARK, "0", "spin-then-park, LIBLOCK_SPIN_NS=0"},
-    };
-    for (size_t i = 0; i < sizeof cfg / sizeof *cfg; i++) {
-        char spec[32];
-        snprintf(spec, sizeof spec, "hapax:%d", cfg[i].policy);
-        th_context = cfg[i].what;
-        parking_spawn(cfg[i].what, spec, cfg[i].spin_ns);
-    }
+    parking_spawn_policies("hapax");
     return th_report("test_hapax");
 }

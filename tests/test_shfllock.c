@@ -427,21 +427,7 @@ int main(int argc, char **argv)
         printf("SKIP: needs 2 CPUs\n");
         return TH_SKIPPED;
     }
-    static const struct {
-        int policy;
-        const char *spin_ns, *what;
-    } cfg[] = {
-        {LIBLOCK_WAIT_SPIN, NULL, "spin"},
-        {LIBLOCK_WAIT_YIELD, NULL, "yield"},
-        {LIBLOCK_WAIT_SPIN_THEN_PARK, NULL, "spin-then-park"},
-        {LIBLOCK_WAIT_SPIN_THEN_PARK, "0", "spin-then-park, LIBLOCK_SPIN_NS=0"},
-    };
-    for (size_t i = 0; i < sizeof cfg / sizeof *cfg; i++) {
-        char spec[32];
-        snprintf(spec, sizeof spec, "shfl:%d", cfg[i].policy);
-        th_context = cfg[i].what;
-        parking_spawn(cfg[i].what, spec, cfg[i].spin_ns);
-    }
+    parking_spawn_policies("shfl");
     (void)argc;
     return th_report("test_shfllock");
 }
