@@ -100,7 +100,7 @@ static const char usage_text[] =
     "  -c, --context C          per-thread context lines, touched before and inside (default 0)\n"
     "  -D, --duration SEC       fixed-time mode: run for SEC seconds (default 1)\n"
     "  -n, --count N            fixed-count mode: N critical sections per thread\n"
-    "  -w, --wait POLICY        waiting policy (spin, spin-then-park, yield, park; default: algorithm's)\n"
+    "  -w, --wait POLICY        waiting policy (spin, spin-then-park, yield, park, preempt-aware; default: algorithm's)\n"
     "  -p, --pin MODE           rr (round-robin over CPUs, default) or none\n"
     "      --convention C       auto (default), server (1 CPU kept for the server, T-1 clients)\n"
     "                           or all (T threads run critical sections)\n"

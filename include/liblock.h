@@ -30,6 +30,8 @@ enum {
     LIBLOCK_WAIT_SPIN_THEN_PARK = 2, /* spin ~one context-switch, then futex  */
     LIBLOCK_WAIT_YIELD = 3,          /* sched_yield() loop                    */
     LIBLOCK_WAIT_PARK = 4,           /* block in the kernel at once (posix)   */
+    LIBLOCK_WAIT_PREEMPT_AWARE = 5,  /* spin while the thread waited for runs,
+                                        park as soon as it does not            */
     LIBLOCK_WAIT__COUNT
 };
 

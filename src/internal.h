@@ -165,6 +165,11 @@ int ll_heavy_barrier(void);
  * forces one. */
 enum { LL_ONCPU_NONE = 1, LL_ONCPU_EBPF = 2, LL_ONCPU_FALLBACK = 3 };
 int ll_oncpu(pid_t tid);
+/* The same with why a thread is off: LL_ONCPU_B_* - 1, that is -1 not
+ * known, 0 off (asleep, or off for a reason the mechanism cannot tell:
+ * the fallback), 1 on, 2 preempted (switched out while runnable and not
+ * run since: the eBPF mechanism only). */
+int ll_oncpu_state(pid_t tid);
 int ll_oncpu_kind(void);                 /* LL_ONCPU_* (resolves on first call) */
 const char *ll_oncpu_mechanism(void);    /* "ebpf", "fallback" or "none" */
 const char *ll_oncpu_reason(void);       /* one line: the mechanism and why */
@@ -176,8 +181,10 @@ const char *ll_oncpu_reason(void);       /* one line: the mechanism and why */
 #define LL_ONCPU_DIR LL_ONCPU_BPFFS "/liblock"
 #define LL_ONCPU_MAP_PIN LL_ONCPU_DIR "/oncpu_map"
 #define LL_ONCPU_LINK_PIN LL_ONCPU_DIR "/oncpu_link"
-#define LL_ONCPU_NAME "liblock_oncpu"    /* the map's and the program's name */
-enum { LL_ONCPU_B_UNKNOWN = 0, LL_ONCPU_B_OFF = 1, LL_ONCPU_B_ON = 2 };
+#define LL_ONCPU_NAME "liblock_oncpu2"   /* the map's and the program's name (2: with PREEMPTED) */
+/* OFF: switched out to sleep; PREEMPTED: switched out while runnable
+ * (preempted, or yielded), not run since */
+enum { LL_ONCPU_B_UNKNOWN = 0, LL_ONCPU_B_OFF = 1, LL_ONCPU_B_ON = 2, LL_ONCPU_B_PREEMPTED = 3 };
 long ll_bpf(int cmd, void *attr, unsigned size); /* the bpf() system call: >= 0, or -errno */
 /* The pinned map, checked (type, name, geometry), opened with flags
  * (BPF_F_RDONLY or 0): its fd and its size in bytes (*len), or -errno
@@ -256,6 +263,59 @@ static inline int ll_policy_behind(int policy, int their_cpu, int my_cpu)
 {
     return policy == LIBLOCK_WAIT_SPIN_THEN_PARK && my_cpu >= 0 && their_cpu == my_cpu ? LIBLOCK_WAIT_PARK : policy;
 }
+/* Preemption-aware waiting (src/core/wait.c, "Preemption-aware waiting").
+ * A lock initialised with LIBLOCK_WAIT_PREEMPT_AWARE stores
+ * LIBLOCK_WAIT_SPIN_THEN_PARK | LL_WAIT_AWARE in _wait: to the algorithm
+ * it is spin-then-park (every algorithm reads its policy with ll_policy,
+ * never _wait itself), and where the algorithm knows whom a waiter waits
+ * for it passes that thread's tid to the waiting layer through
+ * ll_behind(l, &tid), which is NULL unless the flag is set.  A waiting
+ * call given a tid spins while that thread is on a CPU (ll_oncpu) and
+ * parks as soon as it is not; with no tid, or a tid whose state is not
+ * known, it is spin-then-park. */
+#define LL_WAIT_AWARE 0x100
+static inline int ll_policy(const liblock_t *l)
+{
+    return l->_wait & 0xff;
+}
+static inline const _Atomic int32_t *ll_behind(const liblock_t *l, const _Atomic int32_t *tid)
+{
+    return LL_UNLIKELY(l->_wait & LL_WAIT_AWARE) ? tid : NULL;
+}
+static inline int ll_aware(const liblock_t *l)
+{
+    return LL_UNLIKELY((l->_wait & LL_WAIT_AWARE) != 0);
+}
+/* ll_wait_while and ll_wait_while_announced for a waiter that waits for
+ * the thread whose tid *who holds (read at each check: it may change, as a
+ * barging lock's holder does; 0 or less: not known).  who NULL: the plain
+ * calls.  Only spin-then-park looks at who.  extend: that thread holds the
+ * lock, so spinning past the budget while it runs is worth it (a waiter
+ * behind another waiter passes false: that one running may only mean it
+ * spins too, and only its preemption is acted on). */
+uint32_t ll_wait_while_behind(_Atomic uint32_t *w, uint32_t v, int policy, const _Atomic int32_t *who, bool extend);
+uint32_t ll_wait_while_announced_behind(_Atomic uint32_t *w, uint32_t v, int policy, _Atomic uint32_t *announce,
+                                        const _Atomic int32_t *who, bool extend);
+/* For an algorithm's own spin loop (ttas): called at its periodic check,
+ * with sp zeroed but for .start (the cycle count its spin began at) and
+ * .extend when the spin began and budget its spin budget, it says whether to park now
+ * (1) or keep spinning (0), by the rule above.  who NULL: the budget
+ * rule. */
+struct ll_aware_spin {
+    uint64_t start;    /* ll_cycles() when the spin began */
+    uint8_t running;   /* the last check saw the thread on a CPU */
+    uint8_t extended;  /* counted in ll_aware_tls.extended already */
+    uint8_t extend;    /* may spin past the budget while the thread runs (ll_wait_while_behind) */
+};
+int ll_aware_should_park(const _Atomic int32_t *who, struct ll_aware_spin *sp, uint64_t budget);
+/* This thread's counts of preemption-aware decisions (tests, lockbench):
+ * parks because the thread waited for was off its CPU, parks because the
+ * budget ran out (its state not known), parks because it ran past the
+ * cap, and checks that kept a waiter spinning past its budget. */
+struct ll_aware_counts {
+    unsigned long park_off, park_budget, park_cap, extended;
+};
+extern __thread struct ll_aware_counts ll_aware_tls __attribute__((tls_model("initial-exec")));
 /* Same, giving up at the absolute CLOCK_MONOTONIC deadline (ns): returns 0
  * with *out set to the new value, or ETIMEDOUT.  After ETIMEDOUT the word may
  * still carry LL_PARKED (clearing it could strand another parked waiter on

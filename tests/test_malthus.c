@@ -463,7 +463,7 @@ struct pend_arg {
 static void *pend_thread(void *vp)
 {
     struct pend_arg *a = vp;
-    uint32_t r = cr_arrive(a->tail, a->node, a->policy, a->take_over);
+    uint32_t r = cr_arrive(a->tail, a->node, a->policy, a->take_over, false);
     atomic_store(&a->result, (int)r);
     return NULL;
 }
@@ -506,7 +506,7 @@ static void test_pending_protocol(void)
         memset(&a, 0, sizeof a);
         atomic_store(&h.locked, CR_PENDING);
         atomic_store(&tail, &h);
-        CHECK_EQ(cr_arrive(&tail, &a, pol, true), CR_STOLE);
+        CHECK_EQ(cr_arrive(&tail, &a, pol, true, false), CR_STOLE);
         CHECK_EQ(atomic_load(&h.locked), CR_RETRY);
         CHECK(atomic_load(&h.next) == NULL, "take-over linked behind the pending grantee");
         CHECK(atomic_load(&tail) == &a, "take-over: the arrival is not the tail");

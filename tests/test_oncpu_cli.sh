@@ -4,7 +4,7 @@
 # tools/liblock-oncpu.c).  As root, from a machine where the program is not
 # loaded:
 #  - status exits 3 and says "loaded: no"; load exits 0; status exits 0,
-#    names both pins and counts one program named liblock_oncpu in the
+#    names both pins and counts one program named liblock_oncpu2 in the
 #    kernel; a second load says "already loaded" and the count stays 1;
 #  - `liblock list` (run as root) reports the ebpf mechanism, and as an
 #    unprivileged user (when `su nobody` works) the fallback, with the

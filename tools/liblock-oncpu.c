@@ -14,7 +14,10 @@
  * tracepoint program on sched_switch, written here as instructions: for
  * prev and then next, read task_struct.pid (its offset found in the
  * kernel's BTF, /sys/kernel/btf/vmlinux) with bpf_probe_read_kernel and
- * store LL_ONCPU_B_OFF, then LL_ONCPU_B_ON, into that tid's byte.  The
+ * store LL_ONCPU_B_OFF (LL_ONCPU_B_PREEMPTED when prev leaves runnable:
+ * the preempt argument set, or prev_state 0, TASK_RUNNING), then
+ * LL_ONCPU_B_ON, into that tid's byte.  A map of an earlier version (its
+ * name is not LL_ONCPU_NAME) is a stale set: load replaces it.  The
  * raw tracepoint's link is global (every CPU) and pinned, so the program
  * outlives this process; the map is pinned beside it.  No compiler and no
  * library beyond libc are needed to build or load it; the one thing taken
@@ -189,15 +192,14 @@ static long pid_offset(void)
 #define ALU_REG(op, d, s) INSN(BPF_ALU64 | (op) | BPF_X, d, s, 0, 0)
 #define LDX(sz, d, s, o) INSN(BPF_LDX | (sz) | BPF_MEM, d, s, o, 0)
 #define STX(sz, d, s, o) INSN(BPF_STX | (sz) | BPF_MEM, d, s, o, 0)
-#define ST_IMM(sz, d, o, i) INSN(BPF_ST | (sz) | BPF_MEM, d, 0, o, i)
 #define JMP_IMM(op, d, i, o) INSN(BPF_JMP | (op) | BPF_K, d, 0, o, i)
 #define CALL(f) INSN(BPF_JMP | BPF_CALL, 0, 0, 0, f)
 #define EXIT() INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0)
 #define LD_MAP_FD(d, fd) INSN(BPF_LD | BPF_DW | BPF_IMM, d, BPF_PSEUDO_MAP_FD, 0, fd), INSN(0, 0, 0, 0, 0)
 
 /* One block: the task in raw tracepoint argument `arg` (1 = prev, 2 =
- * next) gets byte `val`.  20 instructions; both jumps go to its end. */
-#define BLOCK(arg, val, pidoff, mapfd)                                          \
+ * next) gets the byte in r8.  20 instructions; both jumps go to its end. */
+#define BLOCK(arg, pidoff, mapfd)                                               \
     LDX(BPF_DW, BPF_REG_3, BPF_REG_6, 8 * (arg)),   /* r3 = the task */         \
     ALU_IMM(BPF_ADD, BPF_REG_3, pidoff),            /* r3 = &task->pid */       \
     MOV_REG(BPF_REG_1, BPF_REG_10), ALU_IMM(BPF_ADD, BPF_REG_1, -8),            \
@@ -213,14 +215,21 @@ static long pid_offset(void)
     JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 3),              /* beyond pid_max */        \
     ALU_IMM(BPF_AND, BPF_REG_7, 7),                                             \
     ALU_REG(BPF_ADD, BPF_REG_0, BPF_REG_7),                                     \
-    ST_IMM(BPF_B, BPF_REG_0, 0, val)
+    STX(BPF_B, BPF_REG_0, BPF_REG_8, 0)
 
 static int load_prog(int mapfd, long pidoff)
 {
     struct bpf_insn prog[] = {
-        MOV_REG(BPF_REG_6, BPF_REG_1), /* r6 = ctx: u64 args[] = {preempt, prev, next, ...} */
-        BLOCK(1, LL_ONCPU_B_OFF, (int)pidoff, mapfd),
-        BLOCK(2, LL_ONCPU_B_ON, (int)pidoff, mapfd),
+        MOV_REG(BPF_REG_6, BPF_REG_1), /* r6 = ctx: u64 args[] = {preempt, prev, next, prev_state} */
+        MOV_IMM(BPF_REG_8, LL_ONCPU_B_OFF),
+        LDX(BPF_DW, BPF_REG_1, BPF_REG_6, 0),   /* preempt */
+        JMP_IMM(BPF_JNE, BPF_REG_1, 0, 2),
+        LDX(BPF_DW, BPF_REG_1, BPF_REG_6, 24),  /* prev_state */
+        JMP_IMM(BPF_JNE, BPF_REG_1, 0, 1),
+        MOV_IMM(BPF_REG_8, LL_ONCPU_B_PREEMPTED),
+        BLOCK(1, (int)pidoff, mapfd),
+        MOV_IMM(BPF_REG_8, LL_ONCPU_B_ON),
+        BLOCK(2, (int)pidoff, mapfd),
         MOV_IMM(BPF_REG_0, 0),
         EXIT(),
     };

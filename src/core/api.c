@@ -66,7 +66,8 @@ LL_EXPORT int liblock_algorithm_info(const char *name, liblock_algorithm_info_t 
 }
 
 /* ---- waiting-policy names ------------------------------------------------ */
-static const char *const wait_names[LIBLOCK_WAIT__COUNT] = {"default", "spin", "spin-then-park", "yield", "park"};
+static const char *const wait_names[LIBLOCK_WAIT__COUNT] = {"default", "spin", "spin-then-park", "yield", "park",
+                                                                "preempt-aware"};
 
 LL_EXPORT const char *liblock_wait_name(int policy)
 {
@@ -149,6 +150,10 @@ LL_EXPORT int liblock_init(liblock_t *l, const char *algorithm, const liblock_at
         policy = o->default_policy;
     if (!(o->policies & LL_POLICY_BIT(policy)))
         return ENOTSUP;
+    /* preempt-aware is spin-then-park for the algorithm, plus a flag that
+     * ll_behind reads (internal.h, "Preemption-aware waiting") */
+    if (policy == LIBLOCK_WAIT_PREEMPT_AWARE)
+        policy = LIBLOCK_WAIT_SPIN_THEN_PARK | LL_WAIT_AWARE;
     void *state = ll_alloc_aligned(o->state_size ? o->state_size : 1);
     if (!state)
         return ENOMEM;
@@ -226,7 +231,7 @@ LL_EXPORT int liblock_getwait(const liblock_t *l, int *policy)
 {
     if (!l || l->_magic != LL_LOCK_MAGIC || !policy)
         return EINVAL;
-    *policy = l->_wait;
+    *policy = (l->_wait & LL_WAIT_AWARE) ? LIBLOCK_WAIT_PREEMPT_AWARE : ll_policy(l);
     return 0;
 }
 

@@ -29,11 +29,52 @@
  * Orderings: the waiter's final load is acquire and the waker's store (or
  * swap) is release, so everything the waker wrote before waking (typically:
  * the critical section's effects) is visible to the waiter when it returns.
+ *
+ * Preemption-aware waiting (LIBLOCK_WAIT_PREEMPT_AWARE), after the rule of
+ * V. Laforet, S. Kashyap, C. Iorgulescu, J. Lawall and J.-P. Lozi,
+ * "FlexGuard: Fast Mutual Exclusion Independent of Subscription",
+ * SOSP 2025: busy-wait while the thread waited for is on a CPU, block as
+ * soon as it is preempted.  To the algorithm it is spin-then-park:
+ * the same word, the same park protocol, the same wakers (internal.h).
+ * Only the end of the spin phase differs, when the algorithm names the
+ * thread the waiter waits for (the holder, or for a queue lock the
+ * predecessor, who hands over next): at each periodic check the waiter
+ * asks ll_oncpu_state (src/platform/oncpu.c) about that thread and
+ *   - parks at once when it was preempted (switched out while runnable,
+ *     and not run since): the hand-over cannot come before the scheduler
+ *     gives it a CPU again, typically a time slice away, so spinning only
+ *     takes a CPU from it or from another runnable thread;
+ *   - keeps spinning past the budget while it runs, when it holds the
+ *     lock (the algorithm says so: `extend`), since a hand-over from a
+ *     running holder is the cheapest there is (no wake-up), up to a cap
+ *     (LIBLOCK_AWARE_MAX_NS, default 1 ms: a holder running a long
+ *     critical section should not keep a CPU spinning for it forever).
+ *     Behind a waiter it does not: that waiter running may only mean it
+ *     spins too, and waiters that spin on while others spin keep the
+ *     CPUs from the holder under oversubscription;
+ *   - falls back to the budget rule otherwise: when the thread is off its
+ *     CPU asleep -- a waiter parked behind its own predecessor, or a
+ *     thread just woken and on its way to a CPU, whose hand-over comes
+ *     after a wake-up, the very delay the budget is measured on (parking
+ *     at once there turns every hand-over after one sleep into another
+ *     sleep: a convoy) -- and when ll_oncpu_state does not know (no
+ *     mechanism, the fallback, which cannot tell preempted from asleep,
+ *     a tid not known yet).  So the policy is spin-then-park but for the
+ *     two cases the scheduler's own record decides.
+ * Only the eBPF mechanism is used here: a check is a byte load, made at
+ * every periodic check of the spin.  The fallback cannot tell preempted
+ * from asleep, and its check (two reads of the other thread's CPU clock,
+ * each of which takes that thread's run-queue lock) costs more than
+ * extending gains (docs/oncpu.md): without eBPF the policy is
+ * spin-then-park exactly, with no check.  Correctness never depends on
+ * the answer: it only decides when the waiter goes to sleep, and the park
+ * protocol is the same whenever it does.
  */
 #include "internal.h"
 
 __thread unsigned long ll_parks_tls __attribute__((tls_model("initial-exec")));
 __thread struct ll_cancel *ll_cancel_tls __attribute__((tls_model("initial-exec")));
+__thread struct ll_aware_counts ll_aware_tls __attribute__((tls_model("initial-exec")));
 
 #include <pthread.h>
 #include <sched.h>
@@ -407,18 +448,70 @@ static int park(_Atomic uint32_t *w, uint32_t v, uint64_t deadline_ns, uint32_t 
     }
 }
 
+/* ---- preemption-aware waiting (header) ---- */
+#define AWARE_MAX_DEFAULT_NS 1000000
+
+static _Atomic uint64_t aware_cap; /* cycles; 0 = not read yet */
+static _Atomic int aware_on;       /* 1 ebpf, 2 not (budget rule only), 0 = not settled */
+
+static void aware_settle(void)
+{
+    LL_KEEP_ERRNO;
+    uint64_t cap = ll_ns_to_cycles((uint64_t)ll_env_long("LIBLOCK_AWARE_MAX_NS", AWARE_MAX_DEFAULT_NS, 0, 1000000000));
+    atomic_store_explicit(&aware_cap, cap ? cap : 1, memory_order_relaxed);
+    atomic_store_explicit(&aware_on, ll_oncpu_kind() == LL_ONCPU_EBPF ? 1 : 2, memory_order_relaxed);
+}
+
+int ll_aware_should_park(const _Atomic int32_t *who, struct ll_aware_spin *sp, uint64_t budget)
+{
+    uint64_t now = ll_cycles();
+    int32_t tid = who ? atomic_load_explicit(who, memory_order_relaxed) : 0;
+    int on_kind = atomic_load_explicit(&aware_on, memory_order_relaxed);
+    if (LL_UNLIKELY(!on_kind)) {
+        aware_settle();
+        on_kind = atomic_load_explicit(&aware_on, memory_order_relaxed);
+    }
+    if (tid > 0 && on_kind == 1) {
+        int on = ll_oncpu_state(tid);
+        if (on == LL_ONCPU_B_PREEMPTED - 1) {
+            ll_aware_tls.park_off++;
+            return 1;
+        }
+        sp->running = on == LL_ONCPU_B_ON - 1 && sp->extend;
+        if (sp->running) {
+            if (now - sp->start > atomic_load_explicit(&aware_cap, memory_order_relaxed)) {
+                ll_aware_tls.park_cap++;
+                return 1;
+            }
+            if (!sp->extended && now - sp->start > budget) {
+                sp->extended = 1;
+                ll_aware_tls.extended++;
+            }
+            return 0;
+        }
+    }
+    if (now - sp->start > budget) {
+        if (who)
+            ll_aware_tls.park_budget++;
+        return 1;
+    }
+    return 0;
+}
+
 static int wait_until(_Atomic uint32_t *w, uint32_t v, int policy, uint64_t deadline_ns, uint32_t *out,
-                      _Atomic uint32_t *announce)
+                      _Atomic uint32_t *announce, const _Atomic int32_t *who, bool extend)
 {
     uint32_t cur;
     if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK || policy == LIBLOCK_WAIT_PARK) {
         if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
             uint64_t start = ll_cycles(), budget = ll_spin_budget_cycles();
+            struct ll_aware_spin sp = {.start = start, .extend = extend};
             unsigned n = 0;
             while (((cur = load_acq(w)) & ~LL_PARKED) == v) {
                 ll_pause();
                 if ((++n & 63) == 0) {
-                    if (ll_cycles() - start > budget)
+                    if (LL_UNLIKELY(who != NULL) ? ll_aware_should_park(who, &sp, budget)
+                                                 : ll_cycles() - start > budget)
                         break;
                     if (deadline_ns && ll_now_ns() >= deadline_ns) {
                         *out = v;
@@ -465,15 +558,30 @@ uint32_t ll_wait_while(_Atomic uint32_t *w, uint32_t v, int policy)
 
 int ll_wait_while_until(_Atomic uint32_t *w, uint32_t v, int policy, uint64_t deadline_ns, uint32_t *out)
 {
-    return wait_until(w, v, policy, deadline_ns, out, NULL);
+    return wait_until(w, v, policy, deadline_ns, out, NULL, NULL, false);
+}
+
+uint32_t ll_wait_while_behind(_Atomic uint32_t *w, uint32_t v, int policy, const _Atomic int32_t *who, bool extend)
+{
+    if (!who || policy != LIBLOCK_WAIT_SPIN_THEN_PARK)
+        return ll_wait_while(w, v, policy);
+    uint32_t cur;
+    wait_until(w, v, policy, 0, &cur, NULL, who, extend);
+    return cur;
 }
 
 uint32_t ll_wait_while_announced(_Atomic uint32_t *w, uint32_t v, int policy, _Atomic uint32_t *announce)
 {
+    return ll_wait_while_announced_behind(w, v, policy, announce, NULL, false);
+}
+
+uint32_t ll_wait_while_announced_behind(_Atomic uint32_t *w, uint32_t v, int policy, _Atomic uint32_t *announce,
+                                        const _Atomic int32_t *who, bool extend)
+{
     if ((policy != LIBLOCK_WAIT_SPIN_THEN_PARK && policy != LIBLOCK_WAIT_PARK) || !ll_fastwake_on())
-        return ll_wait_while(w, v, policy);
+        return ll_wait_while_behind(w, v, policy, who, extend);
     uint32_t cur;
-    wait_until(w, v, policy, 0, &cur, announce);
+    wait_until(w, v, policy, 0, &cur, announce, who, extend);
     return cur;
 }
 

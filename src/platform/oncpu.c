@@ -8,8 +8,10 @@
  *  ebpf      One program on the sched_switch tracepoint for the whole
  *            system, loaded once by `liblock oncpu load`
  *            (tools/liblock-oncpu.c) and pinned in bpffs with its map; it
- *            writes one byte per tid (OFF for the thread leaving the CPU,
- *            ON for the one entering).  Every process opens the pinned map
+ *            writes one byte per tid (OFF for the thread leaving the CPU
+ *            to sleep, PREEMPTED for one leaving it runnable -- the
+ *            tracepoint's preempt flag, or a prev_state of TASK_RUNNING
+ *            (a yield) -- and ON for the one entering).  Every process opens the pinned map
  *            (BPF_OBJ_GET) and maps it read-only: a call is one byte load,
  *            minus one (LL_ONCPU_B_* in internal.h).  Mapping needs the
  *            pin opened read-write (the kernel maps a BPF map only as a
@@ -270,7 +272,7 @@ __attribute__((noinline)) static int oncpu_other(pid_t tid, int k)
     return k == LL_ONCPU_FALLBACK ? oncpu_clock(tid) : -1;
 }
 
-int ll_oncpu(pid_t tid)
+int ll_oncpu_state(pid_t tid)
 {
     int k = atomic_load_explicit(&oncpu_kind, memory_order_acquire);
     if (LL_LIKELY(k == LL_ONCPU_EBPF)) {
@@ -279,4 +281,10 @@ int ll_oncpu(pid_t tid)
         return (int)atomic_load_explicit(&oncpu_map[tid], memory_order_relaxed) - 1;
     }
     return oncpu_other(tid, k);
+}
+
+int ll_oncpu(pid_t tid)
+{
+    int s = ll_oncpu_state(tid);
+    return s == LL_ONCPU_B_PREEMPTED - 1 ? 0 : s;
 }

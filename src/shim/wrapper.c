@@ -430,7 +430,7 @@ struct ip_mutex *mutex_install(pthread_mutex_t *m, struct ip_mutex *fresh, int i
             /* posix in place: glibc's kind for posix's policy, as posix.c
              * gives its own mutex; no thread uses m's lock words before the
              * word below is published (shim.h "posix in place") */
-            int k = use->lock._wait == LIBLOCK_WAIT_SPIN_THEN_PARK ? PTHREAD_MUTEX_ADAPTIVE_NP : PTHREAD_MUTEX_NORMAL;
+            int k = ll_policy(&use->lock) == LIBLOCK_WAIT_SPIN_THEN_PARK ? PTHREAD_MUTEX_ADAPTIVE_NP : PTHREAD_MUTEX_NORMAL;
             int kind = mkind(m);
             if ((kind & IP_KIND_TYPE) != k) /* (usually already so: no write) */
                 __atomic_store_n(&m->__data.__kind, (kind & ~IP_KIND_TYPE) | k, __ATOMIC_RELAXED);

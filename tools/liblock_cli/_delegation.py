@@ -163,7 +163,7 @@ def run(args, env):
         raise SystemExit("liblock bench delegation: thread counts must be >= 1")
     if args.duration <= 0 or args.pause < 0:
         raise SystemExit("liblock bench delegation: --duration must be > 0 and --pause >= 0")
-    if args.wait and args.wait not in ("spin", "spin-then-park", "yield", "park"):
+    if args.wait and args.wait not in ("spin", "spin-then-park", "yield", "park", "preempt-aware"):
         raise SystemExit(f"liblock bench delegation: unknown waiting policy '{args.wait}'")
     cfgs, notes = configs_of(args, reg)
     if not cfgs:

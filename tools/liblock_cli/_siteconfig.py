@@ -19,7 +19,7 @@ import os
 import re
 import subprocess
 
-WAITS = ("spin", "spin-then-park", "stp", "yield", "park", "default")
+WAITS = ("spin", "spin-then-park", "stp", "yield", "park", "preempt-aware", "default")
 _ID = re.compile(r"^[0-9a-fA-F]{16}$")
 _FILELINE = re.compile(r"^.+:0*[1-9][0-9]*$")   # the last ':' separates the file from the line
 _SYMBOL = re.compile(r"^[A-Za-z0-9_.$]+$")

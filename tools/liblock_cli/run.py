@@ -39,7 +39,7 @@ HELP = "run an unmodified program with its pthread locks (and, with --sem, semap
 CONDS = ("fifo", "mostly-lifo", "glibc")
 SEMS = ("fifo", "mostly-lifo")
 USAGE = "liblock run [--lock NAME] [--wait POLICY] [--config FILE] [--cond KIND] [--sem KIND] [--eager] -- PROGRAM ARGS..."
-WAITS = ("spin", "spin-then-park", "yield", "park")
+WAITS = ("spin", "spin-then-park", "yield", "park", "preempt-aware")
 
 
 def add_arguments(p):

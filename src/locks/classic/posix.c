@@ -40,7 +40,7 @@ static int posix_init(liblock_t *l, const liblock_attr_t *attr)
     (void)attr;
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
-    pthread_mutexattr_settype(&ma, l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK ? PTHREAD_MUTEX_ADAPTIVE_NP
+    pthread_mutexattr_settype(&ma, ll_policy(l) == LIBLOCK_WAIT_SPIN_THEN_PARK ? PTHREAD_MUTEX_ADAPTIVE_NP
                                                                           : PTHREAD_MUTEX_NORMAL);
     int r = pthread_mutex_init(&LL_STATE(l, struct posix_lock)->m, &ma);
     pthread_mutexattr_destroy(&ma);

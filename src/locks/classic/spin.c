@@ -41,7 +41,7 @@ static int spin_lock(liblock_t *l, void *node)
 {
     (void)node;
     struct spin_lock *s = LL_STATE(l, struct spin_lock);
-    int policy = l->_wait;
+    int policy = ll_policy(l);
     if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK) {
         if (LL_LIKELY(tas_try_cas(&s->word)))
             return 0;
@@ -87,7 +87,7 @@ static int spin_trylock(liblock_t *l, void *node)
 {
     (void)node;
     struct spin_lock *s = LL_STATE(l, struct spin_lock);
-    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
+    if (ll_policy(l) == LIBLOCK_WAIT_SPIN_THEN_PARK)
         return tas_try_cas(&s->word) ? 0 : EBUSY;
     return atomic_exchange_explicit(&s->word, TAS_HELD, memory_order_acquire) ? EBUSY : 0;
 }
@@ -95,7 +95,7 @@ static int spin_trylock(liblock_t *l, void *node)
 static int spin_unlock(liblock_t *l, void *node)
 {
     (void)node;
-    tas_release(&LL_STATE(l, struct spin_lock)->word, l->_wait);
+    tas_release(&LL_STATE(l, struct spin_lock)->word, ll_policy(l));
     return 0;
 }
 

@@ -137,7 +137,7 @@ static int ticket_lock(liblock_t *l, void *node)
     (void)node;
     struct ticket_lock *s = LL_STATE(l, struct ticket_lock);
     uint32_t me = atomic_fetch_add_explicit(&s->next, 1, memory_order_seq_cst);
-    int policy = l->_wait;
+    int policy = ll_policy(l);
     if (LL_LIKELY(atomic_load_explicit(&s->serving, memory_order_seq_cst) == me))
         return 0;
     return ticket_wait(s, me, policy);
@@ -201,7 +201,7 @@ static int ticket_unlock(liblock_t *l, void *node)
     if (LL_UNLIKELY(!atomic_compare_exchange_strong_explicit(&s->serving, &cur, cur + 1, memory_order_seq_cst,
                                                              memory_order_relaxed)))
         return 0; /* a concurrent unlock released it */
-    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK) {
+    if (ll_policy(l) == LIBLOCK_WAIT_SPIN_THEN_PARK) {
         uint32_t waiting = atomic_load_explicit(&s->next, memory_order_seq_cst) - cur - 1;
         if (waiting >= 1)
             wake_if_parked(s, cur + 1);

@@ -24,7 +24,15 @@
  * test read is relaxed; it only decides whether to try, the atomic decides
  * ownership.
  * Policies: spin-then-park (default), spin, yield (yield replaces the
- * back-off pause loop).
+ * back-off pause loop), preempt-aware: spin-then-park whose spin ends when
+ * the holder is off its CPU and goes on past the budget while it runs
+ * (src/core/wait.c, "Preemption-aware waiting").  Under it each
+ * acquisition stores its thread's tid in `holder` (relaxed, after the
+ * acquiring atomic; never cleared), which waiters read at their periodic
+ * check.  The value may be stale (a new holder has not stored its tid
+ * yet, or the lock was released): it only decides between spinning and
+ * sleeping, and the word alone decides ownership, so a stale tid costs at
+ * most an early sleep or a longer spin.
  */
 #include "tas_park.h"
 
@@ -35,7 +43,14 @@ struct ttas_lock {
     _Atomic uint32_t word;
     _Atomic uint32_t waiters; /* contended path only; for destroy */
     uint32_t max_backoff;     /* read-only after init */
+    _Atomic int32_t holder;   /* preempt-aware: tid of the last thread to acquire (header) */
 };
+
+static inline void note_holder(struct ttas_lock *s)
+{
+    ll_thread_t *t = ll_self_tls; /* set by the API layer before ->lock */
+    atomic_store_explicit(&s->holder, t ? t->tid : 0, memory_order_relaxed);
+}
 
 static int ttas_init(liblock_t *l, const liblock_attr_t *attr)
 {
@@ -51,25 +66,30 @@ static inline bool ttas_attempt(struct ttas_lock *s, int parks)
                  : !atomic_exchange_explicit(&s->word, TAS_HELD, memory_order_acquire);
 }
 
-static LL_SLOW int ttas_lock_slow(struct ttas_lock *s, int policy);
+static LL_SLOW int ttas_lock_slow(liblock_t *l, struct ttas_lock *s, int policy);
 
 static int ttas_lock(liblock_t *l, void *node)
 {
     (void)node;
     struct ttas_lock *s = LL_STATE(l, struct ttas_lock);
-    int policy = l->_wait;
+    int policy = ll_policy(l);
     if (LL_LIKELY(atomic_load_explicit(&s->word, memory_order_relaxed) == TAS_FREE &&
-                  ttas_attempt(s, policy == LIBLOCK_WAIT_SPIN_THEN_PARK)))
+                  ttas_attempt(s, policy == LIBLOCK_WAIT_SPIN_THEN_PARK))) {
+        if (ll_aware(l))
+            note_holder(s);
         return 0;
-    return ttas_lock_slow(s, policy);
+    }
+    return ttas_lock_slow(l, s, policy);
 }
 
 /* The first attempt failed. */
-static int ttas_lock_slow(struct ttas_lock *s, int policy)
+static int ttas_lock_slow(liblock_t *l, struct ttas_lock *s, int policy)
 {
     int parks = policy == LIBLOCK_WAIT_SPIN_THEN_PARK;
+    const _Atomic int32_t *who = ll_behind(l, &s->holder);
     atomic_fetch_add_explicit(&s->waiters, 1, memory_order_relaxed);
     uint64_t start = parks ? ll_cycles() : 0, budget = parks ? ll_spin_budget_cycles() : 0;
+    struct ll_aware_spin sp = {.start = start, .extend = true}; /* waiting for the holder itself */
     uint64_t slow_start = 0;
     int counted = 0;
     unsigned n = 0;
@@ -81,7 +101,7 @@ static int ttas_lock_slow(struct ttas_lock *s, int policy)
                 goto park; /* others sleep: park now (tas_park.h) */
             ll_wait_step(policy);
             if (LL_UNLIKELY((++n & 63) == 0)) {
-                if (parks && ll_cycles() - start > budget)
+                if (parks && (who ? ll_aware_should_park(who, &sp, budget) : ll_cycles() - start > budget))
                     goto park;
                 if (policy == LIBLOCK_WAIT_SPIN && (n & LL_SPIN_CHECK_MASK) == 0)
                     ll_spin_note_slow(&slow_start, &counted);
@@ -93,8 +113,8 @@ static int ttas_lock_slow(struct ttas_lock *s, int policy)
             ll_yield();
             continue;
         }
-        if (parks && ll_cycles() - start > budget)
-            goto park;
+        if (parks && !who && ll_cycles() - start > budget)
+            goto park; /* (preempt-aware decides in the loop above only: the holder is known there) */
         ll_thread_t *self = ll_self_tls; /* set by the API layer before ->lock */
         uint32_t k = self ? (uint32_t)(ll_rand(self) % window) + 1 : window;
         while (k--)
@@ -103,10 +123,14 @@ static int ttas_lock_slow(struct ttas_lock *s, int policy)
             window *= 2;
     }
     atomic_fetch_sub_explicit(&s->waiters, 1, memory_order_relaxed);
+    if (who)
+        note_holder(s);
     return 0;
 park:
     tas_park_acquire(&s->word);
     atomic_fetch_sub_explicit(&s->waiters, 1, memory_order_relaxed);
+    if (who)
+        note_holder(s);
     return 0;
 }
 
@@ -116,13 +140,17 @@ static int ttas_trylock(liblock_t *l, void *node)
     struct ttas_lock *s = LL_STATE(l, struct ttas_lock);
     if (atomic_load_explicit(&s->word, memory_order_relaxed))
         return EBUSY;
-    return ttas_attempt(s, l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK) ? 0 : EBUSY;
+    if (!ttas_attempt(s, ll_policy(l) == LIBLOCK_WAIT_SPIN_THEN_PARK))
+        return EBUSY;
+    if (ll_aware(l))
+        note_holder(s);
+    return 0;
 }
 
 static int ttas_unlock(liblock_t *l, void *node)
 {
     (void)node;
-    tas_release(&LL_STATE(l, struct ttas_lock)->word, l->_wait);
+    tas_release(&LL_STATE(l, struct ttas_lock)->word, ll_policy(l));
     return 0;
 }
 
@@ -141,7 +169,7 @@ const struct ll_ops ll_ops_ttas = {
     .source = "Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), sections 3.2 and 3.10; Anderson, IEEE TPDS 1990; Drepper, Futexes Are Tricky, 2011",
     .props = LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
-                LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
+                LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK) | LL_POLICY_BIT(LIBLOCK_WAIT_PREEMPT_AWARE),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
     .oversubscribed = "waiters spin (with back-off) about one futex round trip (not at all once others sleep), then sleep on the lock word; a release wakes one sleeper; not FIFO, so a running thread takes the lock while a woken one is on its way (near posix throughput)",
     .state_size = sizeof(struct ttas_lock),

@@ -322,7 +322,7 @@ static void *ccs_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         return NULL;
     }
     int was_free;
-    struct ccs_node *cur = enqueue(s, cs, arg, l->_wait, &was_free);
+    struct ccs_node *cur = enqueue(s, cs, arg, ll_policy(l), &was_free);
     if (LL_UNLIKELY(!cur)) {
         errno = ENOMEM;
         return NULL;
@@ -345,7 +345,7 @@ static int ccs_lock(liblock_t *l, void *hold)
     if (ccs_tls.combining == l)
         return EDEADLK; /* called from a delegated CS of this lock */
     int was_free;
-    struct ccs_node *cur = enqueue(s, ll_comb_lock_marker, NULL, l->_wait, &was_free);
+    struct ccs_node *cur = enqueue(s, ll_comb_lock_marker, NULL, ll_policy(l), &was_free);
     if (LL_UNLIKELY(!cur))
         return ENOMEM;
     if (!was_free)

@@ -208,7 +208,7 @@ static void combine(liblock_t *l, struct dsm_lock *s, struct dsm_node *start, in
             ll_wake_flush(&p.dw);
             return;
         }
-        int step = l->_wait == LIBLOCK_WAIT_YIELD ? LIBLOCK_WAIT_YIELD : LIBLOCK_WAIT_SPIN;
+        int step = ll_policy(l) == LIBLOCK_WAIT_YIELD ? LIBLOCK_WAIT_YIELD : LIBLOCK_WAIT_SPIN;
         while (!(next = atomic_load_explicit(&tmp->next, memory_order_acquire)))
             ll_wait_step(step); /* a thread swapped tmp out and is linking itself */
         /* No write to tmp here (see the header: that is the lost update). */
@@ -252,7 +252,7 @@ static void *dsm_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         return NULL;
     }
     int foreign_ok = ll_may_run_foreign(ll_self_tls);
-    struct dsm_node *my = prepare(r, cs, arg, l->_wait);
+    struct dsm_node *my = prepare(r, cs, arg, ll_policy(l));
     struct ll_comb_node *pred = atomic_exchange_explicit(&s->tail, &my->c, memory_order_acq_rel);
     if (pred) {
         atomic_store_explicit(&pred->next, &my->c, memory_order_release);
@@ -271,7 +271,7 @@ static int dsm_lock(liblock_t *l, void *hold)
     struct dsm_rec *r = my_rec(s);
     if (!r)
         return ENOMEM;
-    struct dsm_node *my = prepare(r, ll_comb_lock_marker, NULL, l->_wait);
+    struct dsm_node *my = prepare(r, ll_comb_lock_marker, NULL, ll_policy(l));
     struct ll_comb_node *pred = atomic_exchange_explicit(&s->tail, &my->c, memory_order_acq_rel);
     if (pred) {
         atomic_store_explicit(&pred->next, &my->c, memory_order_release);
@@ -290,7 +290,7 @@ static int dsm_trylock(liblock_t *l, void *hold)
     struct dsm_rec *r = my_rec(s);
     if (!r)
         return ENOMEM;
-    struct dsm_node *my = prepare(r, ll_comb_lock_marker, NULL, l->_wait);
+    struct dsm_node *my = prepare(r, ll_comb_lock_marker, NULL, ll_policy(l));
     struct ll_comb_node *expect = NULL;
     if (!atomic_compare_exchange_strong_explicit(&s->tail, &expect, &my->c, memory_order_acq_rel,
                                                  memory_order_relaxed)) {

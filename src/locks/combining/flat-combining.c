@@ -136,7 +136,7 @@ static int fc_init(liblock_t *l, const liblock_attr_t *attr)
     s->old_threshold = (unsigned)ll_env_long("LIBLOCK_FC_CLEANUP_OLD_THRESHOLD", 10, 0, 1L << 30);
     ll_trec_list_init(&s->recs);
     atomic_store_explicit(&s->head, NULL, memory_order_relaxed);
-    s->park = l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK;
+    s->park = ll_policy(l) == LIBLOCK_WAIT_SPIN_THEN_PARK;
     s->asym = s->park && ll_heavy_barrier_ok() && ll_env_long("LIBLOCK_FC_ASYM", 1, 0, 1);
     s->yield_cycles = ll_ns_to_cycles(FC_YIELD_NS);
     atomic_store_explicit(&s->lock_word, 0, memory_order_release);
@@ -229,7 +229,7 @@ static void *fc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         errno = ENOMEM;
         return NULL;
     }
-    int policy = l->_wait;
+    int policy = ll_policy(l);
     r->arg = arg;
     r->tp = ll_ident_self();
     if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK)
@@ -285,7 +285,7 @@ static int fc_lock(liblock_t *l, void *hold)
     if (LL_LIKELY(atomic_compare_exchange_strong_explicit(&s->lock_word, &expect, FC_LOCKED, memory_order_acquire,
                                                           memory_order_relaxed)))
         return 0;
-    return fc_lock_wait(s, l->_wait);
+    return fc_lock_wait(s, ll_policy(l));
 }
 
 /* The lock word was not free. */

@@ -261,7 +261,7 @@ static struct oy_req *pick_awake(struct oy_lock *s, struct oy_req *n, struct oy_
  * first pending requester, or release. */
 static void oy_release(liblock_t *l, struct oy_lock *s, struct oy_req *pending, unsigned served, int foreign_ok)
 {
-    int policy = l->_wait;
+    int policy = ll_policy(l);
     unsigned max = foreign_ok ? s->max_cs : 0;
     struct ll_deferred_wakes dw;
     dw.n = 0;
@@ -319,7 +319,7 @@ static void serve_orphan(liblock_t *l, void *orphan)
     struct oy_req *o = orphan;
     struct oy_req *rest = o->rest; /* read o before releasing its owner */
     o->ret = oy_run(l, o->cs, o->arg, o->tp);
-    ll_wake(&o->state, OY_DONE, l->_wait);
+    ll_wake(&o->state, OY_DONE, ll_policy(l));
     oy_release(l, LL_STATE(l, struct oy_lock), rest, 1, 1);
 }
 
@@ -368,7 +368,7 @@ static void *oy_execute(liblock_t *l, void *(*cs)(void *), void *arg)
     n.rest = NULL;
     atomic_store_explicit(&n.state, OY_WAIT, memory_order_relaxed);
     int foreign_ok = ll_may_run_foreign(self);
-    if (!oy_acquire_or_push(s, &n, l->_wait) && oy_wait(l, s, &n, foreign_ok) == OY_DONE)
+    if (!oy_acquire_or_push(s, &n, ll_policy(l)) && oy_wait(l, s, &n, foreign_ok) == OY_DONE)
         return n.ret;
     /* we own the lock (took it, or were handed it with the rest of a
      * batch): run ours, then what is pending if we may */
@@ -430,12 +430,12 @@ static int oy_lock(liblock_t *l, void *hold)
         return EDEADLK;
     struct oy_req *n = hold;
     n->rest = NULL; /* what unlock hands on: nothing, unless a holder hands us a batch */
-    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK && lock_barging(s))
+    if (ll_policy(l) == LIBLOCK_WAIT_SPIN_THEN_PARK && lock_barging(s))
         return 0;
     n->cs = oy_lock_marker; /* the request, read only once pushed */
     n->arg = NULL;
     atomic_store_explicit(&n->state, OY_WAIT, memory_order_relaxed);
-    if (!oy_acquire_or_push(s, n, l->_wait))
+    if (!oy_acquire_or_push(s, n, ll_policy(l)))
         oy_wait(l, s, n, 0); /* a marker is never run: OWNER */
     return 0;
 }

@@ -105,7 +105,7 @@ ll_comb_wait_yield(liblock_t *l, _Atomic(void *) *slot, void *mine, _Atomic uint
 static inline uint32_t ll_comb_wait(liblock_t *l, _Atomic(void *) *slot, void *mine, _Atomic uint32_t *state,
                                     _Atomic uint64_t *seen, int foreign_ok, ll_comb_serve_fn serve)
 {
-    int policy = l->_wait;
+    int policy = ll_policy(l);
     if (policy != LIBLOCK_WAIT_YIELD)
         return ll_wait_while(state, LL_COMB_WAIT, policy);
     return ll_comb_wait_yield(l, slot, mine, state, seen, foreign_ok, serve);
@@ -179,7 +179,7 @@ static inline void ll_comb_queue_pass(liblock_t *l, const liblock_t **running, s
 {
     struct ll_cs_scope scope = ll_cs_enter(running, l);
     uintptr_t me = ll_ident_self();
-    int policy = l->_wait;
+    int policy = ll_policy(l);
     struct ll_comb_node *c = start, *last = start, *next = NULL;
     unsigned count = 0;
     p->dw.n = 0;
@@ -219,7 +219,7 @@ static inline void ll_comb_queue_pass(liblock_t *l, const liblock_t **running, s
 static inline void ll_comb_queue_hand_over(liblock_t *l, _Atomic(void *) *slot, struct ll_comb_node *n,
                                            struct ll_comb_pass *p, int may_orphan, const uint64_t *awake_cycles)
 {
-    int policy = l->_wait;
+    int policy = ll_policy(l);
     if (may_orphan && policy == LIBLOCK_WAIT_YIELD && n->cs != ll_comb_lock_marker &&
         ll_comb_asleep(n, awake_cycles, policy))
         ll_comb_leave_orphan(&n->state, slot, n);

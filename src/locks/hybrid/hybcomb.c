@@ -398,9 +398,9 @@ static int hc_init(liblock_t *l, const liblock_attr_t *attr)
     s->max_ops = (unsigned)ll_env_long("LIBLOCK_HYBCOMB_MAX_OPS", HC_MAX_OPS_DEFAULT, 1, 1000000);
     s->cas_tries = (unsigned)ll_env_long("LIBLOCK_HYBCOMB_CAS_TRIES", HC_CAS_TRIES_DEFAULT, 0, 1000000);
     s->drain = (int)ll_env_long("LIBLOCK_HYBCOMB_DRAIN", 1, 0, 1);
-    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK) {
+    if (ll_policy(l) == LIBLOCK_WAIT_SPIN_THEN_PARK) {
         s->spin_cycles = ll_spin_budget_cycles();
-        s->asym = ll_env_long("LIBLOCK_HYBCOMB_ASYM", 1, 0, 1) && ll_mbox_announce_ok(l->_wait);
+        s->asym = ll_env_long("LIBLOCK_HYBCOMB_ASYM", 1, 0, 1) && ll_mbox_announce_ok(ll_policy(l));
     }
     struct hc_node *d = NULL;
     if (pool_lock()) {
@@ -459,7 +459,7 @@ static inline void wait_turn(liblock_t *l, uintptr_t pred)
 {
     if (pred & HC_FREE)
         return; /* the queue was empty */
-    ll_wait_while(&((struct hc_node *)pred)->done, 0, l->_wait);
+    ll_wait_while(&((struct hc_node *)pred)->done, 0, ll_policy(l));
 }
 
 /* Register `mine` for the combiner role without accepting requests
@@ -537,7 +537,7 @@ static void depart(liblock_t *l, struct hc_lock *s, struct hc_node *mine)
         barge_wake(&s->ls); /* after the seq_cst CAS: change 8 */
         return;
     }
-    ll_wake(&mine->done, 1, l->_wait); /* a successor registered behind us */
+    ll_wake(&mine->done, 1, ll_policy(l)); /* a successor registered behind us */
     barge_wake(&s->ls);
 }
 
@@ -569,8 +569,8 @@ static struct hc_req *wait_slot(liblock_t *l, struct hc_node *mine, uint32_t i)
     if (LL_LIKELY(atomic_load_explicit(&r->seq, memory_order_acquire) == mine->epoch))
         return r;
     uint64_t start = ll_cycles();
-    uint64_t budget = l->_wait == LIBLOCK_WAIT_SPIN ? UINT64_MAX
-                      : l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK ? ll_spin_budget_cycles()
+    uint64_t budget = ll_policy(l) == LIBLOCK_WAIT_SPIN ? UINT64_MAX
+                      : ll_policy(l) == LIBLOCK_WAIT_SPIN_THEN_PARK ? ll_spin_budget_cycles()
                                                                 : 0;
     while (atomic_load_explicit(&r->seq, memory_order_acquire) != mine->epoch) {
         if (budget && ll_cycles() - start < budget)
@@ -592,8 +592,8 @@ static inline void serve(liblock_t *l, struct hc_lock *s, struct hc_req *r, stru
                                                      ll_mbox_tls);
     /* change 9: a plain store for clients that announce their sleep, the
      * exchange for the others (mailbox.h, "Parking") */
-    _Atomic uint32_t *w = announced ? ll_mbox_post_announced(r->reply, LL_LANE_REPLY, &ret, 1, l->_wait)
-                                    : ll_mbox_post(r->reply, LL_LANE_REPLY, &ret, 1, l->_wait);
+    _Atomic uint32_t *w = announced ? ll_mbox_post_announced(r->reply, LL_LANE_REPLY, &ret, 1, ll_policy(l))
+                                    : ll_mbox_post(r->reply, LL_LANE_REPLY, &ret, 1, ll_policy(l));
     if (w) {
         if (dw->n < LL_DEFER_MAX)
             dw->w[dw->n++] = w;
@@ -669,7 +669,7 @@ static void *hc_execute(liblock_t *l, void *(*cs)(void *), void *arg)
                  * park at once (as cr.h's "Same-CPU waiters").  Decided
                  * before the slot is published, because the combiner
                  * must learn from the slot how to reply (change 9). */
-                int policy = ours ? ll_policy_behind(l->_wait, combiner_cpu, ll_current_cpu()) : l->_wait;
+                int policy = ours ? ll_policy_behind(ll_policy(l), combiner_cpu, ll_current_cpu()) : ll_policy(l);
                 int announced = s->asym && policy == LIBLOCK_WAIT_SPIN_THEN_PARK;
                 r->fn = ours ? cs : NULL;
                 r->arg = arg;
@@ -707,7 +707,7 @@ static int hc_lock(liblock_t *l, void *hold)
     struct hc_node *mine = node_get();
     if (!mine)
         return ENOMEM;
-    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
+    if (ll_policy(l) == LIBLOCK_WAIT_SPIN_THEN_PARK)
         lock_barging(l, s, mine); /* change 8 */
     else
         register_node(l, s, mine);

@@ -233,7 +233,7 @@ static int hyb_lock(liblock_t *l, void *vnode)
 {
     struct hyb_lock *s = LL_STATE(l, struct hyb_lock);
     struct hyb_node *n = vnode;
-    const int policy = l->_wait;
+    const int policy = ll_policy(l);
     int r = begin(n);
     if (LL_UNLIKELY(r))
         return r;
@@ -284,7 +284,7 @@ static int hyb_trylock(liblock_t *l, void *vnode)
     if (LL_UNLIKELY(r))
         return r;
     uint64_t me = enc(n->mb, n->level);
-    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
+    if (ll_policy(l) == LIBLOCK_WAIT_SPIN_THEN_PARK)
         atomic_store_explicit(rank_word(me), R_GRANTED, memory_order_relaxed);
     uint64_t expect = 0;
     if (atomic_compare_exchange_strong_explicit(&s->tail, &expect, me, memory_order_acq_rel, memory_order_relaxed))
@@ -309,12 +309,12 @@ static int hyb_unlock(liblock_t *l, void *vnode)
             }
         }
         /* A successor exists; its id is in our lane or on its way. */
-        succ = ll_mbox_receive1(n->mb, succ_lane, l->_wait);
+        succ = ll_mbox_receive1(n->mb, succ_lane, ll_policy(l));
     }
-    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
+    if (ll_policy(l) == LIBLOCK_WAIT_SPIN_THEN_PARK)
         send_place(succ, HYB_ALLOW, R_GRANTED);
     else
-        send_to(succ, 1, HYB_ALLOW, l->_wait);
+        send_to(succ, 1, HYB_ALLOW, ll_policy(l));
     level_release(n->mb, n->level);
     return 0;
 }

@@ -200,7 +200,7 @@ static int clh_lock(liblock_t *l, void *vnode)
 {
     struct clh_lock *s = LL_STATE(l, struct clh_lock);
     struct clh_hold *h = vnode;
-    const int policy = l->_wait;
+    const int policy = ll_policy(l);
     ll_thread_t *self = ll_self_tls;
     struct clh_qnode *mine = qnode_take(self);
     if (!mine)
@@ -249,7 +249,7 @@ static int clh_trylock(liblock_t *l, void *vnode)
     struct clh_qnode *mine = qnode_take(self);
     if (!mine)
         return ENOMEM;
-    atomic_store_explicit(&mine->wait, parks(l->_wait) ? W_HOLDING : W_WAITING, memory_order_relaxed);
+    atomic_store_explicit(&mine->wait, parks(ll_policy(l)) ? W_HOLDING : W_WAITING, memory_order_relaxed);
     if (!atomic_compare_exchange_strong_explicit(&s->tail, &t, (uintptr_t)mine, memory_order_acq_rel,
                                                  memory_order_relaxed)) {
         qnode_give(self, mine);
@@ -267,7 +267,7 @@ static int clh_unlock(liblock_t *l, void *vnode)
     uintptr_t expect = (uintptr_t)h->mine;
     if (!atomic_compare_exchange_strong_explicit(&s->tail, &expect, (uintptr_t)h->mine | CLH_FREE,
                                                  memory_order_release, memory_order_relaxed))
-        ll_wake(&h->mine->wait, W_RELEASED, l->_wait); /* a successor queued behind us */
+        ll_wake(&h->mine->wait, W_RELEASED, ll_policy(l)); /* a successor queued behind us */
     qnode_give(ll_self_tls, h->pred);
     return 0;
 }

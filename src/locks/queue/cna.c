@@ -253,7 +253,7 @@ static void raise_next(struct cna_node *n)
 
 static LL_SLOW int cna_lock_behind(liblock_t *l, struct cna_node *n, struct cna_node *pred)
 {
-    const int pol = l->_wait;
+    const int pol = ll_policy(l);
     atomic_store_explicit(&pred->next, n, memory_order_release);
     if (!parks(pol)) {
         ll_wait_while(&n->locked, W_WAIT, pol);
@@ -324,7 +324,7 @@ static inline void splice(struct cna_node *sec, struct cna_node *succ, int polic
 static LL_SLOW int cna_unlock_slow(liblock_t *l, struct cna_node *n, struct cna_node *succ)
 {
     struct cna_lock *s = LL_STATE(l, struct cna_lock);
-    const int pol = l->_wait;
+    const int pol = ll_policy(l);
     struct cna_node *sec = n->sec;
     if (!succ && sec) {
         /* nobody behind us in the main queue: the secondary queue becomes it */

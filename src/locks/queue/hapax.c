@@ -247,8 +247,8 @@ static int hapax_lock(liblock_t *l, void *vnode)
     uint64_t pred = atomic_exchange_explicit(&s->arrive, h, memory_order_seq_cst);
     if (LL_LIKELY(load_sc(&s->depart) == pred))
         return 0;
-    hapax_wait(s, pred, l->_wait);
-    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
+    hapax_wait(s, pred, ll_policy(l));
+    if (ll_policy(l) == LIBLOCK_WAIT_SPIN_THEN_PARK)
         wake_next_early(s, h);
     return 0;
 }

@@ -335,7 +335,7 @@ static void wait_parking(struct hem_node *n, struct hem_node *p)
 
 static LL_SLOW int hem_lock_behind(liblock_t *l, struct hem_node *n, struct hem_node *p)
 {
-    const int policy = l->_wait;
+    const int policy = ll_policy(l);
     if (parks(policy)) {
         wait_parking(n, p);
         announce(n, G_HOLD);
@@ -389,7 +389,7 @@ static int hem_trylock(liblock_t *l, void *vnode)
 /* unlock() with a successor (header 3). */
 static LL_SLOW int hem_unlock_handoff(liblock_t *l, struct hem_node *n)
 {
-    const int policy = l->_wait;
+    const int policy = ll_policy(l);
     if (!parks(policy)) {
         atomic_store_explicit(&n->grant, G_GRANT, memory_order_release);
         ll_wait_while(&n->grant, G_GRANT, policy);

@@ -225,7 +225,7 @@ static inline void holder_check(struct tp_lock *s, uint64_t now)
 /* Algorithm 4's trylock: 1 = acquired, 0 = failed (timed out or removed). */
 static int tp_attempt(liblock_t *l, struct tp_lock *s, struct tp_node *n)
 {
-    int policy = l->_wait;
+    int policy = ll_policy(l);
     uint64_t start = ll_cycles();
     uint32_t expect = TP_TIMED_OUT;
     atomic_store_explicit(&n->time, start, memory_order_relaxed);
@@ -444,7 +444,7 @@ static int tp_unlock(liblock_t *l, void *vnode)
 {
     struct tp_lock *s = LL_STATE(l, struct tp_lock);
     struct tp_node *n = vnode;
-    int policy = l->_wait;
+    int policy = ll_policy(l);
     struct ll_deferred_wakes dw;
     dw.n = 0;
     /* rotation: the oldest parked waiter has slept MAX_PARK: let it try

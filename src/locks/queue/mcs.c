@@ -34,7 +34,7 @@
  *    the critical section's writes;
  *  - CAS(tail, node, nil) is release so a later locker that finds tail nil
  *    and swaps in (acquire) sees our critical section.
- * Policies: spin, yield, spin-then-park (default).  The short wait in
+ * Policies: spin, yield, spin-then-park (default), preempt-aware (below).  The short wait in
  * unlock for a successor that has swapped the tail but not yet linked itself
  * pauses (yield under yield); under spin-then-park it yields after a few
  * hundred pauses, since that successor may have been preempted.  FIFO and
@@ -100,6 +100,18 @@
  * linked (promotions and the grant), so the plain store races only with
  * the waiter's own parking CAS, which the announcement covers.
  *
+ * Preempt-aware (src/core/wait.c, "Preemption-aware waiting"): the
+ * spin-then-park protocol above, unchanged, with each first or second
+ * waiter's spin ending when its predecessor (who hands over to it next,
+ * or who is waiting for the holder that does) is preempted, and a first
+ * waiter's (whose predecessor holds the lock) going on past the budget
+ * while the holder runs.  Each node carries its thread's tid
+ * (`tid`, written before the tail swap, which publishes it with the node);
+ * an arrival copies its predecessor's into its own `behind` before it
+ * links (pred is alive then, as for the rank), so the waiting layer reads
+ * only the waiter's own node.  A requeue copies it on the waiter's behalf
+ * before its link store, as it writes the rank.
+ *
  * Condition-variable requeue (src/core/cond.c; under spin-then-park only).
  * A thread waiting on a condition prepares its next node for this lock as
  * "far" (word 1, next nil) and sleeps on that word, as a far waiter does.
@@ -129,7 +141,20 @@ struct mcs_node {
     _Atomic uint32_t locked;
     _Atomic uint32_t succ_parked; /* fast hand-over: our successor announces its parking here (header) */
     _Atomic uint32_t *announce;   /* where we announce ours: pred's succ_parked, or NULL (said in advance) */
+    _Atomic int32_t tid;          /* preempt-aware: this node's thread (header) */
+    _Atomic int32_t behind;       /* preempt-aware: pred's tid, copied before the link */
 };
+
+/* preempt-aware: the node's thread (the API layer sets ll_self_tls before ->lock) */
+static inline void note_tid(struct mcs_node *n)
+{
+    ll_thread_t *t = ll_self_tls;
+    atomic_store_explicit(&n->tid, t ? t->tid : 0, memory_order_relaxed);
+}
+static inline void copy_behind(struct mcs_node *n, struct mcs_node *pred)
+{
+    atomic_store_explicit(&n->behind, atomic_load_explicit(&pred->tid, memory_order_relaxed), memory_order_relaxed);
+}
 
 struct mcs_lock {
     _Atomic(struct mcs_node *) tail;
@@ -142,7 +167,7 @@ static inline int parks(int policy) { return policy == LIBLOCK_WAIT_SPIN_THEN_PA
 static int mcs_init(liblock_t *l, const liblock_attr_t *attr)
 {
     (void)attr;
-    if (parks(l->_wait))
+    if (parks(ll_policy(l)))
         (void)ll_fastwake_on(); /* settle this now, not in a hand-over */
     return 0;
 }
@@ -207,7 +232,7 @@ static inline void link_behind(struct mcs_node *pred, struct mcs_node *n, uint32
 /* The waiting loop of a linked node whose last rank read is v (parking
  * policy): wait for the hand-off, telling the successor it is second once
  * we are first; on the hand-off make the successor first. */
-static void wait_granted(struct mcs_node *n, uint32_t v, int policy)
+static void wait_granted(struct mcs_node *n, uint32_t v, int policy, const _Atomic int32_t *who)
 {
     int told = 0;
     while (v != R_GRANTED) {
@@ -218,9 +243,9 @@ static void wait_granted(struct mcs_node *n, uint32_t v, int policy)
         if (v == R_FAR)
             v = ll_wait_while(&n->locked, v, LIBLOCK_WAIT_PARK);
         else if (n->announce)
-            v = ll_wait_while_announced(&n->locked, v, policy, n->announce);
+            v = ll_wait_while_announced_behind(&n->locked, v, policy, n->announce, who, v == R_FIRST);
         else
-            v = ll_wait_while(&n->locked, v, policy);
+            v = ll_wait_while_behind(&n->locked, v, policy, who, v == R_FIRST);
     }
     promote_next(n, R_FIRST);
 }
@@ -229,7 +254,7 @@ static void wait_granted(struct mcs_node *n, uint32_t v, int policy)
  * uncontended lock below saves no registers). */
 static __attribute__((noinline)) int mcs_lock_behind(liblock_t *l, struct mcs_node *n, struct mcs_node *pred)
 {
-    const int policy = l->_wait;
+    const int policy = ll_policy(l);
     if (!parks(policy)) {
         atomic_store_explicit(&pred->next, n, memory_order_release);
         ll_wait_while(&n->locked, 1, policy);
@@ -238,10 +263,13 @@ static __attribute__((noinline)) int mcs_lock_behind(liblock_t *l, struct mcs_no
     uint32_t v = rank_behind(pred);
     if (v != R_FAR)
         atomic_store_explicit(&n->locked, v, memory_order_relaxed);
+    const _Atomic int32_t *who = ll_behind(l, &n->behind);
+    if (who)
+        copy_behind(n, pred);
     link_behind(pred, n, v, slept_last);
     atomic_store_explicit(&pred->next, n, memory_order_release);
     unsigned long parks = ll_parks_tls;
-    wait_granted(n, v, policy);
+    wait_granted(n, v, policy, who);
     slept_last = ll_parks_tls != parks;
     return 0;
 }
@@ -253,10 +281,12 @@ static int mcs_lock(liblock_t *l, void *vnode)
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
     atomic_store_explicit(&n->succ_parked, 0, memory_order_relaxed);
+    if (ll_aware(l))
+        note_tid(n);
     struct mcs_node *pred = atomic_exchange_explicit(&s->tail, n, memory_order_acq_rel);
     if (LL_UNLIKELY(pred != NULL))
         return mcs_lock_behind(l, n, pred);
-    if (parks(l->_wait)) {
+    if (parks(ll_policy(l))) {
         atomic_store_explicit(&n->locked, R_GRANTED, memory_order_relaxed);
         promote_next(n, R_FIRST); /* an arrival may have linked already (and parked) */
     }
@@ -266,12 +296,14 @@ static int mcs_lock(liblock_t *l, void *vnode)
 /* ---- condition-variable requeue (header) ---- */
 static int mcs_requeue_prepare(liblock_t *l, void *vnode)
 {
-    if (!parks(l->_wait))
+    if (!parks(ll_policy(l)))
         return ENOTSUP;
     struct mcs_node *n = vnode;
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->locked, R_FAR, memory_order_relaxed);
     atomic_store_explicit(&n->succ_parked, 0, memory_order_relaxed);
+    if (ll_aware(l))
+        note_tid(n);
     return 0;
 }
 
@@ -285,6 +317,8 @@ static void mcs_requeue(liblock_t *l, void *vnode)
         return;
     }
     uint32_t v = rank_behind(pred);
+    if (ll_aware(l))
+        copy_behind(n, pred); /* before the link, as the rank */
     link_behind(pred, n, v, false); /* before promote(), whose release publishes n->announce to the sleeper */
     if (v != R_FAR)
         promote(n, v); /* before the link: afterwards the node may be granted and reused */
@@ -301,7 +335,7 @@ static int mcs_requeue_wait(liblock_t *l, void *vnode, uint64_t deadline_ns)
     } else {
         v = ll_wait_while(&n->locked, R_FAR, LIBLOCK_WAIT_PARK);
     }
-    wait_granted(n, v, l->_wait);
+    wait_granted(n, v, ll_policy(l), ll_behind(l, &n->behind));
     return 0;
 }
 
@@ -312,6 +346,8 @@ static int mcs_trylock(liblock_t *l, void *vnode)
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->locked, 0, memory_order_relaxed);
     atomic_store_explicit(&n->succ_parked, 0, memory_order_relaxed);
+    if (ll_aware(l))
+        note_tid(n);
     struct mcs_node *expect = NULL;
     return atomic_compare_exchange_strong_explicit(&s->tail, &expect, n, memory_order_acq_rel,
                                                    memory_order_relaxed)
@@ -326,16 +362,16 @@ static __attribute__((noinline)) int mcs_unlock_handoff(liblock_t *l, struct mcs
     if (!succ) {
         unsigned k = 0;
         while (!(succ = atomic_load_explicit(&n->next, memory_order_acquire))) {
-            if (l->_wait == LIBLOCK_WAIT_YIELD || (parks(l->_wait) && ++k > 256))
+            if (ll_policy(l) == LIBLOCK_WAIT_YIELD || (parks(ll_policy(l)) && ++k > 256))
                 ll_yield(); /* the successor may be preempted between swap and link */
             else
                 ll_pause();
         }
     }
-    if (parks(l->_wait) && !atomic_load_explicit(&n->succ_parked, memory_order_relaxed) && ll_fastwake_on())
+    if (parks(ll_policy(l)) && !atomic_load_explicit(&n->succ_parked, memory_order_relaxed) && ll_fastwake_on())
         ll_wake_announced(&succ->locked, R_GRANTED, &n->succ_parked); /* "Fast hand-over" */
     else
-        ll_wake(&succ->locked, R_GRANTED, l->_wait);
+        ll_wake(&succ->locked, R_GRANTED, ll_policy(l));
     return 0;
 }
 
@@ -364,7 +400,7 @@ const struct ll_ops ll_ops_mcs = {
     .source = "Mellor-Crummey and Scott, ACM TOCS 1991; Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), section 3.4, Algorithm 3",
     .props = LIBLOCK_PROP_FIFO | LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
-                LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
+                LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK) | LL_POLICY_BIT(LIBLOCK_WAIT_PREEMPT_AWARE),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
     .oversubscribed = "only the next two waiters spin, the others sleep; each waiter is woken when it becomes second in line, so its wake-up overlaps the critical sections ahead; FIFO: a hand-off to a thread that is not running costs at most one wake-up",
     .state_size = sizeof(struct mcs_lock),

@@ -260,7 +260,7 @@ static uint32_t wait_arrived(struct recip_lock *s, struct recip_node *n)
 static LL_SLOW int recip_wait(liblock_t *l, struct recip_node *n, struct recip_node *tail)
 {
     struct recip_lock *s = LL_STATE(l, struct recip_lock);
-    const int policy = l->_wait;
+    const int policy = ll_policy(l);
     n->succ = tail == LOCKEDEMPTY ? NULL : tail;
     if (!parks(policy)) {
         ll_wait_while(&n->gate, G_WAITING, policy);
@@ -330,7 +330,7 @@ static LL_SLOW void recip_detach(liblock_t *l, struct recip_lock *s, struct reci
     struct recip_node *top = atomic_exchange_explicit(&s->arrivals, LOCKEDEMPTY, memory_order_acq_rel);
     atomic_store_explicit(&s->segments, atomic_load_explicit(&s->segments, memory_order_relaxed) + 1,
                           memory_order_relaxed);
-    grant(top, eos, l->_wait);
+    grant(top, eos, ll_policy(l));
 }
 
 static int recip_unlock(liblock_t *l, void *vnode)
@@ -339,7 +339,7 @@ static int recip_unlock(liblock_t *l, void *vnode)
     struct recip_node *n = vnode;
     struct recip_node *succ = n->succ, *eos = n->eos;
     if (succ) {
-        grant(succ, eos, l->_wait);
+        grant(succ, eos, ll_policy(l));
         return 0;
     }
     struct recip_node *expect = eos;

@@ -326,7 +326,7 @@ static void wait_turn(struct shfl_node *n, uint32_t v, int policy)
 
 static LL_SLOW int shfl_lock_slow(liblock_t *l, struct shfl_lock *s, struct shfl_node *n)
 {
-    const int policy = l->_wait;
+    const int policy = ll_policy(l);
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->status, ST_WAIT, memory_order_relaxed);
     n->batch = 0;
@@ -395,7 +395,7 @@ static int shfl_unlock(liblock_t *l, void *vnode)
     uint32_t w = atomic_load_explicit(&s->word, memory_order_relaxed) & ~(LL_PARKED | W_LOCKED);
     if (!atomic_load_explicit(&s->tail, memory_order_seq_cst))
         w = 0; /* nobody queued: the fast path is open again */
-    ll_wake(&s->word, w, l->_wait);
+    ll_wake(&s->word, w, ll_policy(l));
     return 0;
 }
 

@@ -37,6 +37,8 @@ struct cr_node {
     int numa;                       /* mcscrn: NUMA node of the waiter when it arrived */
     unsigned takeovers;             /* mcscr: take-overs of this lock() call's pending grants */
     _Atomic int cpu;                /* CPU the thread arrived on (cr_arrive, cr_trylock, lifocr_lock): a hint, relaxed */
+    _Atomic int32_t tid;            /* preempt-aware: this node's thread (cr_arrive, cr_trylock) */
+    _Atomic int32_t behind;         /* preempt-aware: the predecessor's tid at arrival ("Preempt-aware" below) */
     struct cr_node *ps_prev, *ps_next; /* list links, owner-only */
     struct cr_node *seen_succ, *seen_ss; /* mcscr, mcscrn: the chain behind this node when it got the lock (cr_note_chain), owner-only */
 };
@@ -49,6 +51,7 @@ struct cr_list {
 
 static inline void cr_push_head(struct cr_list *L, struct cr_node *n)
 {
+    atomic_store_explicit(&n->behind, 0, memory_order_relaxed); /* culled: "Preempt-aware" */
     n->ps_prev = NULL;
     n->ps_next = L->head;
     if (L->head)
@@ -61,6 +64,7 @@ static inline void cr_push_head(struct cr_list *L, struct cr_node *n)
 
 static inline void cr_push_tail(struct cr_list *L, struct cr_node *n)
 {
+    atomic_store_explicit(&n->behind, 0, memory_order_relaxed); /* culled: "Preempt-aware" */
     n->ps_next = NULL;
     n->ps_prev = L->tail;
     if (L->tail)
@@ -211,13 +215,36 @@ static inline void cr_link_wait_step(int policy)
  * a thread migrated since makes the rule park where spinning would have
  * done, or spin where parking at once would have been right. */
 
+/* Preempt-aware (src/core/wait.c, "Preemption-aware waiting"; mcscr and
+ * mcscrn).  A waiter's spin ends when the thread of its predecessor at
+ * arrival is preempted; it never goes on past the budget (extend false:
+ * the predecessor is not known to hold the lock, and a Malthusian lock
+ * relies on its surplus waiters sleeping).  The
+ * tid is written before the tail swap that publishes the node, and the
+ * arrival copies its predecessor's into its own node before it links, as
+ * it reads pred->cpu.  The predecessor is only a hint of who hands over
+ * next: an owner that grafts nodes ahead changes who does, and a wrong
+ * hint costs an early sleep (woken by the grant, as any sleeper) or a spin
+ * bounded by the cap.  A culled waiter may wait for many critical
+ * sections while the owner it was behind keeps running (a Malthusian lock
+ * restricts the lock to a few running threads on purpose), so a push onto
+ * a list clears its `behind`: its thread falls back to the budget rule and
+ * sleeps, as under spin-then-park (the waiter reads the field at its next
+ * check; relaxed, a hint as the rest). */
+static inline void cr_note_tid(struct cr_node *n)
+{
+    ll_thread_t *t = ll_self_tls; /* set by the API layer before ->lock */
+    atomic_store_explicit(&n->tid, t ? t->tid : 0, memory_order_relaxed);
+}
+
 /* One arrival: enqueue n and wait for the lock.  take_over: whether this
  * lock grants pending (mcscr) so that an arrival may take a pending grant
  * over.  Returns 0 when n holds the lock, CR_STOLE when n holds it by taking
  * over a pending grant (the caller, now the owner, may count it), CR_RETRY
  * when n's own pending grant was taken over (its node is then in no list
  * and on no chain: arrive again). */
-static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node *n, int policy, bool take_over)
+static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node *n, int policy, bool take_over,
+                                 bool aware)
 {
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->locked, 1, memory_order_relaxed);
@@ -225,6 +252,8 @@ static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node
     n->relinked = 0;
     int cpu = ll_current_cpu();
     atomic_store_explicit(&n->cpu, cpu, memory_order_relaxed);
+    if (aware)
+        cr_note_tid(n);
     struct cr_node *pred = atomic_exchange_explicit(tail, n, memory_order_acq_rel);
     if (!pred)
         return 0;
@@ -236,6 +265,12 @@ static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node
      * above).  pred's field is read before we link, so pred cannot have
      * re-armed its node yet. */
     int wpol = ll_policy_behind(policy, atomic_load_explicit(&pred->cpu, memory_order_relaxed), cpu);
+    const _Atomic int32_t *who = NULL;
+    if (aware) {
+        atomic_store_explicit(&n->behind, atomic_load_explicit(&pred->tid, memory_order_relaxed),
+                              memory_order_relaxed);
+        who = &n->behind;
+    }
     if (take_over && atomic_load_explicit(&pred->locked, memory_order_relaxed) == CR_PENDING) {
         uint32_t expect = CR_PENDING;
         if (atomic_compare_exchange_strong_explicit(&pred->locked, &expect, CR_RETRY, memory_order_acquire,
@@ -245,7 +280,7 @@ static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node
     atomic_store_explicit(&pred->next, n, memory_order_release);
     /* pred's owner grants us through cr_grant_next, which reads the
      * announce word in pred's node ("Fast hand-over" below) */
-    uint32_t v = ll_wait_while_announced(&n->locked, 1, wpol, &pred->succ_parked);
+    uint32_t v = ll_wait_while_announced_behind(&n->locked, 1, wpol, &pred->succ_parked, who, false);
     if (v == CR_PENDING) {
         uint32_t expect = CR_PENDING;
         if (atomic_compare_exchange_strong_explicit(&n->locked, &expect, 0, memory_order_acquire,
@@ -261,9 +296,11 @@ static inline uint32_t cr_arrive(_Atomic(struct cr_node *) *tail, struct cr_node
 static inline void cr_grant_pending(struct cr_node *t, int policy) { ll_wake(&t->locked, CR_PENDING, policy); }
 
 /* Take the lock only if the chain is empty. */
-static inline int cr_trylock(_Atomic(struct cr_node *) *tail, struct cr_node *n)
+static inline int cr_trylock(_Atomic(struct cr_node *) *tail, struct cr_node *n, bool aware)
 {
     atomic_store_explicit(&n->cpu, ll_current_cpu(), memory_order_relaxed);
+    if (aware)
+        cr_note_tid(n);
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->locked, 0, memory_order_relaxed);
     atomic_store_explicit(&n->succ_parked, 0, memory_order_relaxed);

@@ -142,7 +142,7 @@ static int lifocr_init(liblock_t *l, const liblock_attr_t *attr)
     s->p = ll_env_double("LIBLOCK_CR_FAIRNESS", 0.001, 0.0, 1.0);
     s->fair = cr_trial_make(s->p);
     s->constant_time = ll_env_long("LIBLOCK_LIFOCR_CONSTANT_TIME", 1, 0, 1) != 0;
-    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
+    if (ll_policy(l) == LIBLOCK_WAIT_SPIN_THEN_PARK)
         (void)ll_fastwake_on(); /* settle it now, not in a hand-over */
     return 0;
 }
@@ -166,7 +166,7 @@ static int lifocr_lock(liblock_t *l, void *vnode)
     struct cr_node *n = vnode;
     n->takeovers = 0;
     atomic_store_explicit(&n->cpu, ll_current_cpu(), memory_order_relaxed);
-    int wpol = l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK && granted_same_cpu == s ? LIBLOCK_WAIT_PARK : l->_wait;
+    int wpol = ll_policy(l) == LIBLOCK_WAIT_SPIN_THEN_PARK && granted_same_cpu == s ? LIBLOCK_WAIT_PARK : ll_policy(l);
     granted_same_cpu = NULL;
     /* Fast hand-over (header): a waiter that will park at once says so in
      * advance, so the owner grants it pending without looking further; one
@@ -246,7 +246,7 @@ static inline void grant_popped(struct lifocr_lock *s, struct cr_node *w, int po
 static int lifocr_unlock(liblock_t *l, void *vnode)
 {
     struct lifocr_lock *s = LL_STATE(l, struct lifocr_lock);
-    const int pol = l->_wait;
+    const int pol = ll_policy(l);
     struct cr_node *h = atomic_load_explicit(&s->top, memory_order_acquire);
     if (h == LIFO_HELD) {
         if (atomic_compare_exchange_strong_explicit(&s->top, &h, LIFO_FREE, memory_order_release,

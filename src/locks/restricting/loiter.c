@@ -174,7 +174,7 @@ static int loiter_lock(liblock_t *l, void *vnode)
 {
     struct loiter_lock *s = LL_STATE(l, struct loiter_lock);
     struct lo_node *n = vnode;
-    const int pol = l->_wait;
+    const int pol = ll_policy(l);
     n->slow = 0;
 
     /* arrival phase: bounded global spin with randomized back-off */
@@ -252,7 +252,7 @@ static int loiter_unlock(liblock_t *l, void *vnode)
 {
     struct loiter_lock *s = LL_STATE(l, struct loiter_lock);
     struct lo_node *n = vnode;
-    const int pol = l->_wait;
+    const int pol = ll_policy(l);
     if (n->slow)
         inner_unlock(s, n, pol);
 

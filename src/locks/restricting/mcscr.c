@@ -130,7 +130,8 @@
  *    above, acquire for symmetry with the link wait.
  *
  * Policies: spin (MCSCR-S), spin-then-park (MCSCR-STP; the default, as in
- * the paper's best configuration), yield.  Passive threads wait on their own
+ * the paper's best configuration), yield, preempt-aware (cr.h,
+ * "Preempt-aware").  Passive threads wait on their own
  * node, so under spin-then-park they park after ~LIBLOCK_SPIN_NS and cost
  * nothing until admitted.  Not FIFO (unless P = 1); starvation-free in
  * expectation: the eldest passive thread is admitted after a geometric
@@ -157,7 +158,7 @@ static int mcscr_init(liblock_t *l, const liblock_attr_t *attr)
     s->p = ll_env_double("LIBLOCK_CR_FAIRNESS", 0.001, 0.0, 1.0);
     s->fair = cr_trial_make(s->p);
     s->grace = cr_grace_from_env();
-    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
+    if (ll_policy(l) == LIBLOCK_WAIT_SPIN_THEN_PARK)
         (void)ll_fastwake_on(); /* settle it now, not in a hand-over */
     return 0;
 }
@@ -168,7 +169,7 @@ static int mcscr_lock(liblock_t *l, void *vnode)
     struct cr_node *n = vnode;
     uint32_t r;
     n->takeovers = 0;
-    while ((r = cr_arrive(&s->tail, n, l->_wait, true)) == CR_RETRY)
+    while ((r = cr_arrive(&s->tail, n, ll_policy(l), true, ll_aware(l))) == CR_RETRY)
         n->takeovers++; /* our pending grant was taken over: arrive again */
     if (r == CR_STOLE)
         s->steals++; /* we own the lock: owner-only counter */
@@ -179,14 +180,14 @@ static int mcscr_lock(liblock_t *l, void *vnode)
 static int mcscr_trylock(liblock_t *l, void *vnode)
 {
     cr_note_none(vnode);
-    return cr_trylock(&LL_STATE(l, struct mcscr_lock)->tail, vnode);
+    return cr_trylock(&LL_STATE(l, struct mcscr_lock)->tail, vnode, ll_aware(l));
 }
 
 static int mcscr_unlock(liblock_t *l, void *vnode)
 {
     struct mcscr_lock *s = LL_STATE(l, struct mcscr_lock);
     struct cr_node *n = vnode;
-    const int pol = l->_wait;
+    const int pol = ll_policy(l);
     struct cr_node *succ = atomic_load_explicit(&n->next, memory_order_acquire);
     struct cr_node *ss = cr_seen_second(n, succ); /* succ.next when n got the lock */
 
@@ -264,7 +265,7 @@ const struct ll_ops ll_ops_mcscr = {
     .source = "Dice, Malthusian Locks, EuroSys 2017 (extended version, arXiv:1511.06035), section 4 (MCSCR)",
     .props = LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
-                LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
+                LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK) | LL_POLICY_BIT(LIBLOCK_WAIT_PREEMPT_AWARE),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
     .oversubscribed = "surplus waiters are culled to a passive set where they sleep; a few running threads circulate the lock, the eldest passive one is re-admitted now and then; a waiter behind a thread of its own CPU sleeps at once, and a waiter that cannot run now (on the unlocker's CPU) is culled rather than granted",
     .state_size = sizeof(struct mcscr_lock),

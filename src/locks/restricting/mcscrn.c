@@ -83,7 +83,8 @@
  * thread has since migrated) or the remote list (all of other nodes); the
  * lock is released only when both lists are empty.
  *
- * Policies: spin, yield, spin-then-park (default), as mcscr; as there, a
+ * Policies: spin, yield, spin-then-park (default), preempt-aware, as mcscr;
+ * as there, a
  * waiter behind a predecessor of its own CPU parks at once (cr.h,
  * "Same-CPU waiters").
  */
@@ -110,7 +111,7 @@ static int mcscrn_init(liblock_t *l, const liblock_attr_t *attr)
     s->fair = cr_trial_make(s->p);
     s->grace = cr_grace_from_env();
     s->home = -1;
-    if (l->_wait == LIBLOCK_WAIT_SPIN_THEN_PARK)
+    if (ll_policy(l) == LIBLOCK_WAIT_SPIN_THEN_PARK)
         (void)ll_fastwake_on(); /* settle it now, not in a hand-over */
     return 0;
 }
@@ -128,7 +129,7 @@ static int mcscrn_lock(liblock_t *l, void *vnode)
     uint32_t r;
     n->takeovers = 0;
     n->numa = my_node();
-    while ((r = cr_arrive(&s->tail, n, l->_wait, true)) == CR_RETRY) {
+    while ((r = cr_arrive(&s->tail, n, ll_policy(l), true, ll_aware(l))) == CR_RETRY) {
         n->takeovers++; /* our pending grant was taken over: arrive again */
         n->numa = my_node();
     }
@@ -143,7 +144,7 @@ static int mcscrn_trylock(liblock_t *l, void *vnode)
     struct cr_node *n = vnode;
     n->numa = my_node();
     cr_note_none(n);
-    return cr_trylock(&LL_STATE(l, struct mcscrn_lock)->tail, n);
+    return cr_trylock(&LL_STATE(l, struct mcscrn_lock)->tail, n, ll_aware(l));
 }
 
 static inline struct cr_node *nxt(struct cr_node *n) { return atomic_load_explicit(&n->next, memory_order_acquire); }
@@ -181,7 +182,7 @@ static int mcscrn_unlock(liblock_t *l, void *vnode)
 {
     struct mcscrn_lock *s = LL_STATE(l, struct mcscrn_lock);
     struct cr_node *n = vnode;
-    const int pol = l->_wait;
+    const int pol = ll_policy(l);
     struct cr_node *succ = nxt(n);
     struct cr_node *ss = cr_seen_second(n, succ); /* succ.next when n got the lock */
     if (LL_UNLIKELY(s->home < 0))
@@ -314,7 +315,7 @@ const struct ll_ops ll_ops_mcscrn = {
     .source = "Dice, Malthusian Locks, EuroSys 2017 (extended version, arXiv:1511.06035), section 9.1 (MCSCRN)",
     .props = LIBLOCK_PROP_STARVATION_FREE | LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN) | LL_POLICY_BIT(LIBLOCK_WAIT_YIELD) |
-                LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK),
+                LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK) | LL_POLICY_BIT(LIBLOCK_WAIT_PREEMPT_AWARE),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK,
     .oversubscribed = "surplus waiters are culled to a passive set where they sleep; a few running threads circulate the lock, the eldest passive one is re-admitted now and then; a waiter behind a thread of its own CPU sleeps at once, and a waiter that cannot run now (on the unlocker's CPU) is culled rather than granted",
     .state_size = sizeof(struct mcscrn_lock),

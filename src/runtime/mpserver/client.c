@@ -54,7 +54,7 @@ static uint64_t park_for(struct mps_lock *s, struct mps_slot *p)
 uint64_t ll_mps_wait_reply(liblock_t *l, struct mps_lock *s, struct mps_slot *p, struct mps_cpriv *cp,
                            uint64_t t0, int learn)
 {
-    int policy = l->_wait;
+    int policy = ll_policy(l);
     if (policy == LIBLOCK_WAIT_PARK)
         return park_for(s, p);
     uint64_t budget = policy == LIBLOCK_WAIT_SPIN_THEN_PARK ? ll_spin_budget_cycles() : 0;

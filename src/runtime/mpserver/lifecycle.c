@@ -32,7 +32,7 @@ int ll_mps_lock_init(liblock_t *l, const liblock_attr_t *attr)
     s->stream = (int)ll_env_long("LIBLOCK_MPSERVER_STREAM", 0, 0, 1);
     s->shuffle = (int)ll_env_long("LIBLOCK_MPSERVER_SHUFFLE", 0, 0, 1);
     s->cpu = (int)ll_env_long("LIBLOCK_MPSERVER_CPU", -1, -1, 1 << 20);
-    s->direct = ll_mps_direct_default(l->_wait, s->cpu >= 0);
+    s->direct = ll_mps_direct_default(ll_policy(l), s->cpu >= 0);
     long win = ll_env_long("LIBLOCK_MPSERVER_WINDOW_NS", 0, 0, 60000000000L);
     s->window = win ? ll_ns_to_cycles((uint64_t)win) : 0; /* 0: an eighth of the spin budget */
     long ws = ll_env_long("LIBLOCK_MPSERVER_WORD_SPIN_NS", -1, -1, 1000000000L);

@@ -35,7 +35,7 @@ static void *exec_direct(liblock_t *l, struct mps_lock *s, void *(*cs)(void *), 
         if (ll_mps_word_trylock(s, MPS_W_EXEC))
             return run_own(l, s, cs, arg);
         if (!parked) {
-            ll_mps_word_lock(s, l->_wait, MPS_W_EXEC);
+            ll_mps_word_lock(s, ll_policy(l), MPS_W_EXEC);
             return run_own(l, s, cs, arg);
         }
         /* asleep and the word is taken: contention, delegation pays again */
@@ -43,7 +43,7 @@ static void *exec_direct(liblock_t *l, struct mps_lock *s, void *(*cs)(void *), 
     uint64_t v = 0;
     e = ll_mps_request(l, MPS_EXEC, cs, arg, &v);
     if (e == MPS_WITHDRAWN) {
-        ll_mps_word_lock(s, l->_wait, MPS_W_EXEC);
+        ll_mps_word_lock(s, ll_policy(l), MPS_W_EXEC);
         return run_own(l, s, cs, arg);
     }
     if (LL_UNLIKELY(e)) {
@@ -81,7 +81,7 @@ int ll_mps_lock_lock(liblock_t *l, void *node)
         int e = ll_mps_ensure_direct(l, s);
         if (LL_UNLIKELY(e))
             return e;
-        ll_mps_word_lock(s, l->_wait, 0);
+        ll_mps_word_lock(s, ll_policy(l), 0);
         return 0;
     }
     uint64_t v = 0;

@@ -301,7 +301,7 @@ void *rcl_execute(liblock_t *l, void *(*cs)(void *), void *arg)
         errno = e;
         return ret;
     }
-    int policy = l->_wait;
+    int policy = ll_policy(l);
     struct rcl_slot *r = post(s, lk, cs, arg, policy);
     if (LL_UNLIKELY(!r))
         return NULL;

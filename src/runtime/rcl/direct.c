@@ -248,7 +248,7 @@ int rcl_lock_lock(liblock_t *l, void *node)
     if (!lk->direct) {
         if (LL_UNLIKELY(rcl_nested_on(t, s)))
             return lock_nested(l, node);
-        lock_by_request(s, lk, l->_wait);
+        lock_by_request(s, lk, ll_policy(l));
         t->napi_held++;
         return 0;
     }
@@ -256,11 +256,11 @@ int rcl_lock_lock(liblock_t *l, void *node)
     if (LL_UNLIKELY(atomic_load_explicit(&lk->want, memory_order_relaxed))) {
         if (LL_UNLIKELY(rcl_nested_on(t, s)))
             return lock_nested(l, node);
-        lock_by_request(s, lk, l->_wait);
+        lock_by_request(s, lk, ll_policy(l));
     } else if (LL_UNLIKELY(!rcl_lock_cas(&lk->is_locked, 0, RCL_HELD_CLIENT))) {
         if (LL_UNLIKELY(rcl_nested_on(t, s)))
             return lock_nested(l, node);
-        lock_slow(s, lk, l->_wait);
+        lock_slow(s, lk, ll_policy(l));
     }
     t->napi_held++;
     return 0;
@@ -303,11 +303,11 @@ int rcl_lock_trylock(liblock_t *l, void *node)
         rcl_nested_leave(&saved);
         return ret;
     } else {
-        struct rcl_slot *r = post(s, lk, RCL_OP_TRYLOCK, NULL, l->_wait);
+        struct rcl_slot *r = post(s, lk, RCL_OP_TRYLOCK, NULL, ll_policy(l));
         if (LL_LIKELY(r != NULL))
             ret = (int)(intptr_t)r->ret;
         else if (errno == EAGAIN)
-            ret = ovf_request(s, lk, RCL_OP_TRYLOCK, l->_wait);
+            ret = ovf_request(s, lk, RCL_OP_TRYLOCK, ll_policy(l));
         else
             return errno;
     }
@@ -337,10 +337,10 @@ int rcl_lock_unlock(liblock_t *l, void *node)
             rcl_nested_leave(&saved);
             return r;
         }
-        if (LL_UNLIKELY(!post(s, lk, RCL_OP_UNLOCK, NULL, l->_wait))) {
+        if (LL_UNLIKELY(!post(s, lk, RCL_OP_UNLOCK, NULL, ll_policy(l)))) {
             if (errno != EAGAIN)
                 return errno;
-            ovf_request(s, lk, RCL_OP_UNLOCK, l->_wait); /* locked through the overflow slot */
+            ovf_request(s, lk, RCL_OP_UNLOCK, ll_policy(l)); /* locked through the overflow slot */
         }
         if (t->napi_held > 0)
             t->napi_held--;
