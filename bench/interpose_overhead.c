@@ -2,12 +2,18 @@
  * interpose_overhead - what one uncontended pthread_mutex_lock/unlock pair
  * costs through liblock-interpose.so, against glibc's own, per algorithm.
  *
- * usage: interpose_overhead [-r ROUNDS] [-n PAIRS] [-e] [-L LIB]... [ALGORITHM...]
+ * usage: interpose_overhead [-r ROUNDS] [-n PAIRS] [-e] [-m] [-L LIB]... [ALGORITHM...]
  *
  * -e: every mutex engaged from its first use (LIBLOCK_LAZY=0 in the
  * children): the algorithm's own pair; without it, the default, where a
  * mutex that never contends stays on the interposer's one-word lazy lock
  * (docs/interpose.md, "Lazy engagement").
+ *
+ * -m: a second thread exists (asleep) while the pairs run.  glibc's lock
+ * and unlock skip their atomic instructions while a process has one
+ * thread (__libc_single_threaded), and so does the interposer's lazy
+ * path; with a second thread both take their atomic path, as in any
+ * multithreaded program.
  *
  * -L LIB (repeatable): measure these interposer libraries instead of
  * <build>/lib/liblock-interpose.so, one child per library for each
@@ -65,8 +71,22 @@ static double batch(mfn lock, mfn unlock, pthread_mutex_t *m, long n)
     return (double)(probe_now_ns() - t0) / (double)n;
 }
 
-static int child(int rounds, long pairs)
+static void *sleeper(void *arg)
 {
+    char c;
+    ssize_t r = read(*(int *)arg, &c, 1); /* never written: asleep until exit */
+    (void)r;
+    return NULL;
+}
+
+static int child(int rounds, long pairs, int mt)
+{
+    static int fds[2];
+    pthread_t st;
+    if (mt && (pipe(fds) != 0 || pthread_create(&st, NULL, sleeper, &fds[0]) != 0)) {
+        fprintf(stderr, "interpose_overhead: no second thread\n");
+        return 1;
+    }
     void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
     mfn g_lock = libc ? (mfn)dlsym(libc, "pthread_mutex_lock") : NULL;
     mfn g_unlock = libc ? (mfn)dlsym(libc, "pthread_mutex_unlock") : NULL;
@@ -99,7 +119,7 @@ static int child(int rounds, long pairs)
         imin = in[r] < imin ? in[r] : imin;
         imax = in[r] > imax ? in[r] : imax;
     }
-    printf("%-16s glibc %6.2f ns (%.2f-%.2f)  interposed %6.2f ns (%.2f-%.2f)  ratio %.2f\n", active(),
+    printf("%-16s%s glibc %6.2f ns (%.2f-%.2f)  interposed %6.2f ns (%.2f-%.2f)  ratio %.2f\n", active(), mt ? " (2 threads)" : "",
            median(g, rounds), gmin, gmax, median(in, rounds), imin, imax, median(ratio, rounds));
     (void)cmpd_buf;
     return 0;
@@ -111,10 +131,12 @@ int main(int argc, char **argv)
     long pairs = 2000000;
     int opt;
     const char *libs[8];
-    int nlibs = 0, engaged = 0;
-    while ((opt = getopt(argc, argv, "r:n:eL:")) != -1) {
+    int nlibs = 0, engaged = 0, mt = 0;
+    while ((opt = getopt(argc, argv, "r:n:emL:")) != -1) {
         if (opt == 'e')
             engaged = 1;
+        else if (opt == 'm')
+            mt = 1;
         else if (opt == 'r')
             rounds = atoi(optarg);
         else if (opt == 'n')
@@ -122,7 +144,7 @@ int main(int argc, char **argv)
         else if (opt == 'L' && nlibs < 8)
             libs[nlibs++] = optarg;
         else {
-            fprintf(stderr, "usage: %s [-r ROUNDS] [-n PAIRS] [-e] [-L LIB]... [ALGORITHM...]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-r ROUNDS] [-n PAIRS] [-e] [-m] [-L LIB]... [ALGORITHM...]\n", argv[0]);
             return 2;
         }
     }
@@ -131,7 +153,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (getenv("LIBLOCK_LOCK"))
-        return child(rounds, pairs);
+        return child(rounds, pairs, mt);
 
     char self[PATH_MAX], lib[PATH_MAX + 64];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -181,7 +203,7 @@ int main(int argc, char **argv)
                 char r[16], p[32];
                 snprintf(r, sizeof r, "-r%d", rounds);
                 snprintf(p, sizeof p, "-n%ld", pairs);
-                execl(self, self, r, p, (char *)NULL);
+                execl(self, self, r, p, mt ? "-m" : (char *)NULL, (char *)NULL);
                 _exit(127);
             }
             int st;

@@ -5,6 +5,8 @@
  */
 #include "shim.h"
 
+#include <sys/single_threaded.h>
+
 LL_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *a)
 {
     LL_KEEP_ERRNO;
@@ -372,13 +374,34 @@ static __attribute__((noinline)) int track_unlock_f(struct ip_mutex *w) { return
  * The word is loaded with acquire (shim.h I1). */
 /* A lazy mutex (lazy.c) is tested next, also on the word alone (its tags,
  * like IP_FAST_GLIBC's, are no value glibc writes there): the CAS on the
- * lazy word, in the same pthread_mutex_t; the wrapper is not read. */
+ * lazy word, in the same pthread_mutex_t; the wrapper is not read.
+ * While the process has one thread (__libc_single_threaded, which glibc
+ * clears in pthread_create before the new thread exists, so that the new
+ * thread's start orders every store made before), the lazy lock and unlock
+ * are a load and a plain store instead of the CAS, as glibc's own lock
+ * then skips its LOCK prefix: no other thread can write the word.  A
+ * signal handler that locks the mutex between the load and the store of
+ * the code it interrupted would make both take it, where glibc's unlocked
+ * cmpxchg would deadlock; mutex calls are not async-signal-safe, and an
+ * unlocked cmpxchg here costs a third more than the load and store
+ * (docs/interpose.md, "Lazy engagement").
+ * The values are the CAS's own (0 and self_tag()), so a word taken that
+ * way is released by the CAS once threads exist, and the reverse (a fork
+ * child). */
 LL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
     uintptr_t p = atomic_load_explicit(mptr(m), memory_order_acquire), tag = p & IP_TAG_MASK;
     if (tag == IP_FAST_GLIBC) /* posix in place: the wrapper is not read */
         return R_INPLACE.mutex_lock(m);
     if (LL_LIKELY((tag | 1) == IP_FAST_LAZYT)) { /* IP_FAST_LAZY or IP_FAST_LAZYT */
+        if (__libc_single_threaded) { /* (above) */
+            if (LL_LIKELY(atomic_load_explicit(lzw(m), memory_order_relaxed) == 0)) {
+                atomic_store_explicit(lzw(m), self_tag(), memory_order_relaxed);
+                ll_lazy_held += tag & 1;
+                return 0;
+            }
+            return lock_rest(m);
+        }
         uintptr_t z = 0;
         if (LL_LIKELY(atomic_compare_exchange_strong_explicit(lzw(m), &z, self_tag(), memory_order_acquire,
                                                               memory_order_relaxed))) {
@@ -406,6 +429,14 @@ LL_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
         return R_INPLACE.mutex_unlock(m);
     if (LL_LIKELY((tag | 1) == IP_FAST_LAZYT)) {
         uintptr_t v = self_tag();
+        if (__libc_single_threaded) { /* (above pthread_mutex_lock) */
+            if (LL_LIKELY(atomic_load_explicit(lzw(m), memory_order_relaxed) == v)) {
+                atomic_store_explicit(lzw(m), 0, memory_order_relaxed);
+                ll_lazy_held -= tag & 1;
+                return 0;
+            }
+            return unlock_rest(m);
+        }
         if (LL_LIKELY(atomic_compare_exchange_strong_explicit(lzw(m), &v, 0, memory_order_release, memory_order_relaxed))) {
             ll_lazy_held -= tag & 1; /* our own hold: its count back (lazy.c) */
             return 0;
