@@ -17,11 +17,14 @@ META = {"section": "interposer", "commit": "abc1234", "machine": "Test CPU, 2 CP
         "date_utc": "2026-11-28 20:00 UTC", "regimes": "ping-pong probe before 66 ns (normal), after 67 ns (normal)",
         "command": "build/bin/interpose_overhead -r 5 -n 1000000", "duration_s": "12", "quick": "0"}
 FIELDS = ["algorithm", "policy", "lazy_glibc_ns", "lazy_ns", "lazy_ratio", "engaged_glibc_ns", "engaged_ns",
-          "engaged_ratio"]
+          "engaged_ratio", "lazy_mt_glibc_ns", "lazy_mt_ns", "lazy_mt_ratio", "engaged_mt_glibc_ns", "engaged_mt_ns",
+          "engaged_mt_ratio"]
 ROWS = [{"algorithm": "posix", "policy": "park", "lazy_glibc_ns": 4.9, "lazy_ns": 6.23, "lazy_ratio": 1.27,
-         "engaged_glibc_ns": 4.9, "engaged_ns": 6.2, "engaged_ratio": 1.26},
+         "engaged_glibc_ns": 4.9, "engaged_ns": 6.2, "engaged_ratio": 1.26, "lazy_mt_glibc_ns": 14.0, "lazy_mt_ns": 14.1,
+         "lazy_mt_ratio": 1.0, "engaged_mt_glibc_ns": 14.0, "engaged_mt_ns": 14.2, "engaged_mt_ratio": 1.01},
         {"algorithm": "mcs", "policy": "spin-then-park", "lazy_glibc_ns": 4.87, "lazy_ns": 4.4, "lazy_ratio": 0.9,
-         "engaged_glibc_ns": 4.87, "engaged_ns": 8.81, "engaged_ratio": 1.8}]
+         "engaged_glibc_ns": 4.87, "engaged_ns": 8.81, "engaged_ratio": 1.8, "lazy_mt_glibc_ns": 14.0, "lazy_mt_ns": 14.5,
+         "lazy_mt_ratio": 1.03, "engaged_mt_glibc_ns": 14.0, "engaged_mt_ns": 14.6, "engaged_mt_ratio": 1.04}]
 REG = [{"name": "posix", "default_policy": "park"}, {"name": "mcs", "default_policy": "spin-then-park"}]
 
 
@@ -57,9 +60,10 @@ class Render(unittest.TestCase):
         self.assertNotIn("quick", out)
         lines = [ln for ln in out.splitlines() if ln.startswith("|")]
         self.assertEqual(lines[0], "| algorithm | policy | glibc pair (ns) | interposed (ns) | interposed ÷ glibc | "
-                                   "engaged (ns) | engaged ÷ glibc |")
-        self.assertEqual(lines[2], "| posix | park | 4.90 | 6.23 | 1.27× | 6.20 | 1.26× |")
-        self.assertEqual(lines[3], "| mcs | spin-then-park | 4.87 | 4.40 | 0.90× | 8.81 | 1.80× |")
+                                   "engaged (ns) | engaged ÷ glibc | 2 threads: glibc pair (ns) | "
+                                   "2 threads: interposed ÷ glibc | 2 threads: engaged ÷ glibc |")
+        self.assertEqual(lines[2], "| posix | park | 4.90 | 6.23 | 1.27× | 6.20 | 1.26× | 14.00 | 1.00× | 1.01× |")
+        self.assertEqual(lines[3], "| mcs | spin-then-park | 4.87 | 4.40 | 0.90× | 8.81 | 1.80× | 14.00 | 1.03× | 1.04× |")
 
     def test_cell_and_duration(self):
         out = _report_render.render("{{cell interposer mcs engaged_ratio}} in {{total_duration}}", self.load)
@@ -149,7 +153,7 @@ class Command(unittest.TestCase):
             self.assertEqual(p.returncode, 0, p.stderr)
             with open(os.path.join(d, "B.md")) as f:
                 text = f.read()
-            self.assertIn("| posix | park | – | 6.23 | 1.27× | 6.20 | 1.26× |", text)
+            self.assertIn("| posix | park | – | 6.23 | 1.27× | 6.20 | 1.26× | 14.00 | 1.00× | 1.01× |", text)
             self.assertTrue(text.endswith("\n–\n"), text)     # a missing number takes no unit
             p = self.run_report(d, "--only", "headline")
             self.assertEqual(p.returncode, 2)
@@ -157,10 +161,13 @@ class Command(unittest.TestCase):
 
 
 class Reductions(unittest.TestCase):
-    def test_interposer_needs_every_algorithm_in_both_runs(self):
+    def test_interposer_needs_every_algorithm_in_every_run(self):
         mcs = "mcs              glibc   4.87 ns (4.87-4.91)  interposed   8.81 ns (8.66-8.82)  ratio 1.80\n"
         posix = "posix            glibc   4.90 ns (4.87-5.04)  interposed   6.23 ns (6.23-6.41)  ratio 1.27\n"
         with tempfile.TemporaryDirectory() as d:
+            for i in (2, 3):  # the -m runs: their lines carry "(2 threads)"
+                with open(os.path.join(d, f"interpose_overhead-{i}.log"), "w") as f:
+                    f.write(mcs.replace("mcs      ", "mcs (2 threads)") + posix.replace("posix    ", "posix (2 threads)"))
             with open(os.path.join(d, "interpose_overhead-0.log"), "w") as f:
                 f.write("uncontended lock/unlock pair, 1000 pairs x 2 rounds\n" + mcs)
             with self.assertRaisesRegex(_report_sections.SectionError, "interpose_overhead-1.log missing"):
@@ -176,6 +183,10 @@ class Reductions(unittest.TestCase):
             self.assertEqual(rows[1]["policy"], "spin-then-park")
             self.assertEqual(rows[0]["lazy_ratio"], 1.27)
             self.assertEqual(rows[1]["engaged_ns"], 8.81)
+            self.assertEqual(rows[1]["lazy_mt_ratio"], 1.80)
+            os.unlink(os.path.join(d, "interpose_overhead-3.log"))
+            with self.assertRaisesRegex(_report_sections.SectionError, "interpose_overhead-3.log missing"):
+                _report_sections.reduce_interposer(d, REG)
 
     def test_display_hides_output_options(self):
         argv = ["{liblock}", "bench", "apps", "--reps", "3", "--out", "{out}/fifo", "--quiet", "--no-plot"]

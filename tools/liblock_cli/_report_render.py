@@ -172,9 +172,12 @@ def t_condvars(rows, meta):
 
 def t_interposer(rows, meta):
     body = [[r["algorithm"], r["policy"], num(r.get("lazy_glibc_ns"), 2), num(r.get("lazy_ns"), 2),
-             ratio(r.get("lazy_ratio")), num(r.get("engaged_ns"), 2), ratio(r.get("engaged_ratio"))] for r in rows]
+             ratio(r.get("lazy_ratio")), num(r.get("engaged_ns"), 2), ratio(r.get("engaged_ratio")),
+             num(r.get("lazy_mt_glibc_ns"), 2), ratio(r.get("lazy_mt_ratio")), ratio(r.get("engaged_mt_ratio"))]
+            for r in rows]
     return _table(["algorithm", "policy", "glibc pair (ns)", "interposed (ns)", "interposed ÷ glibc",
-                   "engaged (ns)", "engaged ÷ glibc"], body, ["---", "---", "--:", "--:", "--:", "--:", "--:"])
+                   "engaged (ns)", "engaged ÷ glibc", "2 threads: glibc pair (ns)", "2 threads: interposed ÷ glibc",
+                   "2 threads: engaged ÷ glibc"], body, ["---", "---"] + ["--:"] * 8)
 
 
 def t_rcl_latency(rows, meta):

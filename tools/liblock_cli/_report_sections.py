@@ -204,14 +204,15 @@ def reduce_condvars(out, reg):
 
 
 # ---------------------------------------------------------------- interposer
-PAIR = re.compile(r"^(\S+)\s+glibc\s+([\d.]+) ns \(([\d.]+)-([\d.]+)\)\s+interposed\s+([\d.]+) ns \(([\d.]+)-([\d.]+)\)"
+PAIR = re.compile(r"^(\S+)(?:\s+\(2 threads\))?\s+glibc\s+([\d.]+) ns \(([\d.]+)-([\d.]+)\)\s+interposed\s+([\d.]+) ns \(([\d.]+)-([\d.]+)\)"
                   r"\s+ratio ([\d.]+)")
 
 
 def reduce_interposer(out, reg):
-    """Two interpose_overhead runs: -0 the default (lazy engagement), -1 with -e (every mutex engaged)."""
+    """Four interpose_overhead runs: -0 the default (lazy engagement), -1 with -e (every mutex engaged), -2 and -3
+    the same with -m (a second thread alive: glibc's atomic path)."""
     rows = {}
-    runs = ((0, "lazy"), (1, "engaged"))
+    runs = ((0, "lazy"), (1, "engaged"), (2, "lazy_mt"), (3, "engaged_mt"))
     for i, _ in runs:
         if not os.path.exists(os.path.join(out, f"interpose_overhead-{i}.log")):
             raise SectionError(f"interposer: {os.path.join(out, f'interpose_overhead-{i}.log')} missing")
@@ -230,7 +231,8 @@ def reduce_interposer(out, reg):
                     r[f"{kind}_ratio"] = float(m.group(8))
         _check_all(f"interposer ({kind})", reg, seen)
     return (["algorithm", "policy", "lazy_glibc_ns", "lazy_ns", "lazy_ratio", "engaged_glibc_ns", "engaged_ns",
-             "engaged_ratio"], [rows[a["name"]] for a in reg])
+             "engaged_ratio", "lazy_mt_glibc_ns", "lazy_mt_ns", "lazy_mt_ratio", "engaged_mt_glibc_ns", "engaged_mt_ns",
+             "engaged_mt_ratio"], [rows[a["name"]] for a in reg])
 
 
 # --------------------------------------------------------------- rcl-latency
@@ -488,9 +490,13 @@ def sections():
                  for kind in ("fifo", "glibc")], reduce_condvars),
         Section("interposer", "Interposer: the uncontended pair",
                 [["{bin}/interpose_overhead", "-r", "5", "-n", "1000000"],
-                 ["{bin}/interpose_overhead", "-e", "-r", "5", "-n", "1000000"]],
+                 ["{bin}/interpose_overhead", "-e", "-r", "5", "-n", "1000000"],
+                 ["{bin}/interpose_overhead", "-m", "-r", "5", "-n", "1000000"],
+                 ["{bin}/interpose_overhead", "-e", "-m", "-r", "5", "-n", "1000000"]],
                 [["{bin}/interpose_overhead", "-r", "2", "-n", "100000"],
-                 ["{bin}/interpose_overhead", "-e", "-r", "2", "-n", "100000"]], reduce_interposer),
+                 ["{bin}/interpose_overhead", "-e", "-r", "2", "-n", "100000"],
+                 ["{bin}/interpose_overhead", "-m", "-r", "2", "-n", "100000"],
+                 ["{bin}/interpose_overhead", "-e", "-m", "-r", "2", "-n", "100000"]], reduce_interposer),
         Section("rcl-latency", "RCL: delegated critical-section latency",
                 [LB + ["rcl-latency", "--reps", "9"] + COMMON[:-1]],
                 [LB + ["rcl-latency", "--reps", "2", "--args", "-f -r 2 -n 20000 -t 1"] + COMMON[:-1]],
