@@ -13,6 +13,9 @@
  *  - the spinning thread preempted by a SCHED_FIFO thread pinned on its CPU
  *    is eventually 0, and 1 again once that thread stops (root only: SKIP
  *    otherwise);
+ *  - ll_oncpu_state: with ebpf, that preempted thread is eventually 2
+ *    (preempted) and the thread blocked in read() eventually 0 (asleep);
+ *    with the fallback the blocked thread is 0 and it never says 2;
  *  - a thread that returned and was joined is eventually 0;
  *  - the parent process, blocked in waitpid: eventually 0 with ebpf (its
  *    tid is in another process), -1 with the fallback (another process's
@@ -42,6 +45,21 @@
 #define DEADLINE_NS (30ull * 1000000000ull)
 
 static pid_t gettid_(void) { return (pid_t)syscall(SYS_gettid); }
+
+static const char *mech_now = "";
+
+/* until ll_oncpu_state(tid) == want; 1 if seen before the deadline */
+static int eventually_state(pid_t tid, int want)
+{
+    uint64_t end = th_now_ns() + DEADLINE_NS;
+    while (th_now_ns() < end) {
+        if (ll_oncpu_state(tid) == want)
+            return 1;
+        for (volatile int i = 0; i < 1000; i++)
+            ;
+    }
+    return 0;
+}
 
 /* until ll_oncpu(tid) == want; 1 if seen before the deadline */
 static int eventually(pid_t tid, int want)
@@ -136,6 +154,10 @@ static void preempted_check(struct worker *w, pid_t wt)
     while (!atomic_load(&ctl[1]))
         ;
     CHECK(eventually(wt, 0), "the spinning worker preempted by a SCHED_FIFO thread on its CPU is not seen off");
+    if (strcmp(mech_now, "ebpf") == 0)
+        CHECK(eventually_state(wt, 2), "the preempted worker is not seen preempted (state %d)", ll_oncpu_state(wt));
+    else
+        CHECK(ll_oncpu_state(wt) != 2, "the fallback says preempted");
     atomic_store(&ctl[0], 1);
     pthread_join(f, NULL);
     CHECK(eventually(wt, 1), "the worker is not seen running again after the SCHED_FIFO thread left");
@@ -158,6 +180,7 @@ static int maps_bpf(void)
 static int run_checks(const char *mech)
 {
     th_context = mech;
+    mech_now = mech;
     if (strcmp(mech, "ebpf") == 0)
         CHECK(!maps_bpf(), "the map is mapped before the first call");
     CHECK(strcmp(ll_oncpu_mechanism(), mech) == 0, "mechanism %s (%s)", ll_oncpu_mechanism(), ll_oncpu_reason());
@@ -205,6 +228,7 @@ static int run_checks(const char *mech)
             th_skip("%s: a spinning thread seen running: one CPU only", mech);
         atomic_store(&w.mode, 1);
         CHECK(eventually(wt, 0), "a thread blocked in read() is not seen off");
+        CHECK(eventually_state(wt, 0), "a thread blocked in read() is not seen asleep (state %d)", ll_oncpu_state(wt));
         CHECK_EQ(write(w.pipe[1], "x", 1), 1);
         if (two) {
             CHECK(eventually(wt, 1), "the thread is not seen running again after its read()");
