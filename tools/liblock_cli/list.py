@@ -64,4 +64,9 @@ def run(args, env):
           + ("" if how != "pause loop" else f" ({m['uwait']})")
           + ("; LIBLOCK_UWAIT=0 turns it off" if how != "pause loop" else ""))
     print(f"  thread on a CPU (ll_oncpu) {m['oncpu_reason']}")
+    if m.get("oncpu") == "ebpf":
+        print("  preempt-aware waiting      active: waiters park as soon as the thread they wait for is preempted")
+    else:
+        print("  preempt-aware waiting      inactive (it needs the eBPF program: `liblock oncpu load` as root): "
+              "--wait preempt-aware is spin-then-park here")
     return 0
