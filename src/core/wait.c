@@ -454,9 +454,10 @@ static int park(_Atomic uint32_t *w, uint32_t v, uint64_t deadline_ns, uint32_t 
 static _Atomic uint64_t aware_cap; /* cycles; 0 = not read yet */
 static _Atomic int aware_on;       /* 1 ebpf, 2 not (budget rule only), 0 = not settled */
 
-static void aware_settle(void)
+static void aware_settle(void) /* inside lock(): no cancellation point (LL_NO_CANCEL, internal.h) */
 {
     LL_KEEP_ERRNO;
+    LL_NO_CANCEL;
     uint64_t cap = ll_ns_to_cycles((uint64_t)ll_env_long("LIBLOCK_AWARE_MAX_NS", AWARE_MAX_DEFAULT_NS, 0, 1000000000));
     atomic_store_explicit(&aware_cap, cap ? cap : 1, memory_order_relaxed);
     atomic_store_explicit(&aware_on, ll_oncpu_kind() == LL_ONCPU_EBPF ? 1 : 2, memory_order_relaxed);

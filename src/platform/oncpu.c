@@ -197,8 +197,13 @@ static int clock_ok(char *why, size_t n)
     return 1;
 }
 
+/* The first call may come from inside a lock() (a preempt-aware waiter's
+ * first check), which is no cancellation point under glibc: the opens and
+ * reads here must not act on a pending cancellation, nor change errno. */
 static void resolve(void)
 {
+    LL_KEEP_ERRNO;
+    LL_NO_CANCEL;
     const char *f = getenv("LIBLOCK_ONCPU");
     char no_ebpf[200] = "", no_clock[120] = "";
     int kind = 0;
