@@ -20,7 +20,8 @@
 /* The classic locks (the queue and spinning families and their Malthusian
  * variants): what test_parking_oversub and test_parking_destroy cover. */
 static const char *const parking_classic[] = {"spin",   "ttas",   "ticket", "clh",    "cna",    "hemlock", "mcs",
-                                              "mcs-tp", "posix",  "loiter", "mcscr",  "lifocr", "mcscrn",  "reciprocating", "hapax", "shfllock"};
+                                              "mcs-tp", "posix",  "loiter", "mcscr",  "lifocr", "mcscrn",  "reciprocating", "hapax", "shfllock",
+                                              "auto"};
 #define PARKING_NCLASSIC (sizeof parking_classic / sizeof *parking_classic)
 
 /* The program itself (argv[0]), re-executed for each configuration. */

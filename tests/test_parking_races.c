@@ -15,7 +15,7 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     static const char *const parkers[] = {"spin", "ttas", "ticket", "clh", "cna", "hemlock", "mcs", "reciprocating", "hapax",
-                                          "shfllock"};
+                                          "shfllock", "auto"};
     long per = th_scale_small() ? 1000 : 10000;
     for (size_t i = 0; i < sizeof parkers / sizeof *parkers; i++) {
         for (int n = 2; n <= 8; n *= 2) {

@@ -1,0 +1,324 @@
+/*
+ * auto - a lock that chooses its algorithm while it runs: it starts on a
+ * barging futex lock (ttas under spin-then-park: glibc's protocol) and
+ * moves, per lock, to mcs or mcscr when its own contention says so, and
+ * back.
+ *
+ * Sources.  The candidates are the files of this catalogue (ttas, mcs,
+ * mcscr; their headers cite theirs).  Choosing between spinning, queueing
+ * and blocking per lock at run time is the idea of J.-P. Lozi's profiling
+ * chapter (Lozi, "Towards More Scalable Mutual Exclusion for Multicore
+ * Architectures", PhD thesis, UPMC 2014, chapter 5: the contention a lock
+ * sees decides what it should be) and of GLS (J. Antic, G. Chatzopoulos,
+ * R. Guerraoui and V. Trigonakis, "Locking Made Easy", Middleware 2016:
+ * a lock adapts between spin, queue and blocking from its own
+ * contention).  The switch protocol below is ours.
+ *
+ * State: `mode`, the index of the candidate that is the lock now; one
+ * candidate state each (their own layout, behind a shadow liblock_t whose
+ * _state points into this state and whose policy is this lock's); the
+ * decision's counters, written only by a holder.  A hold node carries the
+ * candidate's node and `which`, the candidate the hold was taken on.
+ *
+ * The switch protocol (a lock never changes algorithm in a way that loses
+ * exclusion):
+ *  lock:   m = mode (acquire); take candidate m (its trylock, else its
+ *          lock); if mode is still m, hold it (node.which = m); else
+ *          release candidate m and start again.
+ *  unlock: release candidate node.which.
+ *  switch: only by a thread holding candidate m with mode == m, inside its
+ *          lock() before it returns (before its critical section): store
+ *          mode = k (release), release candidate m, and start its lock()
+ *          again, which now takes k.
+ * Invariant (E): a thread is in its critical section only while it holds
+ *   candidate c where c was `mode` when it checked, after taking c.
+ * Exclusion: let X and Y be in their critical sections at once, X on c and
+ *   Y on d.  If c == d, the candidate excludes them.  Else mode went from
+ *   c to d (through a chain c -> e -> ... -> d) between X's check and Y's.
+ *   The step c -> e was made by a thread S holding c with mode == c.  X's
+ *   check saw mode == c, so X took c either before S did -- then X
+ *   released c before S took it, so X left its critical section before
+ *   S's store, and every later step and Y's check come after that store --
+ *   or after S released c, when X's acquire of c (which synchronises with
+ *   S's release, after S's store) would have shown X mode == e, not c.
+ *   So X's critical section ends before any check against e succeeds, and
+ *   by induction before Y's check against d: they do not overlap.  The
+ *   switcher is not in its critical section between its store and its new
+ *   check: it is a thread in lock() like any other.
+ * Waiters in the old candidate: a thread waiting in candidate c when the
+ *   switch happens is granted c in the end (every candidate is a complete
+ *   lock: its waiters, parked or spinning, are served by its own
+ *   releases), sees mode != c and leaves c for the new candidate; nothing
+ *   is lost, a waiter pays one more acquisition.  A trylock tries the
+ *   current candidate once and answers EBUSY if the mode moved meanwhile
+ *   (the lock was held: a switch is made by a holder); the API's timed
+ *   lock is a trylock loop; a condition wait releases with unlock and
+ *   takes the lock back with lock, which follow the protocol; a delegated
+ *   section runs on its caller (lock, section, unlock).  The hold's node
+ *   area carries one candidate node at a time: a switcher releases m
+ *   before it takes k.
+ * Orderings: the mode store is release and the first load in lock is
+ *   acquire, so a thread that reads the new mode sees the candidate states
+ *   as the switcher left them (their init happened before the lock was
+ *   published anyway); the re-check after taking the candidate is relaxed:
+ *   the candidate's acquire already orders every store made before the
+ *   previous holder's release, the mode store included.
+ *
+ * The decision (docs/auto.md has the rules and the measurements behind
+ * them).  One acquisition in AUTO_BATCH of each thread (a thread-local
+ * count over every auto lock: no shared line is written on the other
+ * acquisitions) is a sample: its holder adds AUTO_BATCH to the lock's
+ * acquisitions and, if that acquisition found the lock held (the
+ * candidate's trylock failed), to its contended ones; those counters are
+ * touched only under the lock.  Every AUTO_WINDOW acquisitions so
+ * estimated, the holder computes the contended share of the window and a
+ * target: the
+ * barging lock below LIBLOCK_AUTO_LOW (default 0.05), the calibrated
+ * choice at or above LIBLOCK_AUTO_HIGH (default 0.5) -- LIBLOCK_AUTO_UNDER
+ * while the threads using liblock are at most the CPUs, LIBLOCK_AUTO_OVER
+ * beyond -- and no change in between.  It switches when two windows in a
+ * row agree on a target other than the current candidate.
+ * LIBLOCK_AUTO_START names the candidate a lock starts on (default ttas);
+ * LIBLOCK_AUTO_SWITCH_EVERY=N (tests) instead moves to the next candidate
+ * every N estimated acquisitions.  LIBLOCK_AUTO_LOG=FILE appends one line
+ * per switch with its reason.
+ */
+#include "internal.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+extern const struct ll_ops ll_ops_ttas, ll_ops_mcs, ll_ops_mcscr;
+
+enum { C_TTAS, C_MCS, C_MCSCR, C__N };
+static const struct ll_ops *const cand[C__N] = {&ll_ops_ttas, &ll_ops_mcs, &ll_ops_mcscr};
+
+#define AUTO_STATE_MAX 256
+#define AUTO_BATCH 16u
+#define AUTO_WINDOW 1024u
+
+struct auto_node {
+    uint32_t which;
+    _Alignas(16) unsigned char sub[LL_NODE_BYTES - 16];
+};
+_Static_assert(sizeof(struct auto_node) <= LL_NODE_BYTES, "auto node too large");
+
+struct auto_lock {
+    /* read by every acquirer, written only at a switch (mode) or at init */
+    LL_ALIGNED _Atomic uint32_t mode;
+    liblock_t sub[C__N];
+    /* holder-only (header), on lines of their own */
+    LL_ALIGNED uint64_t acq, cont;
+    uint32_t agree, want;
+    uint64_t switches, windows, forced_every, forced_n;
+    uint8_t under, over;
+    float low, high;
+    LL_ALIGNED unsigned char st[C__N][AUTO_STATE_MAX];
+};
+
+/* the calling thread's acquisitions of auto locks, any of them (header) */
+static __thread uint32_t auto_tick LL_TLS_IE;
+
+static int cand_index(const char *name, int dflt)
+{
+    for (int i = 0; i < C__N; i++)
+        if (name && strcmp(name, cand[i]->name) == 0)
+            return i;
+    return dflt;
+}
+
+static int auto_init(liblock_t *l, const liblock_attr_t *attr)
+{
+    LL_KEEP_ERRNO;
+    struct auto_lock *s = LL_STATE(l, struct auto_lock);
+    for (int i = 0; i < C__N; i++) {
+        if (cand[i]->state_size > AUTO_STATE_MAX || cand[i]->node_size > sizeof(((struct auto_node *)0)->sub))
+            return EINVAL;
+        s->sub[i] = (liblock_t){._ops = cand[i], ._state = s->st[i], ._magic = LL_LOCK_MAGIC, ._wait = l->_wait};
+        int r = cand[i]->init ? cand[i]->init(&s->sub[i], attr) : 0;
+        if (r) {
+            for (int j = 0; j < i; j++)
+                if (cand[j]->destroy)
+                    cand[j]->destroy(&s->sub[j]);
+            return r;
+        }
+    }
+    int start = cand_index(getenv("LIBLOCK_AUTO_START"), C_TTAS);
+    atomic_init(&s->mode, (uint32_t)start);
+    s->low = (float)ll_env_double("LIBLOCK_AUTO_LOW", 0.05, 0.0, 1.0);
+    s->high = (float)ll_env_double("LIBLOCK_AUTO_HIGH", 0.5, 0.0, 1.0);
+    s->under = (uint8_t)cand_index(getenv("LIBLOCK_AUTO_UNDER"), C_TTAS);
+    s->over = (uint8_t)cand_index(getenv("LIBLOCK_AUTO_OVER"), C_TTAS);
+    s->forced_every = (uint64_t)ll_env_long("LIBLOCK_AUTO_SWITCH_EVERY", 0, 0, 1L << 30);
+    s->want = (uint32_t)start;
+    return 0;
+}
+
+static int auto_destroy(liblock_t *l)
+{
+    struct auto_lock *s = LL_STATE(l, struct auto_lock);
+    for (int i = 0; i < C__N; i++)
+        if (cand[i]->destroy && cand[i]->destroy(&s->sub[i]) != 0)
+            return EBUSY;
+    return 0;
+}
+
+/* LIBLOCK_AUTO_LOG: one line per switch (the holder writes it: rare) */
+static void log_switch(const struct auto_lock *s, int from, int to, const char *why)
+{
+    LL_KEEP_ERRNO;
+    LL_NO_CANCEL;
+    const char *path = getenv("LIBLOCK_AUTO_LOG");
+    if (!path || !*path)
+        return;
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    char line[320];
+    uint64_t t = ll_now_ns();
+    int n = snprintf(line, sizeof line, "%llu.%09llu pid %d lock %p %s -> %s: %s\n",
+                     (unsigned long long)(t / 1000000000ull), (unsigned long long)(t % 1000000000ull), (int)getpid(),
+                     (const void *)s, cand[from]->name, cand[to]->name, why);
+    if (n > 0) {
+        ssize_t w = write(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+        (void)w;
+    }
+    close(fd);
+}
+
+/* The holder's decision at the end of one of its batches (header): the
+ * candidate to move to, or -1.  The caller holds candidate m, mode == m. */
+static int decide(struct auto_lock *s, int m, int contended, const char **why, char *buf, size_t bn)
+{
+    s->acq += AUTO_BATCH;
+    s->cont += contended ? AUTO_BATCH : 0;
+    if (s->forced_every) {
+        if ((s->forced_n += AUTO_BATCH) < s->forced_every)
+            return -1;
+        s->forced_n = 0;
+        *why = "LIBLOCK_AUTO_SWITCH_EVERY";
+        return (m + 1) % C__N;
+    }
+    if (s->acq < AUTO_WINDOW)
+        return -1;
+    double share = (double)s->cont / (double)s->acq;
+    unsigned threads = ll_thread_max_id();
+    int cpus = ll_ncpus();
+    s->acq = s->cont = 0;
+    s->windows++;
+    int target = share < s->low ? C_TTAS : share >= s->high ? ((int)threads > cpus ? s->over : s->under) : m;
+    if (target == m) {
+        s->agree = 0;
+        return -1;
+    }
+    if (s->agree == 0 || s->want != (uint32_t)target) {
+        s->want = (uint32_t)target;
+        s->agree = 1;
+        return -1;
+    }
+    s->agree = 0;
+    snprintf(buf, bn, "contended share %.2f in two windows of %u acquisitions, %u threads, %d CPUs", share,
+             AUTO_WINDOW, threads, cpus);
+    *why = buf;
+    return target;
+}
+
+/* A switch by the holder of m (header): 1 when it moved the lock to
+ * another candidate and released m (the caller then starts again). */
+static LL_SLOW int batch_end(struct auto_lock *s, struct auto_node *n, int m, int contended)
+{
+    const char *why = "";
+    char buf[160];
+    int k = decide(s, m, contended, &why, buf, sizeof buf);
+    if (k < 0 || k == m)
+        return 0;
+    log_switch(s, m, k, why);
+    s->switches++;
+    atomic_store_explicit(&s->mode, (uint32_t)k, memory_order_release);
+    cand[m]->unlock(&s->sub[m], n->sub);
+    return 1;
+}
+
+/* One acquisition in AUTO_BATCH of the calling thread is a sample (header). */
+static inline int sampled(void)
+{
+    return (++auto_tick & (AUTO_BATCH - 1)) == 0;
+}
+
+static int auto_lock(liblock_t *l, void *vnode)
+{
+    struct auto_lock *s = LL_STATE(l, struct auto_lock);
+    struct auto_node *n = vnode;
+    for (;;) {
+        int m = (int)atomic_load_explicit(&s->mode, memory_order_acquire);
+        liblock_t *sl = &s->sub[m];
+        int contended = 0;
+        if (LL_UNLIKELY(cand[m]->trylock(sl, n->sub) != 0)) {
+            contended = 1;
+            cand[m]->lock(sl, n->sub);
+        }
+        if (LL_LIKELY((int)atomic_load_explicit(&s->mode, memory_order_relaxed) == m)) {
+            n->which = (uint32_t)m;
+            if (LL_UNLIKELY(sampled()) && batch_end(s, n, m, contended))
+                continue;
+            return 0;
+        }
+        cand[m]->unlock(sl, n->sub); /* the lock moved on while we waited (header) */
+    }
+}
+
+static int auto_trylock(liblock_t *l, void *vnode)
+{
+    struct auto_lock *s = LL_STATE(l, struct auto_lock);
+    struct auto_node *n = vnode;
+    int m = (int)atomic_load_explicit(&s->mode, memory_order_acquire);
+    liblock_t *sl = &s->sub[m];
+    if (cand[m]->trylock(sl, n->sub) != 0)
+        return EBUSY;
+    if ((int)atomic_load_explicit(&s->mode, memory_order_relaxed) != m) {
+        cand[m]->unlock(sl, n->sub);
+        return EBUSY;
+    }
+    n->which = (uint32_t)m;
+    return 0;
+}
+
+static int auto_unlock(liblock_t *l, void *vnode)
+{
+    struct auto_lock *s = LL_STATE(l, struct auto_lock);
+    struct auto_node *n = vnode;
+    return cand[n->which]->unlock(&s->sub[n->which], n->sub);
+}
+
+static void auto_stats(const liblock_t *l, struct ll_stats *o)
+{
+    const struct auto_lock *s = LL_STATE(l, struct auto_lock);
+    ll_stats_put(o, "mode", (int64_t)atomic_load_explicit(&s->mode, memory_order_relaxed));
+    ll_stats_put(o, "switches", (int64_t)s->switches);
+    ll_stats_put(o, "windows", (int64_t)s->windows);
+}
+
+const struct ll_ops ll_ops_auto = {
+    .name = "auto",
+    .description = "chooses its algorithm per lock while it runs: starts on the barging futex lock (ttas), moves to "
+                   "the calibrated choice (LIBLOCK_AUTO_UNDER, LIBLOCK_AUTO_OVER: ttas, mcs or mcscr) when its "
+                   "contended share stays high, and back when it falls (docs/auto.md)",
+    .source = "Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), "
+              "chapter 5; Antic, Chatzopoulos, Guerraoui and Trigonakis, Locking Made Easy, Middleware 2016",
+    .props = LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
+    .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK) | LL_POLICY_BIT(LIBLOCK_WAIT_PREEMPT_AWARE),
+    .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK, /* docs/auto.md: preempt-aware measured no better here */
+    .oversubscribed = "as its current candidate: on the barging lock, waiters spin about one futex round trip (not "
+                      "while others sleep), then sleep; on mcscr, surplus waiters sleep in its passive set",
+    .state_size = sizeof(struct auto_lock),
+    .node_size = sizeof(struct auto_node),
+    .init = auto_init,
+    .destroy = auto_destroy,
+    .lock = auto_lock,
+    .trylock = auto_trylock,
+    .unlock = auto_unlock,
+    .stats = auto_stats,
+};
