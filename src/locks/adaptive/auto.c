@@ -5,14 +5,14 @@
  * back.
  *
  * Sources.  The candidates are the files of this catalogue (ttas, mcs,
- * mcscr; their headers cite theirs).  Choosing between spinning, queueing
- * and blocking per lock at run time is the idea of J.-P. Lozi's profiling
- * chapter (Lozi, "Towards More Scalable Mutual Exclusion for Multicore
- * Architectures", PhD thesis, UPMC 2014, chapter 5: the contention a lock
- * sees decides what it should be) and of GLS (J. Antic, G. Chatzopoulos,
- * R. Guerraoui and V. Trigonakis, "Locking Made Easy", Middleware 2016:
- * a lock adapts between spin, queue and blocking from its own
- * contention).  The switch protocol below is ours.
+ * mcscr; their headers cite theirs).  Choosing per lock from the share of
+ * time its threads spend contending for it is what the profiler of
+ * J.-P. Lozi, "Towards More Scalable Mutual Exclusion for Multicore
+ * Architectures", PhD thesis, UPMC 2014, sections 4.2.1 and 5.3.1, does
+ * offline; adapting a lock between spinning, queueing and blocking from its
+ * own contention while it runs is GLS (J. Antic, G. Chatzopoulos,
+ * R. Guerraoui and V. Trigonakis, "Locking Made Easy", Middleware 2016).
+ * The switch protocol and the sampling below are ours.
  *
  * State: `mode`, the index of the candidate that is the lock now; one
  * candidate state each (their own layout, behind a shadow liblock_t whose
@@ -307,7 +307,8 @@ const struct ll_ops ll_ops_auto = {
                    "the calibrated choice (LIBLOCK_AUTO_UNDER, LIBLOCK_AUTO_OVER: ttas, mcs or mcscr) when its "
                    "contended share stays high, and back when it falls (docs/auto.md)",
     .source = "Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), "
-              "chapter 5; Antic, Chatzopoulos, Guerraoui and Trigonakis, Locking Made Easy, Middleware 2016",
+              "sections 4.2.1 and 5.3.1; Antic, Chatzopoulos, Guerraoui and Trigonakis, Locking Made Easy, "
+              "Middleware 2016",
     .props = LIBLOCK_PROP_COND | LIBLOCK_PROP_DETECTS_UNLOCK,
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK) | LL_POLICY_BIT(LIBLOCK_WAIT_PREEMPT_AWARE),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK, /* docs/auto.md: preempt-aware measured no better here */
