@@ -33,7 +33,8 @@ import sys
 
 from . import _siteconfig
 from . import list as list_cmd
-from . import oncpu
+from . import _autochoice, oncpu
+from ._profadvice import load_thresholds
 
 HELP = "run an unmodified program with its pthread locks (and, with --sem, semaphores) replaced by liblock's"
 CONDS = ("fifo", "mostly-lifo", "glibc")
@@ -166,6 +167,10 @@ def run(args, env):
     note = oncpu.ensure_loaded(env, child_env)
     if note:
         print(note, file=sys.stderr)
+    if child_env.get("LIBLOCK_LOCK") == "auto":
+        note = _autochoice.auto_env(child_env, load_thresholds)
+        if note:
+            print(note, file=sys.stderr)
     figures = calibration(env, child_env)
     if figures:
         child_env["LIBLOCK_CALIBRATION"] = figures
