@@ -92,7 +92,7 @@ static void stress_all(const char *where)
 {
     static const char *algos[] = {"mcscr", "mcscrn", "lifocr", "mcs"};
     static const int counts[] = {2, 8, 32};
-    long base = th_scale_small() ? 4000 : 60000;
+    long base = th_scale_small() ? 4000 : 30000;
     for (size_t a = 0; a < sizeof algos / sizeof *algos; a++)
         for (size_t c = 0; c < 3; c++) {
             uint64_t t0 = th_now_ns();

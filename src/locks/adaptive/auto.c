@@ -57,12 +57,15 @@
  *   section runs on its caller (lock, section, unlock).  The hold's node
  *   area carries one candidate node at a time: a switcher releases m
  *   before it takes k.
- * Orderings: the mode store is release and the first load in lock is
- *   acquire, so a thread that reads the new mode sees the candidate states
- *   as the switcher left them (their init happened before the lock was
- *   published anyway); the re-check after taking the candidate is relaxed:
- *   the candidate's acquire already orders every store made before the
- *   previous holder's release, the mode store included.
+ * Orderings: the mode store is release and both loads of mode in lock
+ *   (and trylock) are acquire.  The re-check must be: the mode can come
+ *   back to c through a chain c -> e -> ... -> c while a thread waits in
+ *   c, and then the value the re-check reads is the last switcher's store,
+ *   not one ordered by c's own hand-over.  Acquire on that load makes the
+ *   last switcher's release (after which it released its candidate, so
+ *   after every critical section under that candidate) happen before the
+ *   new holder's critical section; the candidate's acquire covers the
+ *   holders of c itself.  On x86 an acquire load is a plain load.
  *
  * The decision (docs/auto.md has the rules and the measurements behind
  * them).  One acquisition in AUTO_BATCH of each thread (a thread-local
@@ -260,7 +263,7 @@ static int auto_lock(liblock_t *l, void *vnode)
             contended = 1;
             cand[m]->lock(sl, n->sub);
         }
-        if (LL_LIKELY((int)atomic_load_explicit(&s->mode, memory_order_relaxed) == m)) {
+        if (LL_LIKELY((int)atomic_load_explicit(&s->mode, memory_order_acquire) == m)) {
             n->which = (uint32_t)m;
             if (LL_UNLIKELY(sampled()) && batch_end(s, n, m, contended))
                 continue;
@@ -278,7 +281,7 @@ static int auto_trylock(liblock_t *l, void *vnode)
     liblock_t *sl = &s->sub[m];
     if (cand[m]->trylock(sl, n->sub) != 0)
         return EBUSY;
-    if ((int)atomic_load_explicit(&s->mode, memory_order_relaxed) != m) {
+    if ((int)atomic_load_explicit(&s->mode, memory_order_acquire) != m) {
         cand[m]->unlock(sl, n->sub);
         return EBUSY;
     }
