@@ -303,7 +303,6 @@ uint32_t ll_wait_while_announced_behind(_Atomic uint32_t *w, uint32_t v, int pol
  * rule. */
 struct ll_aware_spin {
     uint64_t start;    /* ll_cycles() when the spin began */
-    uint8_t running;   /* the last check saw the thread on a CPU */
     uint8_t extended;  /* counted in ll_aware_tls.extended already */
     uint8_t extend;    /* may spin past the budget while the thread runs (ll_wait_while_behind) */
 };
@@ -415,6 +414,16 @@ extern __thread ll_thread_t *ll_self_tls __attribute__((tls_model("initial-exec"
  * thread's own variable: no ordering. */
 extern __thread int ll_servicing_tls __attribute__((tls_model("initial-exec")));
 ll_thread_t *ll_self_slow(void);          /* creates the record; NULL on ENOMEM */
+/* preempt-aware (internal.h, "Preemption-aware waiting"): store the calling
+ * thread's tid where waiters read whom they wait for; relaxed: the value
+ * is a hint read at a waiter's periodic check, published with the node or
+ * lock word by the algorithm's own release (the API layer sets
+ * ll_self_tls before ->lock; 0, "not known", without a record). */
+static inline void ll_note_self_tid(_Atomic int32_t *where)
+{
+    ll_thread_t *t = ll_self_tls;
+    atomic_store_explicit(where, t ? t->tid : 0, memory_order_relaxed);
+}
 static inline ll_thread_t *ll_self(void)
 {
     ll_thread_t *t = ll_self_tls;

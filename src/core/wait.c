@@ -478,8 +478,7 @@ int ll_aware_should_park(const _Atomic int32_t *who, struct ll_aware_spin *sp, u
             ll_aware_tls.park_off++;
             return 1;
         }
-        sp->running = on == LL_ONCPU_B_ON - 1 && sp->extend;
-        if (sp->running) {
+        if (on == LL_ONCPU_B_ON - 1 && sp->extend) {
             if (now - sp->start > atomic_load_explicit(&aware_cap, memory_order_relaxed)) {
                 ll_aware_tls.park_cap++;
                 return 1;

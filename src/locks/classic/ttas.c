@@ -46,11 +46,7 @@ struct ttas_lock {
     _Atomic int32_t holder;   /* preempt-aware: tid of the last thread to acquire (header) */
 };
 
-static inline void note_holder(struct ttas_lock *s)
-{
-    ll_thread_t *t = ll_self_tls; /* set by the API layer before ->lock */
-    atomic_store_explicit(&s->holder, t ? t->tid : 0, memory_order_relaxed);
-}
+static inline void note_holder(struct ttas_lock *s) { ll_note_self_tid(&s->holder); }
 
 static int ttas_init(liblock_t *l, const liblock_attr_t *attr)
 {

@@ -146,11 +146,7 @@ struct mcs_node {
 };
 
 /* preempt-aware: the node's thread (the API layer sets ll_self_tls before ->lock) */
-static inline void note_tid(struct mcs_node *n)
-{
-    ll_thread_t *t = ll_self_tls;
-    atomic_store_explicit(&n->tid, t ? t->tid : 0, memory_order_relaxed);
-}
+static inline void note_tid(struct mcs_node *n) { ll_note_self_tid(&n->tid); }
 static inline void copy_behind(struct mcs_node *n, struct mcs_node *pred)
 {
     atomic_store_explicit(&n->behind, atomic_load_explicit(&pred->tid, memory_order_relaxed), memory_order_relaxed);

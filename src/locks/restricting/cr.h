@@ -231,11 +231,7 @@ static inline void cr_link_wait_step(int policy)
  * a list clears its `behind`: its thread falls back to the budget rule and
  * sleeps, as under spin-then-park (the waiter reads the field at its next
  * check; relaxed, a hint as the rest). */
-static inline void cr_note_tid(struct cr_node *n)
-{
-    ll_thread_t *t = ll_self_tls; /* set by the API layer before ->lock */
-    atomic_store_explicit(&n->tid, t ? t->tid : 0, memory_order_relaxed);
-}
+static inline void cr_note_tid(struct cr_node *n) { ll_note_self_tid(&n->tid); }
 
 /* One arrival: enqueue n and wait for the lock.  take_over: whether this
  * lock grants pending (mcscr) so that an arrival may take a pending grant
