@@ -57,6 +57,8 @@
  *   section runs on its caller (lock, section, unlock).  The hold's node
  *   area carries one candidate node at a time: a switcher releases m
  *   before it takes k.
+ * The barging candidate's uncontended acquire and release are ttas.h's
+ * inline functions (the same instructions as its ops table's), not calls.
  * Orderings: the mode store is release and both loads of mode in lock
  *   (and trylock) are acquire.  The re-check must be: the mode can come
  *   back to c through a chain c -> e -> ... -> c while a thread waits in
@@ -87,6 +89,7 @@
  * per switch with its reason.
  */
 #include "internal.h"
+#include "locks/classic/ttas.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -119,8 +122,12 @@ struct auto_lock {
     uint64_t switches, windows, forced_every, forced_n;
     uint8_t under, over;
     float low, high;
+    int cpus; /* online CPUs at init (sysconf reads a file: not per window) */
     LL_ALIGNED unsigned char st[C__N][AUTO_STATE_MAX];
 };
+
+/* the barging candidate's state (its shadow liblock_t's _state) */
+#define TTAS_OF(s) ((struct ttas_lock *)(void *)(s)->st[C_TTAS])
 
 /* the calling thread's acquisitions of auto locks, any of them (header) */
 static __thread uint32_t auto_tick LL_TLS_IE;
@@ -157,6 +164,7 @@ static int auto_init(liblock_t *l, const liblock_attr_t *attr)
     s->over = (uint8_t)cand_index(getenv("LIBLOCK_AUTO_OVER"), C_TTAS);
     s->forced_every = (uint64_t)ll_env_long("LIBLOCK_AUTO_SWITCH_EVERY", 0, 0, 1L << 30);
     s->want = (uint32_t)start;
+    s->cpus = ll_ncpus();
     return 0;
 }
 
@@ -194,10 +202,8 @@ static void log_switch(const struct auto_lock *s, int from, int to, const char *
 
 /* The holder's decision at the end of one of its batches (header): the
  * candidate to move to, or -1.  The caller holds candidate m, mode == m. */
-static int decide(struct auto_lock *s, int m, int contended, const char **why, char *buf, size_t bn)
+static int decide(struct auto_lock *s, int m, const char **why, char *buf, size_t bn)
 {
-    s->acq += AUTO_BATCH;
-    s->cont += contended ? AUTO_BATCH : 0;
     if (s->forced_every) {
         if ((s->forced_n += AUTO_BATCH) < s->forced_every)
             return -1;
@@ -209,7 +215,7 @@ static int decide(struct auto_lock *s, int m, int contended, const char **why, c
         return -1;
     double share = (double)s->cont / (double)s->acq;
     unsigned threads = ll_thread_max_id();
-    int cpus = ll_ncpus();
+    int cpus = s->cpus;
     s->acq = s->cont = 0;
     s->windows++;
     int target = share < s->low ? C_TTAS : share >= s->high ? ((int)threads > cpus ? s->over : s->under) : m;
@@ -231,11 +237,11 @@ static int decide(struct auto_lock *s, int m, int contended, const char **why, c
 
 /* A switch by the holder of m (header): 1 when it moved the lock to
  * another candidate and released m (the caller then starts again). */
-static LL_SLOW int batch_end(struct auto_lock *s, struct auto_node *n, int m, int contended)
+static LL_SLOW int batch_end(struct auto_lock *s, struct auto_node *n, int m)
 {
     const char *why = "";
     char buf[160];
-    int k = decide(s, m, contended, &why, buf, sizeof buf);
+    int k = decide(s, m, &why, buf, sizeof buf);
     if (k < 0 || k == m)
         return 0;
     log_switch(s, m, k, why);
@@ -245,32 +251,57 @@ static LL_SLOW int batch_end(struct auto_lock *s, struct auto_node *n, int m, in
     return 1;
 }
 
-/* One acquisition in AUTO_BATCH of the calling thread is a sample (header). */
-static inline int sampled(void)
+/* One acquisition in AUTO_BATCH of the calling thread is a sample
+ * (header), counted here by the holder; 1 when the window is full (or a
+ * forced switch is due) and batch_end must decide. */
+static inline int sample_due(struct auto_lock *s, int contended)
 {
-    return (++auto_tick & (AUTO_BATCH - 1)) == 0;
+    if (LL_LIKELY((++auto_tick & (AUTO_BATCH - 1)) != 0))
+        return 0;
+    s->acq += AUTO_BATCH;
+    s->cont += contended ? AUTO_BATCH : 0;
+    return LL_UNLIKELY(s->forced_every != 0 || s->acq >= AUTO_WINDOW);
 }
 
-static int auto_lock(liblock_t *l, void *vnode)
+/* The lock after the first attempt: any candidate, any number of rounds
+ * (header). */
+static LL_SLOW int auto_lock_slow(struct auto_lock *s, struct auto_node *n)
 {
-    struct auto_lock *s = LL_STATE(l, struct auto_lock);
-    struct auto_node *n = vnode;
     for (;;) {
         int m = (int)atomic_load_explicit(&s->mode, memory_order_acquire);
         liblock_t *sl = &s->sub[m];
         int contended = 0;
-        if (LL_UNLIKELY(cand[m]->trylock(sl, n->sub) != 0)) {
+        if (cand[m]->trylock(sl, n->sub) != 0) {
             contended = 1;
             cand[m]->lock(sl, n->sub);
         }
         if (LL_LIKELY((int)atomic_load_explicit(&s->mode, memory_order_acquire) == m)) {
             n->which = (uint32_t)m;
-            if (LL_UNLIKELY(sampled()) && batch_end(s, n, m, contended))
+            if (sample_due(s, contended) && batch_end(s, n, m))
                 continue;
             return 0;
         }
         cand[m]->unlock(sl, n->sub); /* the lock moved on while we waited (header) */
     }
+}
+
+/* The first attempt, on the barging candidate, inline (ttas.h); the
+ * protocol's steps are those of auto_lock_slow. */
+static int auto_lock(liblock_t *l, void *vnode)
+{
+    struct auto_lock *s = LL_STATE(l, struct auto_lock);
+    struct auto_node *n = vnode;
+    if (LL_LIKELY(atomic_load_explicit(&s->mode, memory_order_acquire) == C_TTAS) &&
+        LL_LIKELY(ttas_try_on(TTAS_OF(s), l) == 0)) {
+        if (LL_LIKELY(atomic_load_explicit(&s->mode, memory_order_acquire) == C_TTAS)) {
+            n->which = C_TTAS;
+            if (!sample_due(s, 0) || !batch_end(s, n, C_TTAS))
+                return 0;
+        } else {
+            ttas_release_on(TTAS_OF(s), l); /* the lock moved on (header) */
+        }
+    }
+    return auto_lock_slow(s, n);
 }
 
 static int auto_trylock(liblock_t *l, void *vnode)
@@ -293,6 +324,10 @@ static int auto_unlock(liblock_t *l, void *vnode)
 {
     struct auto_lock *s = LL_STATE(l, struct auto_lock);
     struct auto_node *n = vnode;
+    if (LL_LIKELY(n->which == C_TTAS)) {
+        ttas_release_on(TTAS_OF(s), l);
+        return 0;
+    }
     return cand[n->which]->unlock(&s->sub[n->which], n->sub);
 }
 

@@ -34,19 +34,10 @@
  * sleeping, and the word alone decides ownership, so a stale tid costs at
  * most an early sleep or a longer spin.
  */
-#include "tas_park.h"
+#include "ttas.h"
 
 #define TTAS_MIN 4u
 #define TTAS_MAX_DEFAULT 1024u
-
-struct ttas_lock {
-    _Atomic uint32_t word;
-    _Atomic uint32_t waiters; /* contended path only; for destroy */
-    uint32_t max_backoff;     /* read-only after init */
-    _Atomic int32_t holder;   /* preempt-aware: tid of the last thread to acquire (header) */
-};
-
-static inline void note_holder(struct ttas_lock *s) { ll_note_self_tid(&s->holder); }
 
 static int ttas_init(liblock_t *l, const liblock_attr_t *attr)
 {
@@ -56,26 +47,14 @@ static int ttas_init(liblock_t *l, const liblock_attr_t *attr)
     return 0;
 }
 
-static inline bool ttas_attempt(struct ttas_lock *s, int parks)
-{
-    return parks ? tas_try_cas(&s->word)
-                 : !atomic_exchange_explicit(&s->word, TAS_HELD, memory_order_acquire);
-}
-
 static LL_SLOW int ttas_lock_slow(liblock_t *l, struct ttas_lock *s, int policy);
 
 static int ttas_lock(liblock_t *l, void *node)
 {
     (void)node;
-    struct ttas_lock *s = LL_STATE(l, struct ttas_lock);
-    int policy = ll_policy(l);
-    if (LL_LIKELY(atomic_load_explicit(&s->word, memory_order_relaxed) == TAS_FREE &&
-                  ttas_attempt(s, policy == LIBLOCK_WAIT_SPIN_THEN_PARK))) {
-        if (ll_aware(l))
-            note_holder(s);
+    if (LL_LIKELY(ttas_try(l) == 0))
         return 0;
-    }
-    return ttas_lock_slow(l, s, policy);
+    return ttas_lock_slow(l, LL_STATE(l, struct ttas_lock), ll_policy(l));
 }
 
 /* The first attempt failed. */
@@ -120,33 +99,26 @@ static int ttas_lock_slow(liblock_t *l, struct ttas_lock *s, int policy)
     }
     atomic_fetch_sub_explicit(&s->waiters, 1, memory_order_relaxed);
     if (who)
-        note_holder(s);
+        ttas_note_holder(s);
     return 0;
 park:
     tas_park_acquire(&s->word);
     atomic_fetch_sub_explicit(&s->waiters, 1, memory_order_relaxed);
     if (who)
-        note_holder(s);
+        ttas_note_holder(s);
     return 0;
 }
 
 static int ttas_trylock(liblock_t *l, void *node)
 {
     (void)node;
-    struct ttas_lock *s = LL_STATE(l, struct ttas_lock);
-    if (atomic_load_explicit(&s->word, memory_order_relaxed))
-        return EBUSY;
-    if (!ttas_attempt(s, ll_policy(l) == LIBLOCK_WAIT_SPIN_THEN_PARK))
-        return EBUSY;
-    if (ll_aware(l))
-        note_holder(s);
-    return 0;
+    return ttas_try(l);
 }
 
 static int ttas_unlock(liblock_t *l, void *node)
 {
     (void)node;
-    tas_release(&LL_STATE(l, struct ttas_lock)->word, ll_policy(l));
+    ttas_release(l);
     return 0;
 }
 
