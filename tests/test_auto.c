@@ -2,9 +2,10 @@
  * test_auto - the auto lock (src/locks/adaptive/auto.c): its switch
  * protocol never loses exclusion, and its decision follows its rule.
  *
- *  switching  LIBLOCK_AUTO_SWITCH_EVERY=64: the lock moves to the next
- *             candidate (ttas -> mcs -> mcscr -> ttas ...) every 64
- *             estimated acquisitions, with 8 threads (more than the
+ *  switching  LIBLOCK_AUTO_SWITCH_EVERY=64: the lock moves to another
+ *             candidate every 64 estimated acquisitions, along a tour of
+ *             every ordered pair of ttas, mcs, mcscr and loiter (the log,
+ *             LIBLOCK_AUTO_LOG, shows all 12), with 8 threads (more than the
  *             CPUs) doing lock/unlock, trylock, nested locks (the auto lock
  *             inside another auto lock, and hand-over-hand between two),
  *             and condition waits (timed and untimed, with signal and
@@ -179,6 +180,11 @@ static int64_t stat_of(const liblock_t *l, const char *name)
 static void switching(int policy)
 {
     setenv("LIBLOCK_AUTO_SWITCH_EVERY", "64", 1);
+    char log[] = "/tmp/test_auto_switches_XXXXXX";
+    int fd = mkstemp(log);
+    CHECK(fd >= 0, "mkstemp");
+    close(fd);
+    setenv("LIBLOCK_AUTO_LOG", log, 1);
     liblock_attr_t at;
     liblock_attr_init(&at);
     liblock_attr_setwait(&at, policy);
@@ -211,6 +217,25 @@ static void switching(int policy)
            produced, consumed);
     CHECK(sw >= 3, "A switched only %lld times", (long long)sw);
     CHECK(swb >= 1, "B never switched");
+    unsetenv("LIBLOCK_AUTO_LOG");
+    /* the forced switches went through every ordered pair of candidates */
+    static const char *const names[] = {"ttas", "mcs", "mcscr", "loiter"};
+    int seen[4][4] = {{0}}, pairs = 0;
+    FILE *f = fopen(log, "r");
+    char line[400];
+    while (f && fgets(line, sizeof line, f)) {
+        char from[16], to[16];
+        const char *p = strstr(line, "lock 0x");
+        if (p && (p = strchr(p + 5, ' ')) && sscanf(p, " %15s -> %15[^:]", from, to) == 2)
+            for (int x = 0; x < 4; x++)
+                for (int y = 0; y < 4; y++)
+                    if (strcmp(from, names[x]) == 0 && strcmp(to, names[y]) == 0 && !seen[x][y]++)
+                        pairs++;
+    }
+    if (f)
+        fclose(f);
+    unlink(log);
+    CHECK(pairs == 12, "the switches covered %d of the 12 ordered pairs of candidates", pairs);
     CHECK_EQ(liblock_cond_destroy(&cv), 0);
     CHECK_EQ(liblock_destroy(&A), 0);
     CHECK_EQ(liblock_destroy(&B), 0);

@@ -29,9 +29,11 @@ class Choices(unittest.TestCase):
         self.assertEqual(_autochoice.choices(th)[:2], ("mcs", "mcscr"))   # rcl is no candidate
 
     def test_posix_counts_as_ttas_and_others_fall_back(self):
-        th = {"points": pts(posix=[(100, 100)], mcs=[(100, 200)]), "best_oversubscribed": "loiter"}
-        self.assertEqual(_autochoice.choices(th)[:2], ("ttas", "ttas"))
+        th = {"points": pts(posix=[(100, 100)], mcs=[(100, 200)]), "best_oversubscribed": "lifocr"}
+        self.assertEqual(_autochoice.choices(th)[:2], ("ttas", "ttas"))   # lifocr is no candidate
         self.assertEqual(_autochoice.choices({})[:2], ("ttas", "ttas"))
+        th["best_oversubscribed"] = "loiter"
+        self.assertEqual(_autochoice.choices(th)[:2], ("ttas", "loiter"))
 
     def test_env_set_by_the_user_wins(self):
         env = {"LIBLOCK_AUTO_UNDER": "mcscr", "LIBLOCK_AUTO_OVER": "mcs"}

@@ -8,11 +8,11 @@ for the program when it runs under `--lock auto` and they are not set already.
          delay, CPUs threads), the auto candidate with the fewest cycles per
          critical section; posix counts as ttas (both are barging futex locks).
   OVER:  the calibration's best lock with 4x CPUs threads, if it is a
-         candidate (mcs, mcscr); ttas for posix and for anything else.
+         candidate (mcs, mcscr, loiter); ttas for posix and for anything else.
 """
 
-CANDIDATES = ("ttas", "mcs", "mcscr")
-AS_CANDIDATE = {"posix": "ttas", "ttas": "ttas", "mcs": "mcs", "mcscr": "mcscr"}
+CANDIDATES = ("ttas", "mcs", "mcscr", "loiter")
+AS_CANDIDATE = {"posix": "ttas", "ttas": "ttas", "mcs": "mcs", "mcscr": "mcscr", "loiter": "loiter"}
 
 
 def choices(th):
@@ -26,7 +26,7 @@ def choices(th):
         under = AS_CANDIDATE[best["algorithm"]]
         why_u = f"{best['algorithm']} fewest cycles per critical section at delay {d0}"
     bo = th.get("best_oversubscribed")
-    over = AS_CANDIDATE.get(bo, "ttas") if bo in ("mcs", "mcscr", "posix", "ttas") else "ttas"
+    over = AS_CANDIDATE.get(bo, "ttas")
     why_o = f"best with more threads than CPUs: {bo}" if bo else "no oversubscribed calibration"
     return under, over, f"{why_u}; {why_o}"
 

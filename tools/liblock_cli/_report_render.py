@@ -162,6 +162,30 @@ def _app_cell(v):
     return ratio(v, bold_over=2.0)
 
 
+def _range(m, lo, hi):
+    if _f(m) is None:
+        return "–"
+    return f"{_f(m):.2f} [{_f(lo):.2f}–{_f(hi):.2f}]"
+
+
+def t_auto(rows, meta):
+    body = []
+    for r in rows:
+        first = r["config"] == "auto"
+        prog = r["program"] + (" (held out)" if r.get("held_out") == "1" else "") if first else ""
+        api = r["program"] in ("randarray", "lockbench")
+        glibc = "" if not first else (rate(r.get("glibc")) + "/s" if api else
+                                      f"{1 / _f(r['glibc']):.3f} s" if _f(r.get("glibc")) else "–")
+        best = f"{r['best']} {_f(r['best_ratio']):.2f}" if first and _f(r.get("best_ratio")) is not None else ""
+        body.append([prog, r["threads"] if first else "", glibc, best, r["config"],
+                     _range(r["median"], r["min"], r["max"]),
+                     _range(r["vs_best_median"], r["vs_best_min"], r["vs_best_max"]), num(r["switches"], 0),
+                     r["target_best"], r["target_glibc"], r["target_gain"]])
+    return _table(["program", "threads", "glibc", "best fixed / glibc", "", "/ glibc", "/ best", "switches",
+                   "≥ 0.95× best", "≥ glibc", "≥ 1.2× where best ≥ 1.3×"], body,
+                  ["---", "--:", "--:", "---", "---", "--:", "--:", "--:", "---", "---", "---"])
+
+
 def t_condvars(rows, meta):
     kinds = _cols(rows, r"([a-z]+_\d+)")
     kinds = [k for k in kinds if k not in ("algorithm", "policy")]
@@ -238,6 +262,7 @@ def t_memcached(rows, meta):
 
 TABLES = {
     "headline": t_headline, "threads": t_threads, "oversubscription": t_oversubscription, "apps": t_apps,
+    "auto": t_auto,
     "condvars": t_condvars, "interposer": t_interposer, "rcl-latency": t_rcl_latency, "startup": t_startup,
     "randarray": t_randarray, "null-rpc": t_null_rpc, "store-cas": t_store_cas, "latency-map": t_latency_map,
     "profiler": t_profiler, "memcached": t_memcached,

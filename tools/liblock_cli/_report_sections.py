@@ -192,6 +192,34 @@ def reduce_apps(out, reg):
     return ["algorithm", "policy"] + cols, [rows["glibc"]] + [rows[a["name"]] for a in reg]
 
 
+def reduce_auto(out, reg):
+    """One row per (program, threads) and configuration of auto (auto
+    itself, then each --variant) of `liblock bench auto`'s summary, in its
+    order; every fixed algorithm of the registry must have run."""
+    with open(os.path.join(out, "meta.json")) as f:
+        meta = json.load(f)
+    _check_all("auto", reg, set(meta.get("fixed", [])) | {"auto"})
+    held = set(meta.get("held_out", []))
+    autos = ["auto"] + list(meta.get("variants") or {})
+    runs = _read_csv(os.path.join(out, "runs.csv"))
+    rows = []
+    for s in _read_csv(os.path.join(out, "summary.csv")):
+        for a in autos:
+            sw = [_f(r.get("auto_switches")) for r in runs if r["program"] == s["program"] and r["threads"] ==
+                  s["threads"] and r["algorithm"] == a and _f(r.get("auto_switches")) is not None]
+            row = {"point": f"{s['program']}_{s['threads']}_{a}", "program": s["program"], "threads": s["threads"],
+                   "config": a, "held_out": int(s["program"] in held), "glibc": _f(s["glibc_throughput"]),
+                   "best": s["best"], "best_ratio": _f(s["best_median"]), "switches": _median(sw) if sw else 0}
+            for k in ("median", "min", "max", "vs_best_median", "vs_best_min", "vs_best_max"):
+                row[k] = _f(s.get(f"{a}_{k}"))
+            for k in ("target_best", "target_glibc", "target_gain"):
+                row[k] = s[k] if a == "auto" else ""
+            rows.append(row)
+    if not rows:
+        raise SectionError(f"auto: no summary rows in {out}")
+    return list(rows[0]), rows
+
+
 def reduce_condvars(out, reg):
     merged = {}
     cols = []
@@ -482,6 +510,9 @@ def sections():
         Section("apps", "Applications under the interposer", [LB + ["apps", "--reps", "3"] + COMMON],
                 [LB + ["apps", "--reps", "1", "--scale", "0.1", "--threads-list", "8", "--count-scale", "0"] + COMMON],
                 reduce_apps),
+        Section("auto", "auto: the algorithm chosen while the program runs", [LB + ["auto", "--reps", "5", "--variant", "over-loiter:LIBLOCK_AUTO_OVER=loiter"] + COMMON],
+                [LB + ["auto", "--reps", "1", "--scale", "0.1", "--duration", "0.05", "--threads-list", "8"]
+                 + COMMON], reduce_auto),
         Section("condvars", "Condition variables",
                 [LB + ["apps", "--apps", "bbuf", "--threads-list", "8,32", "--count-scale", "0", "--cond", kind,
                        "--reps", "3", "--out", "{out}/" + kind, "--quiet", "--no-plot"] for kind in ("fifo", "glibc")],

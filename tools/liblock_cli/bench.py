@@ -110,7 +110,7 @@ def add_arguments(p):
     sp.add_argument("--context", default="0,2,5,10,20", help="context lines (default 0,2,5,10,20)")
     sp.add_argument("--delays", default="0,300,1000,3000", help="client delays swept for the peak (cycles)")
 
-    from . import _oversub, _apps, _report, _delegation, _rcl_latency, _startup, _manycore
+    from . import _oversub, _apps, _auto_bench, _report, _delegation, _rcl_latency, _startup, _manycore
     sp = sub.add_parser("malthus", help=_malthus.HELP + " (also `liblock malthus`)",
                         description=_malthus.HELP + "; `liblock malthus` is the same command")
     _malthus.add_arguments(sp)
@@ -118,6 +118,7 @@ def add_arguments(p):
     _rcl_latency.add_arguments(sub, common)
     _startup.add_arguments(sub, common)
     _apps.add_arguments(sub, common)
+    _auto_bench.add_arguments(sub, common)
     _delegation.add_arguments(sub, common)
     _manycore.add_arguments(sub, common)
     _report.add_arguments(sub)
@@ -126,7 +127,7 @@ def add_arguments(p):
 def run(args, env):
     if not args.experiment:
         print("liblock bench: name an experiment: contention, threads, headline, latency-map, store-cas, "
-              "null-rpc, multi-rpc, cost-model, oversubscription, apps, delegation, rcl-latency, startup, manycore, malthus, report (see `liblock bench -h`)",
+              "null-rpc, multi-rpc, cost-model, oversubscription, apps, auto, delegation, rcl-latency, startup, manycore, malthus, report (see `liblock bench -h`)",
               file=sys.stderr)
         return 2
     if args.experiment == "report":
@@ -159,6 +160,9 @@ def run(args, env):
     if args.experiment == "apps":
         from . import _apps
         return _apps.run(args, env)
+    if args.experiment == "auto":
+        from . import _auto_bench
+        return _auto_bench.run(args, env)
     if args.experiment == "manycore":
         from . import _manycore
         return _manycore.run(args, env)

@@ -1,11 +1,11 @@
 /*
  * auto - a lock that chooses its algorithm while it runs: it starts on a
  * barging futex lock (ttas under spin-then-park: glibc's protocol) and
- * moves, per lock, to mcs or mcscr when its own contention says so, and
- * back.
+ * moves, per lock, to mcs, mcscr or loiter when its own contention says
+ * so, and back.
  *
  * Sources.  The candidates are the files of this catalogue (ttas, mcs,
- * mcscr; their headers cite theirs).  Choosing per lock from the share of
+ * mcscr, loiter; their headers cite theirs).  Choosing per lock from the share of
  * time its threads spend contending for it is what the profiler of
  * J.-P. Lozi, "Towards More Scalable Mutual Exclusion for Multicore
  * Architectures", PhD thesis, UPMC 2014, sections 4.2.1 and 5.3.1, does
@@ -84,7 +84,7 @@
  * beyond -- and no change in between.  It switches when two windows in a
  * row agree on a target other than the current candidate.
  * LIBLOCK_AUTO_START names the candidate a lock starts on (default ttas);
- * LIBLOCK_AUTO_SWITCH_EVERY=N (tests) instead moves to the next candidate
+ * LIBLOCK_AUTO_SWITCH_EVERY=N (tests) instead moves to another candidate
  * every N estimated acquisitions.  LIBLOCK_AUTO_LOG=FILE appends one line
  * per switch with its reason.
  */
@@ -97,10 +97,10 @@
 #include <string.h>
 #include <unistd.h>
 
-extern const struct ll_ops ll_ops_ttas, ll_ops_mcs, ll_ops_mcscr;
+extern const struct ll_ops ll_ops_ttas, ll_ops_mcs, ll_ops_mcscr, ll_ops_loiter;
 
-enum { C_TTAS, C_MCS, C_MCSCR, C__N };
-static const struct ll_ops *const cand[C__N] = {&ll_ops_ttas, &ll_ops_mcs, &ll_ops_mcscr};
+enum { C_TTAS, C_MCS, C_MCSCR, C_LOITER, C__N };
+static const struct ll_ops *const cand[C__N] = {&ll_ops_ttas, &ll_ops_mcs, &ll_ops_mcscr, &ll_ops_loiter};
 
 #define AUTO_STATE_MAX 256
 #define AUTO_BATCH 16u
@@ -119,7 +119,7 @@ struct auto_lock {
     /* holder-only (header), on lines of their own */
     LL_ALIGNED uint64_t acq, cont;
     uint32_t agree, want;
-    uint64_t switches, windows, forced_every, forced_n;
+    uint64_t switches, windows, forced_every, forced_n, forced_k;
     uint8_t under, over;
     float low, high;
     int cpus; /* online CPUs at init (sysconf reads a file: not per window) */
@@ -209,7 +209,12 @@ static int decide(struct auto_lock *s, int m, const char **why, char *buf, size_
             return -1;
         s->forced_n = 0;
         *why = "LIBLOCK_AUTO_SWITCH_EVERY";
-        return (m + 1) % C__N;
+        /* a circuit through every ordered pair of candidates (each of the
+         * 12 arcs of the complete directed graph on 4 once), from ttas */
+        static const uint8_t tour[12] = {C_TTAS, C_MCS, C_TTAS, C_MCSCR, C_TTAS, C_LOITER,
+                                         C_MCS, C_MCSCR, C_MCS, C_LOITER, C_MCSCR, C_LOITER};
+        _Static_assert(C__N == 4, "the forced tour covers 4 candidates");
+        return tour[++s->forced_k % 12];
     }
     if (s->acq < AUTO_WINDOW)
         return -1;
@@ -342,7 +347,7 @@ static void auto_stats(const liblock_t *l, struct ll_stats *o)
 const struct ll_ops ll_ops_auto = {
     .name = "auto",
     .description = "chooses its algorithm per lock while it runs: starts on the barging futex lock (ttas), moves to "
-                   "the calibrated choice (LIBLOCK_AUTO_UNDER, LIBLOCK_AUTO_OVER: ttas, mcs or mcscr) when its "
+                   "the calibrated choice (LIBLOCK_AUTO_UNDER, LIBLOCK_AUTO_OVER: ttas, mcs, mcscr or loiter) when its "
                    "contended share stays high, and back when it falls (docs/auto.md)",
     .source = "Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), "
               "sections 4.2.1 and 5.3.1; Antic, Chatzopoulos, Guerraoui and Trigonakis, Locking Made Easy, "
@@ -351,7 +356,7 @@ const struct ll_ops ll_ops_auto = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK) | LL_POLICY_BIT(LIBLOCK_WAIT_PREEMPT_AWARE),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK, /* docs/auto.md: preempt-aware measured no better here */
     .oversubscribed = "as its current candidate: on the barging lock, waiters spin about one futex round trip (not "
-                      "while others sleep), then sleep; on mcscr, surplus waiters sleep in its passive set",
+                      "while others sleep), then sleep; on mcscr or loiter, surplus waiters sleep in its passive set",
     .state_size = sizeof(struct auto_lock),
     .node_size = sizeof(struct auto_node),
     .init = auto_init,
