@@ -177,8 +177,9 @@ static int auto_destroy(liblock_t *l)
     return 0;
 }
 
-/* LIBLOCK_AUTO_LOG: one line per switch (the holder writes it: rare) */
-static void log_switch(const struct auto_lock *s, int from, int to, const char *why)
+/* LIBLOCK_AUTO_LOG: one line per switch (the holder writes it: rare); the
+ * lock is named by its liblock_t, which the profiler records per instance */
+static void log_switch(const liblock_t *l, int from, int to, const char *why)
 {
     LL_KEEP_ERRNO;
     LL_NO_CANCEL;
@@ -192,7 +193,7 @@ static void log_switch(const struct auto_lock *s, int from, int to, const char *
     uint64_t t = ll_now_ns();
     int n = snprintf(line, sizeof line, "%llu.%09llu pid %d lock %p %s -> %s: %s\n",
                      (unsigned long long)(t / 1000000000ull), (unsigned long long)(t % 1000000000ull), (int)getpid(),
-                     (const void *)s, cand[from]->name, cand[to]->name, why);
+                     (const void *)l, cand[from]->name, cand[to]->name, why);
     if (n > 0) {
         ssize_t w = write(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
         (void)w;
@@ -242,14 +243,14 @@ static int decide(struct auto_lock *s, int m, const char **why, char *buf, size_
 
 /* A switch by the holder of m (header): 1 when it moved the lock to
  * another candidate and released m (the caller then starts again). */
-static LL_SLOW int batch_end(struct auto_lock *s, struct auto_node *n, int m)
+static LL_SLOW int batch_end(const liblock_t *l, struct auto_lock *s, struct auto_node *n, int m)
 {
     const char *why = "";
     char buf[160];
     int k = decide(s, m, &why, buf, sizeof buf);
     if (k < 0 || k == m)
         return 0;
-    log_switch(s, m, k, why);
+    log_switch(l, m, k, why);
     s->switches++;
     atomic_store_explicit(&s->mode, (uint32_t)k, memory_order_release);
     cand[m]->unlock(&s->sub[m], n->sub);
@@ -269,20 +270,24 @@ static inline int sample_due(struct auto_lock *s, int contended)
 }
 
 /* The lock after the first attempt: any candidate, any number of rounds
- * (header). */
-static LL_SLOW int auto_lock_slow(struct auto_lock *s, struct auto_node *n)
+ * (header).  failed: the candidate whose attempt just failed (-1: none);
+ * if it is still current, its lock is called without a second attempt (a
+ * failed CAS takes the line from its holder: one is enough to know the
+ * acquisition is contended). */
+static LL_SLOW int auto_lock_slow(const liblock_t *l, struct auto_lock *s, struct auto_node *n, int failed)
 {
     for (;;) {
         int m = (int)atomic_load_explicit(&s->mode, memory_order_acquire);
         liblock_t *sl = &s->sub[m];
         int contended = 0;
-        if (cand[m]->trylock(sl, n->sub) != 0) {
+        if (m == failed || cand[m]->trylock(sl, n->sub) != 0) {
             contended = 1;
             cand[m]->lock(sl, n->sub);
         }
+        failed = -1;
         if (LL_LIKELY((int)atomic_load_explicit(&s->mode, memory_order_acquire) == m)) {
             n->which = (uint32_t)m;
-            if (sample_due(s, contended) && batch_end(s, n, m))
+            if (sample_due(s, contended) && batch_end(l, s, n, m))
                 continue;
             return 0;
         }
@@ -296,17 +301,18 @@ static int auto_lock(liblock_t *l, void *vnode)
 {
     struct auto_lock *s = LL_STATE(l, struct auto_lock);
     struct auto_node *n = vnode;
-    if (LL_LIKELY(atomic_load_explicit(&s->mode, memory_order_acquire) == C_TTAS) &&
-        LL_LIKELY(ttas_try_on(TTAS_OF(s), l) == 0)) {
-        if (LL_LIKELY(atomic_load_explicit(&s->mode, memory_order_acquire) == C_TTAS)) {
-            n->which = C_TTAS;
-            if (!sample_due(s, 0) || !batch_end(s, n, C_TTAS))
-                return 0;
-        } else {
-            ttas_release_on(TTAS_OF(s), l); /* the lock moved on (header) */
-        }
+    if (LL_UNLIKELY(atomic_load_explicit(&s->mode, memory_order_acquire) != C_TTAS))
+        return auto_lock_slow(l, s, n, -1);
+    if (LL_UNLIKELY(ttas_try_on(TTAS_OF(s), l) != 0))
+        return auto_lock_slow(l, s, n, C_TTAS);
+    if (LL_LIKELY(atomic_load_explicit(&s->mode, memory_order_acquire) == C_TTAS)) {
+        n->which = C_TTAS;
+        if (!sample_due(s, 0) || !batch_end(l, s, n, C_TTAS))
+            return 0;
+    } else {
+        ttas_release_on(TTAS_OF(s), l); /* the lock moved on (header) */
     }
-    return auto_lock_slow(s, n);
+    return auto_lock_slow(l, s, n, -1);
 }
 
 static int auto_trylock(liblock_t *l, void *vnode)
