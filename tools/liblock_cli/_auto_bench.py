@@ -31,7 +31,7 @@ import signal
 import sys
 
 from . import _apps
-from . import _auto_targets as T
+from . import _auto_targets
 from . import _autochoice
 from . import _runner
 from ._lockexp import registry
@@ -245,7 +245,7 @@ def run(args, env):
                 prog_bar.step(f"{prog} T={t} {algo} round {rep + 1}/{args.reps}"
                               + ("" if row["status"] == "ok" else f" [{row['status']}]"))
             _runner.write_csv(os.path.join(d, "runs.csv"), rows, FIRST)
-    summary = T.summarise(rows, points, fixed, variants)
+    summary = _auto_targets.summarise(rows, points, fixed, variants)
     _runner.write_csv(os.path.join(d, "summary.csv"), summary, ["program", "threads", "glibc_throughput", "best",
                                                                   "best_median", "auto_median", "auto_vs_best_median"])
     meta = _runner.write_meta(d, env, args, {"experiment": "auto", "programs": progs, "threads": tlist,
@@ -253,8 +253,8 @@ def run(args, env):
                                              "commands": {f"{p} T={t}": " ".join(command(env, p, t, "ALGO", args)[0])
                                                           for (p, t) in points},
                                              "ncpus": os.cpu_count(), "runs": len(rows), "date_utc_start": date0,
-                                             "targets": {"best_min": T.BEST_MIN, "gain_if": T.GAIN_IF,
-                                                         "gain_min": T.GAIN_MIN}})
+                                             "targets": {"best_min": _auto_targets.BEST_MIN, "gain_if": _auto_targets.GAIN_IF,
+                                                         "gain_min": _auto_targets.GAIN_MIN}})
     print_table(summary, rows, args, ["auto"] + variants)
     with open(os.path.join(d, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
@@ -285,4 +285,4 @@ def print_table(summary, rows, args, autos):
             vb = f"{_r(s[a + '_vs_best_median'])} [{_r(s[a + '_vs_best_min'])}-{_r(s[a + '_vs_best_max'])}]"
             head = f"{s['program']:<10} {s['threads']:>3}  {best:<22}" if i == 0 else " " * 37
             tg = f"{s['target_best']}, {s['target_glibc']}, {s['target_gain']}{held}" if a == "auto" else ""
-            print(f"{head} {a:<16} {vg:>18}  {vb:>18}  {T.median(sw) if sw else 0:>8}  {tg}")
+            print(f"{head} {a:<16} {vg:>18}  {vb:>18}  {_auto_targets.median(sw) if sw else 0:>8}  {tg}")
