@@ -36,10 +36,7 @@ NONFIFO_MAX_RATIO = 2.0
 def add_arguments(sub, common):
     sp = sub.add_parser("apps", help="real programs (C++ bounded buffer, Python queue.Queue, sqlite3) under the "
                                      "interposer, time / glibc's, every algorithm")
-    common(sp, reps=3)
-    for act in sp._actions:  # the runs are bounded by --bound instead; probes are recorded, not filtered
-        if act.dest in ("timeout", "probe_tolerance", "regimes"):
-            act.help = "not used by this experiment (see --bound)" if act.dest == "timeout" else "not used here"
+    common(sp, reps=3, unused=("timeout", "probe_tolerance", "regimes"))  # bounded by --bound; probes recorded
     sp.add_argument("--algorithms", "--locks", dest="algorithms", default="all",
                     help="comma-separated names, or 'all' (default)")
     sp.add_argument("--apps", default=",".join(APPS), help=f"programs (default {','.join(APPS)})")
@@ -92,9 +89,10 @@ def _kill_current(*_):
     raise SystemExit("liblock bench apps: interrupted (the runs so far are in runs.csv)")
 
 
-def run_once(cmd, envd, bound, err_out=None):
+def run_once(cmd, envd, bound, err_out=None, ok_last=False):
     """(status, seconds, first output line).  status: ok, bound (killed past
-    the bound), failed (exit status or output not "ok").  err_out: a list the
+    the bound), failed (exit status or output not "ok": its first line, or
+    with ok_last its last, as kccachetest prints it).  err_out: a list the
     program's stderr is appended to when it exits."""
     t0 = time.monotonic()
     try:
@@ -123,7 +121,7 @@ def run_once(cmd, envd, bound, err_out=None):
     dt = time.monotonic() - t0
     if err_out is not None:
         err_out.append(err)
-    line = (out.strip().splitlines() or [""])[0]
+    line = (out.strip().splitlines() or [""])[-1 if ok_last else 0]
     if p.returncode != 0 or not line.startswith("ok"):
         e = (err.strip().splitlines() or [""])[-1]
         return "failed", dt, f"exit {p.returncode}: {line or e}"[:200]

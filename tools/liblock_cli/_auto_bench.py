@@ -29,6 +29,7 @@ import os
 import shutil
 import signal
 import sys
+import time
 
 from . import _apps
 from . import _auto_targets
@@ -47,10 +48,7 @@ FIRST = ["rep", "program", "threads", "algorithm", "status", "throughput", "seco
 def add_arguments(sub, common):
     sp = sub.add_parser("auto", help="auto against glibc and every fixed algorithm on the application set, "
                                      "interleaved: the targets of docs/auto.md")
-    common(sp, reps=5)
-    for act in sp._actions:
-        if act.dest in ("probe_tolerance", "regimes", "timeout"):
-            act.help = "not used here (runs are bounded by --bound; probes are recorded)"
+    common(sp, reps=5, unused=("probe_tolerance", "regimes", "timeout"))  # bounded by --bound; probes recorded
     sp.add_argument("--algorithms", "--locks", dest="algorithms", default="all",
                     help="the fixed algorithms, comma-separated, or 'all' (default: every one but auto)")
     sp.add_argument("--programs", default=",".join(PROGRAMS), help=f"programs (default {','.join(PROGRAMS)})")
@@ -89,16 +87,14 @@ def command(env, prog, threads, algo, args):
     raise SystemExit(f"liblock bench auto: unknown program '{prog}' (valid: {', '.join(PROGRAMS)})")
 
 
-def _api_result(prog, out):
-    """(throughput, message) from an API program's last JSON line."""
-    try:
-        r = json.loads(out.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return None, "no JSON result"
-    if prog == "randarray":
-        return (r.get("throughput"), "") if r.get("check") == "ok" else (None, f"check {r.get('check')}")
-    st = r.get("status", "ok")
-    return (r.get("throughput_cs_per_s"), "") if st == "ok" else (None, f"status {st}")
+def _api_result(prog, recs):
+    """(throughput, message) from an API program's last JSON record."""
+    r = recs[-1] if recs else {}
+    if r.get("status", "ok") != "ok":
+        return None, f"{r.get('status')}: {r.get('error', '')}"[:200]
+    if r.get("check") != "ok":
+        return None, f"check {r.get('check')}"
+    return r.get("throughput" if prog == "randarray" else "throughput_cs_per_s"), ""
 
 
 def parse_variants(specs):
@@ -126,38 +122,13 @@ def run_one(env, prog, threads, algo, args, base_env, lib, bound, log):
             _autochoice.auto_env(e, load_thresholds)
             e["LIBLOCK_AUTO_LOG"] = log
     if prog in INTERPOSED:
-        st, s, line = _apps.run_once(cmd, e, bound, err_out=None) if prog != "kccache" else _kc_run(cmd, e, bound)
+        st, s, line = _apps.run_once(cmd, e, bound, ok_last=prog == "kccache")
         return st, (1.0 / s if st == "ok" and s else None), s, line
-    st, s, line = _apps_run_raw(cmd, e, args.duration + 30.0)
-    if st != "ok":
-        return st, None, s, line
-    thr, msg = _api_result(prog, line)
-    return ("ok", thr, s, "") if thr else ("failed", None, s, msg)
-
-
-def _apps_run_raw(cmd, envd, bound):
-    """As _apps.run_once, but the whole stdout is the result (JSON lines)."""
-    import subprocess
-    import time
     t0 = time.monotonic()
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, env=envd, timeout=bound)
-    except subprocess.TimeoutExpired:
-        return "bound", time.monotonic() - t0, ""
-    except OSError as e:
-        return "failed", None, f"cannot run: {e.strerror}"
-    if p.returncode != 0:
-        return "failed", time.monotonic() - t0, f"exit {p.returncode}: {(p.stderr.strip().splitlines() or [''])[-1]}"
-    return "ok", time.monotonic() - t0, p.stdout
-
-
-def _kc_run(cmd, envd, bound):
-    """kccachetest prints 'ok' as its last line (and exits 0) when its checks pass."""
-    st, s, out = _apps_run_raw(cmd, envd, bound)
-    if st != "ok":
-        return st, s, out
-    last = (out.strip().splitlines() or [""])[-1]
-    return ("ok", s, "ok") if last.strip() == "ok" else ("failed", s, f"last line: {last[:100]}")
+    recs = _runner.run_program(cmd, args.duration + 30.0, env=e)
+    s = time.monotonic() - t0
+    thr, msg = _api_result(prog, recs)
+    return ("ok", thr, s, "") if thr else ("failed", None, s, msg)
 
 
 def _switches(log):

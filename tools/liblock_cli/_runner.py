@@ -103,12 +103,13 @@ def fmt_secs(s):
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
-def run_program(cmd, timeout_s):
-    """Run one benchmark program; returns the list of JSON records it printed.
-    A program killed by the outer bound yields one record with status
-    'timeout' (the program's own bound should have fired first)."""
+def run_program(cmd, timeout_s, env=None):
+    """Run one benchmark program (in env, else ours); returns the list of
+    JSON records it printed.  A program killed by the outer bound yields one
+    record with status 'timeout' (the program's own bound should have fired
+    first)."""
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired as e:
         # keep what the program said before it was killed: its records and
         # its last line on stderr (the stage it was stuck in, say)

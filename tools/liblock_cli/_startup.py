@@ -32,10 +32,7 @@ from . import _runner
 def add_arguments(sub, common):
     sp = sub.add_parser("startup", help="start-up cost of a process under the interposer: /bin/true and a shell "
                                         "loop of N /bin/true, plain vs interposed (warm and cold cache), medians")
-    common(sp, reps=41)
-    for act in sp._actions:
-        if act.dest in ("timeout", "probe_tolerance", "regimes"):
-            act.help = "not used here"
+    common(sp, reps=41, unused=("timeout", "probe_tolerance", "regimes"))
     sp.add_argument("--lock", default="mcs", help="algorithm for the interposed runs (default mcs)")
     sp.add_argument("--loop", type=int, default=200, help="processes per shell loop (default 200)")
     sp.add_argument("--loop-reps", type=int, default=9, help="repetitions of the loop workload (default 9)")

@@ -41,7 +41,9 @@ def add_arguments(p):
     sub = p.add_subparsers(dest="experiment", metavar="EXPERIMENT")
     p.set_defaults(experiment=None)
 
-    def common(sp, reps=5):
+    def common(sp, reps=5, unused=()):
+        """The options every experiment takes; those named in unused stay
+        accepted and say that this experiment does not use them."""
         sp.add_argument("--reps", type=int, default=reps, help=f"repetitions per point (default {reps})")
         sp.add_argument("--out", help="output directory (default results/EXPERIMENT-DATE)")
         sp.add_argument("--no-plot", action="store_true", help="skip the PNG plots")
@@ -51,6 +53,9 @@ def add_arguments(p):
         sp.add_argument("--regimes", default="44,146",
                         help="probe regime boundaries in ns: fast < A <= normal < B <= slow (default 44,146)")
         sp.add_argument("--timeout", type=float, default=10.0, help="time bound of each run past its end (s, default 10)")
+        for act in sp._actions:
+            if act.dest in unused:
+                act.help = "not used by this experiment"
 
     def lockbench_opts(sp, delays, lines, duration):
         sp.add_argument("--algorithms", default="all", help="comma-separated names, or 'all' (default)")

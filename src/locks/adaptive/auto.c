@@ -126,7 +126,8 @@ struct auto_lock {
     LL_ALIGNED unsigned char st[C__N][AUTO_STATE_MAX];
 };
 
-/* the barging candidate's state (its shadow liblock_t's _state) */
+/* the barging candidate's state: the same pointer as s->sub[C_TTAS]._state, at a
+ * constant offset, so the fast path needs no load to find it */
 #define TTAS_OF(s) ((struct ttas_lock *)(void *)(s)->st[C_TTAS])
 
 /* the calling thread's acquisitions of auto locks, any of them (header) */
