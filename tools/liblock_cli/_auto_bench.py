@@ -60,7 +60,7 @@ def add_arguments(sub, common):
     sp.add_argument("--min-bound", type=float, default=1.0, help="... but never before this many seconds (default 1)")
     sp.add_argument("--variant", action="append", default=[], metavar="NAME:VAR=VALUE[,VAR=VALUE]",
                     help="also run auto with these LIBLOCK_AUTO_* settings, as 'auto:NAME' (repeatable; e.g. "
-                         "over-loiter:LIBLOCK_AUTO_OVER=loiter); reported beside auto, never as a fixed algorithm")
+                         "under-mcs:LIBLOCK_AUTO_UNDER=mcs); reported beside auto, never as a fixed algorithm")
 
 
 def _kc_cmd(threads, scale):

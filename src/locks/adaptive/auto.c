@@ -1,11 +1,11 @@
 /*
  * auto - a lock that chooses its algorithm while it runs: it starts on a
  * barging futex lock (ttas under spin-then-park: glibc's protocol) and
- * moves, per lock, to mcs, mcscr or loiter when its own contention says
- * so, and back.
+ * moves, per lock, to mcs or mcscr when its own contention says so, and
+ * back.
  *
  * Sources.  The candidates are the files of this catalogue (ttas, mcs,
- * mcscr, loiter; their headers cite theirs).  Choosing per lock from the share of
+ * mcscr; their headers cite theirs).  Choosing per lock from the share of
  * time its threads spend contending for it is what the profiler of
  * J.-P. Lozi, "Towards More Scalable Mutual Exclusion for Multicore
  * Architectures", PhD thesis, UPMC 2014, sections 4.2.1 and 5.3.1, does
@@ -57,6 +57,14 @@
  *   section runs on its caller (lock, section, unlock).  The hold's node
  *   area carries one candidate node at a time: a switcher releases m
  *   before it takes k.
+ * The candidates share the hold's node area, each at its start: a thread
+ *   queued behind a node of mcs or mcscr may store 1 into its successor
+ *   announce word (offset 12 in both layouts, mcs.c "fast hand-over")
+ *   after the node's owner has released and moved to another candidate;
+ *   in both layouts that word is the same one, which each resets before
+ *   use, so such a late store costs at most a futex wake.  A candidate
+ *   whose node keeps state there cannot join them (loiter's does: under
+ *   ThreadSanitizer the late store raced with loiter_trylock's).
  * The barging candidate's uncontended acquire and release are ttas.h's
  * inline functions (the same instructions as its ops table's), not calls.
  * Orderings: the mode store is release and both loads of mode in lock
@@ -97,10 +105,10 @@
 #include <string.h>
 #include <unistd.h>
 
-extern const struct ll_ops ll_ops_ttas, ll_ops_mcs, ll_ops_mcscr, ll_ops_loiter;
+extern const struct ll_ops ll_ops_ttas, ll_ops_mcs, ll_ops_mcscr;
 
-enum { C_TTAS, C_MCS, C_MCSCR, C_LOITER, C__N };
-static const struct ll_ops *const cand[C__N] = {&ll_ops_ttas, &ll_ops_mcs, &ll_ops_mcscr, &ll_ops_loiter};
+enum { C_TTAS, C_MCS, C_MCSCR, C__N };
+static const struct ll_ops *const cand[C__N] = {&ll_ops_ttas, &ll_ops_mcs, &ll_ops_mcscr};
 
 #define AUTO_STATE_MAX 256
 #define AUTO_BATCH 16u
@@ -212,11 +220,10 @@ static int decide(struct auto_lock *s, int m, const char **why, char *buf, size_
         s->forced_n = 0;
         *why = "LIBLOCK_AUTO_SWITCH_EVERY";
         /* a circuit through every ordered pair of candidates (each of the
-         * 12 arcs of the complete directed graph on 4 once), from ttas */
-        static const uint8_t tour[12] = {C_TTAS, C_MCS, C_TTAS, C_MCSCR, C_TTAS, C_LOITER,
-                                         C_MCS, C_MCSCR, C_MCS, C_LOITER, C_MCSCR, C_LOITER};
-        _Static_assert(C__N == 4, "the forced tour covers 4 candidates");
-        return tour[++s->forced_k % 12];
+         * 6 arcs of the complete directed graph on 3 once), from ttas */
+        static const uint8_t tour[6] = {C_TTAS, C_MCS, C_TTAS, C_MCSCR, C_MCS, C_MCSCR};
+        _Static_assert(C__N == 3, "the forced tour covers 3 candidates");
+        return tour[++s->forced_k % 6];
     }
     if (s->acq < AUTO_WINDOW)
         return -1;
@@ -354,7 +361,7 @@ static void auto_stats(const liblock_t *l, struct ll_stats *o)
 const struct ll_ops ll_ops_auto = {
     .name = "auto",
     .description = "chooses its algorithm per lock while it runs: starts on the barging futex lock (ttas), moves to "
-                   "the calibrated choice (LIBLOCK_AUTO_UNDER, LIBLOCK_AUTO_OVER: ttas, mcs, mcscr or loiter) when its "
+                   "the calibrated choice (LIBLOCK_AUTO_UNDER, LIBLOCK_AUTO_OVER: ttas, mcs or mcscr) when its "
                    "contended share stays high, and back when it falls (docs/auto.md)",
     .source = "Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), "
               "sections 4.2.1 and 5.3.1; Antic, Chatzopoulos, Guerraoui and Trigonakis, Locking Made Easy, "
@@ -363,7 +370,7 @@ const struct ll_ops ll_ops_auto = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK) | LL_POLICY_BIT(LIBLOCK_WAIT_PREEMPT_AWARE),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK, /* docs/auto.md: preempt-aware measured no better here */
     .oversubscribed = "as its current candidate: on the barging lock, waiters spin about one futex round trip (not "
-                      "while others sleep), then sleep; on mcscr or loiter, surplus waiters sleep in its passive set",
+                      "while others sleep), then sleep; on mcscr, surplus waiters sleep in its passive set",
     .state_size = sizeof(struct auto_lock),
     .node_size = sizeof(struct auto_node),
     .init = auto_init,
