@@ -371,10 +371,27 @@ void ll_spin_note_slow(uint64_t *start, int *counted);
 #define LL_NODE_BYTES 128  /* per-hold node area available to an algorithm */
 
 /* One record per lock a thread holds or is acquiring.  Stable in memory
- * while in use (queue locks link other threads to it); recycled per thread. */
+ * while in use (queue locks link other threads to it); recycled per thread,
+ * and records of exited threads go to a process-wide pool; never freed.
+ *
+ * One algorithm per node.  A record's node area, once an algorithm has used
+ * it, is reused only for that algorithm (`ops`, set at first use and never
+ * changed; any lock of it).  An algorithm may touch a node after its owner
+ * released it -- mcs and mcscr waiters announce their parking in the node
+ * they are queued behind, and may do so after its owner has left; lifocr's
+ * releaser reads its successor's announce word after the grant, when the
+ * successor may have left -- and its own header argues that such a late
+ * access is harmless to its own layout, reset before each use.  Another
+ * algorithm's layout may keep anything at that place (loiter keeps a plain
+ * field there).  Keyed by the algorithm, every late access lands in a node
+ * of the algorithm that made it, and the per-algorithm arguments suffice.
+ * Every path that hands out a record's node goes through ll_hold_take (or
+ * ll_hold_push), and the interposer's per-thread cached node keeps its
+ * algorithm beside it (src/shim/shim.h, shim_tls). */
 typedef struct ll_hold {
     LL_ALIGNED unsigned char node[LL_NODE_BYTES]; /* algorithm's node, zeroed on first use only */
     liblock_t *lock;
+    const struct ll_ops *ops; /* the algorithm this node area belongs to (NULL: unused yet) */
     struct ll_hold *next_free;
 } ll_hold_t;
 
@@ -494,6 +511,10 @@ static inline void ll_cs_leave(const liblock_t **tls_lock, struct ll_cs_scope sc
  * find scans from the top (the lock released is usually the last taken),
  * push pops the per-thread free list, pop of the top entry is a decrement. */
 ll_hold_t *ll_hold_push_slow(ll_thread_t *self, liblock_t *lock); /* NULL on ENOMEM */
+/* A free record for algorithm `ops` ("One algorithm per node" above): from
+ * the thread's free list, else the pool, else new; tagged with ops; NULL on
+ * ENOMEM.  The caller sets its lock and puts it back on free_holds. */
+ll_hold_t *ll_hold_take(ll_thread_t *self, const struct ll_ops *ops);
 void ll_hold_remove_at(ll_thread_t *self, unsigned idx);          /* any position */
 
 static inline int ll_hold_index(const ll_thread_t *self, const liblock_t *lock)
@@ -513,7 +534,7 @@ static inline ll_hold_t *ll_hold_find(ll_thread_t *self, const liblock_t *lock)
 static inline ll_hold_t *ll_hold_push(ll_thread_t *self, liblock_t *lock)
 {
     ll_hold_t *h = self->free_holds;
-    if (LL_LIKELY(h != NULL && self->nheld < self->capheld)) {
+    if (LL_LIKELY(h != NULL && h->ops == (const struct ll_ops *)lock->_ops && self->nheld < self->capheld)) {
         self->free_holds = h->next_free;
         h->lock = lock;
         self->held[self->nheld++] = h;

@@ -8,6 +8,7 @@
 #    and the program's counter is exact;
 #  - by site id (taken from that output) plus a default line; LIBLOCK_LOCK
 #    with a file sets the default;
+#  - three queue locks with three node layouts (mcscr, loiter, mcs): exact;
 #  - a combining lock beside a classic one (the mixed case of
 #    ll_may_run_foreign), and rcl with server=CPU: exact counter;
 #  - under the profiler: lock "config" and exact acquisitions;
@@ -54,6 +55,15 @@ printf 'site profile_prog.c:%s cc-synch\nsite profile_prog.c:%s mcs\nsite site_s
 run LIBLOCK_CONFIG="$tmp/c4" LIBLOCK_DEBUG_SITES=1 "$tmp/prog" sites > "$tmp/o4" 2> "$tmp/e4" || fail "config 4: exit $?"
 [ "$(mapping "$tmp/e4")" = "cc-synch mcs rcl" ] || fail "config 4 mapping: $(mapping "$tmp/e4")"
 grep -q '^site_counter=12000$' "$tmp/o4" || fail "config 4 (combining + classic + rcl) counter: $(cat "$tmp/o4")"
+
+# each thread's cached node goes mcscr -> loiter -> mcs -> mcscr ...: the
+# shim hands a node only to its own algorithm (internal.h, "One algorithm
+# per node"); the late store this prevents is caught by ThreadSanitizer in
+# test_node_reuse (API level), here the counter must stay exact
+printf 'site profile_prog.c:%s mcscr\nsite profile_prog.c:%s loiter\nsite site_static mcs\n' "$l1" "$l2" > "$tmp/c5"
+run LIBLOCK_CONFIG="$tmp/c5" LIBLOCK_DEBUG_SITES=1 "$tmp/prog" sites > "$tmp/o5" 2> "$tmp/e5" || fail "config 5: exit $?"
+[ "$(mapping "$tmp/e5")" = "mcscr loiter mcs" ] || fail "config 5 mapping: $(mapping "$tmp/e5")"
+grep -q '^site_counter=12000$' "$tmp/o5" || fail "config 5 (three node layouts) counter: $(cat "$tmp/o5")"
 
 timeout 60 env LD_PRELOAD="$plib" LIBLOCK_PROFILE_OUT="$tmp/p.json" LIBLOCK_CONFIG="$tmp/c1" "$tmp/prog" sites > /dev/null || fail "profiler with a config"
 python3 - "$tmp/p.json" <<'PY' || fails=$((fails+1))

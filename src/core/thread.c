@@ -443,6 +443,41 @@ static void thread_exit(void *arg)
         exit_if_last_application_thread();
 }
 
+/* Unlink and return the first record of *list whose node belongs to ops,
+ * else the first unused one (NULL tag), else NULL. */
+static ll_hold_t *take_from(ll_hold_t **list, const struct ll_ops *ops)
+{
+    ll_hold_t **fresh = NULL;
+    for (ll_hold_t **p = list; *p; p = &(*p)->next_free) {
+        if ((*p)->ops == ops) {
+            ll_hold_t *h = *p;
+            *p = h->next_free;
+            return h;
+        }
+        if (!fresh && !(*p)->ops)
+            fresh = p;
+    }
+    if (!fresh)
+        return NULL;
+    ll_hold_t *h = *fresh;
+    *fresh = h->next_free;
+    return h;
+}
+
+ll_hold_t *ll_hold_take(ll_thread_t *self, const struct ll_ops *ops)
+{
+    ll_hold_t *h = take_from(&self->free_holds, ops);
+    if (!h && ll_mutex_lock_bounded(&hold_pool_mutex)) {
+        h = take_from(&hold_pool, ops);
+        pthread_mutex_unlock(&hold_pool_mutex);
+    }
+    if (!h && !(h = ll_alloc_aligned(sizeof *h)))
+        return NULL;
+    h->ops = ops;
+    h->next_free = NULL;
+    return h;
+}
+
 ll_hold_t *ll_hold_push_slow(ll_thread_t *self, liblock_t *lock)
 {
     if (self->nheld == self->capheld) {
@@ -453,18 +488,9 @@ ll_hold_t *ll_hold_push_slow(ll_thread_t *self, liblock_t *lock)
         self->held = nh;
         self->capheld = nc;
     }
-    ll_hold_t *h = self->free_holds;
-    if (h) {
-        self->free_holds = h->next_free;
-    } else {
-        if (ll_mutex_lock_bounded(&hold_pool_mutex)) {
-            if ((h = hold_pool))
-                hold_pool = h->next_free;
-            pthread_mutex_unlock(&hold_pool_mutex);
-        }
-        if (!h && !(h = ll_alloc_aligned(sizeof *h)))
-            return NULL;
-    }
+    ll_hold_t *h = ll_hold_take(self, LL_OPS(lock));
+    if (!h)
+        return NULL;
     h->lock = lock;
     self->held[self->nheld++] = h;
     return h;

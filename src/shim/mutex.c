@@ -143,7 +143,7 @@ static inline __attribute__((always_inline)) int node_lock(struct ip_mutex *w)
     struct shim_tls *t = &shim_tls;
     ll_hold_t *h = t->node;
     int r;
-    if (LL_UNLIKELY(!h)) {
+    if (LL_UNLIKELY(!h || t->node_ops != w->lock._ops)) {
         r = w_node_acquire(w, 0);
     } else {
         t->node = NULL;
@@ -174,6 +174,7 @@ static inline __attribute__((always_inline)) int node_unlock(struct ip_mutex *w)
         return r;
     }
     t->node = h;
+    t->node_ops = w->lock._ops;
     return 0;
 }
 
@@ -197,7 +198,7 @@ static inline __attribute__((always_inline)) int track_lock(struct ip_mutex *w)
 {
     struct shim_tls *t = &shim_tls;
     ll_hold_t *h = t->node;
-    if (LL_UNLIKELY(!h || atomic_load_explicit(&w->bind, memory_order_relaxed)))
+    if (LL_UNLIKELY(!h || t->node_ops != w->lock._ops || atomic_load_explicit(&w->bind, memory_order_relaxed)))
         return w_lock(w);
     t->node = NULL;
     int r = w->lockfn(&w->lock, h->node);
@@ -233,6 +234,7 @@ static inline __attribute__((always_inline)) int track_unlock(struct ip_mutex *w
         return r;
     }
     t->node = h;
+    t->node_ops = w->lock._ops;
     ll_thread_t *s = t->rec;
     if (s->serial == trk && s->shim_held)
         s->shim_held--;

@@ -377,6 +377,8 @@ extern __thread int shim_c11_init __attribute__((tls_model("initial-exec"))); /*
  * the node back to that record's free list. */
 struct shim_tls {
     ll_hold_t *node;
+    const void *node_ops; /* node->ops, where the fast paths read it (same line): a node is
+                             reused only for its own algorithm (internal.h, "One algorithm per node") */
     ll_thread_t *rec;
     struct ll_exit_hook hook;
 };

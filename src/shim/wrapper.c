@@ -228,16 +228,11 @@ int w_node_acquire(struct ip_mutex *w, int try)
     if (LL_UNLIKELY(!s))
         return ENOMEM;
     shim_tls_attach(s);
-    ll_hold_t *h = s->free_holds;
-    if (LL_LIKELY(h != NULL)) {
-        s->free_holds = h->next_free;
-    } else {
-        h = ll_alloc_aligned(sizeof *h);
-        if (!h)
-            return ENOMEM;
-    }
-    h->lock = &w->lock;
     const struct ll_ops *o = LL_OPS(&w->lock);
+    ll_hold_t *h = ll_hold_take(s, o);
+    if (LL_UNLIKELY(!h))
+        return ENOMEM;
+    h->lock = &w->lock;
     int r = try ? o->trylock(&w->lock, h->node) : o->lock(&w->lock, h->node);
     if (LL_UNLIKELY(r)) {
         h->lock = NULL;
@@ -265,6 +260,7 @@ int w_node_release(struct ip_mutex *w)
         h->lock = NULL;
         if (shim_tls.rec == s && !shim_tls.node) {
             shim_tls.node = h;
+            shim_tls.node_ops = h->ops;
         } else {
             h->next_free = s->free_holds;
             s->free_holds = h;

@@ -62,7 +62,10 @@
  *   announce word (offset 12 in both layouts, mcs.c "fast hand-over")
  *   after the node's owner has released and moved to another candidate;
  *   in both layouts that word is the same one, which each resets before
- *   use, so such a late store costs at most a futex wake.  A candidate
+ *   use, so such a late store costs at most a futex wake.  (Outside auto a
+ *   record's node area is only ever one algorithm's -- internal.h, "One
+ *   algorithm per node" -- and auto's records are auto's, so this sharing
+ *   among its candidates is the only one.)  A candidate
  *   whose node keeps state there cannot join them (loiter's does: under
  *   ThreadSanitizer the late store raced with loiter_trylock's).
  * The barging candidate's uncontended acquire and release are ttas.h's

@@ -96,7 +96,10 @@
  * the link store that makes the node reachable).  `succ_parked` is reset
  * by the node's own thread before its tail swap (and by trylock and the
  * requeue preparation), which the successor's swap orders before the
- * successor's store.  Only the holder writes its successor's word once
+ * successor's store.  A waiter that comes to park may announce after the
+ * hand-off, when the node's owner has left and may reuse the node: a late
+ * 1 there makes that next use grant with the swap, and the node is this
+ * algorithm's whatever the lock (internal.h, "One algorithm per node").  Only the holder writes its successor's word once
  * linked (promotions and the grant), so the plain store races only with
  * the waiter's own parking CAS, which the announcement covers.
  *

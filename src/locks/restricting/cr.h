@@ -331,7 +331,8 @@ static inline void cr_grant(struct cr_node *t, int policy) { ll_wake(&t->locked,
  * announcement (a waiter that announced to n's previous use, after n's
  * reset) costs one spurious futex_wake; announcements land in holds, which
  * are never freed (src/core/thread.c), so a late one is never a write to
- * freed memory. */
+ * freed memory, and whose node area is only ever this algorithm's
+ * (internal.h, "One algorithm per node"), so never into another layout. */
 static inline void cr_grant_next(struct cr_node *n, struct cr_node *succ, int policy)
 {
     if (policy == LIBLOCK_WAIT_SPIN_THEN_PARK && !n->relinked && ll_fastwake_on())

@@ -99,7 +99,11 @@
  * plain store followed by a futex_wake it cannot skip (it read the word
  * as 1).  The word is reset before every push, and the push's release CAS
  * and the owner's acquire load of top order the reset before the owner's
- * read.  Everything else (the eldest hand-off, pending grants, the spin
+ * read.  The owner's read comes after its grant, when w may already have
+ * taken the lock, left and reused its node: a stale read, which costs at
+ * most a spurious futex_wake, and which reads a node of this algorithm
+ * (internal.h, "One algorithm per node").  Everything else (the eldest
+ * hand-off, pending grants, the spin
  * and yield policies, LIBLOCK_FASTWAKE=0) keeps the swap.  The plain store
  * spares the owner a locked instruction on the line the spinning waiter
  * holds, so the grant does not stall for that line's transfer.
