@@ -142,6 +142,7 @@ struct lp_inst {
     uint32_t id;                   /* index of its slots in the threads' tables */
     struct lp_site *site;
     const void *addr;
+    const void *lock;              /* its liblock_t (the wrapper's): how auto's switch log names it */
     int type;                      /* PTHREAD_MUTEX_* */
     int glibc;                     /* runs on glibc's mutex */
     int c11;                       /* made by mtx_init */

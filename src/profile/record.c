@@ -51,6 +51,7 @@ void lp_mutex_new(struct ip_mutex *w, const struct shim_site *s)
     if (!in)
         return;
     in->addr = w->addr;
+    in->lock = &w->lock;
     in->type = w->type;
     in->glibc = SHIM_GLIBC(w);
     in->c11 = shim_c11_init;

@@ -144,7 +144,7 @@ static void put_inst(struct lp_json *b, const struct lp_inst *in, const struct l
 {
     const struct lp_islot z = {0, 0, 0, 0}, *c = sums && in->id < nsums ? &sums[in->id] : &z;
     uint64_t fail = atomic_load_explicit(&((struct lp_inst *)in)->try_fail, memory_order_relaxed);
-    lp_json_putf(b, "{\"addr\":\"%p\",\"type\":\"%s\",", in->addr, type_name(in));
+    lp_json_putf(b, "{\"addr\":\"%p\",\"lock\":\"%p\",\"type\":\"%s\",", in->addr, in->lock, type_name(in));
     lp_json_putf(b, "\"acquisitions\":%llu,\"contended\":%llu,\"recursive_relocks\":%llu,", (unsigned long long)c->acq,
          (unsigned long long)LP_LD(in->contended), (unsigned long long)LP_LD(in->relocks));
     lp_json_putf(b, "\"trylocks\":%llu,\"trylock_failures\":%llu,", (unsigned long long)(c->try_ok + fail), (unsigned long long)fail);

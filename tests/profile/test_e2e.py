@@ -42,6 +42,9 @@ driven by tests/test_profile_cli.sh.  Usage: test_e2e.py ROOT BUILD TMP
    asserted: a preemption of tens of ms (a loaded 2-CPU machine) landing in
    lockbench's outside part counts for lockbench only and was measured to
    move it from 0.95-1.00 down to 0.19.
+- hotcold.c under --lock auto with forced switches: the switches of the hot
+   lock in the report, a chain over the candidates, none on the cold lock,
+   the text line and the plot; a LIBLOCK_AUTO_LOG the user named is read.
 No timing is asserted.
 """
 import json
@@ -63,8 +66,8 @@ def check(cond, what):
         print(f"FAIL: {what}")
 
 
-def liblock(*args):
-    e = dict(os.environ, LIBLOCK_BUILD=BUILD, XDG_CACHE_HOME=os.path.join(TMP, "cache-e2e"))
+def liblock(*args, **extra):
+    e = dict(os.environ, LIBLOCK_BUILD=BUILD, XDG_CACHE_HOME=os.path.join(TMP, "cache-e2e"), **extra)
     return subprocess.run([LIBLOCK] + list(args), capture_output=True, text=True, env=e, timeout=300)
 
 
@@ -208,6 +211,42 @@ if recs and rep["locks"]:
     check(re.match(r".*lockbench\.c:\d+$|.*\.c:\d+$", top["site"]) is not None, f"lockbench lock site {top['site']}")
 else:
     check(False, f"lockbench gave no record or no lock: {p.stdout[-200:]} {p.stderr[-300:]}")
+
+# --lock auto, a switch forced every 4096 estimated acquisitions (LIBLOCK_AUTO_SWITCH_EVERY): the
+# program's output and exact counts unchanged; the hot lock's switches in the JSON (`auto`), a chain
+# over auto's candidates (each switch leaves what the last one chose), in time order; none on the
+# cold lock (10 acquisitions: no window ends); the text report's "auto:" line; the timeline plot
+# written; a log the user named is the one read, and keeps the lines (appended, not replaced).
+ja, pa = os.path.join(TMP, "auto.json"), os.path.join(TMP, "auto.png")
+ulog = os.path.join(TMP, "user-auto.log")
+with open(ulog, "w") as f:
+    f.write("an earlier line\n")
+p = liblock("profile", "--lock", "auto", "--json", ja, "--plot", pa, "--", exe,
+            LIBLOCK_AUTO_SWITCH_EVERY="4096", LIBLOCK_AUTO_LOG=ulog)
+check(p.returncode == 3 and p.stdout == native.stdout, f"--lock auto run: {p.returncode} {p.stdout!r} {p.stderr[-300:]}")
+repa = json.load(open(ja)) if os.path.exists(ja) else {"locks": []}
+sa = {lk["site"]: lk for lk in repa["locks"]}
+check(repa.get("lock") == "auto", f"report says auto: {repa.get('lock')}")
+if hot_site in sa and cold_site in sa:
+    ha = sa[hot_site]
+    check(ha["acquisitions"] == 40000 and sa[cold_site]["acquisitions"] == 10, "exact counts under auto")
+    sw = (ha.get("auto") or {}).get("switches", [])
+    check(len(sw) >= 2, f"hot lock's forced switches reported: {ha.get('auto')}")
+    cands = {"ttas", "mcs", "mcscr"}
+    check(all(s["from"] in cands and s["to"] in cands and s["from"] != s["to"] for s in sw), f"candidates: {sw[:3]}")
+    check(all(a["to"] == b["from"] for a, b in zip(sw, sw[1:])), f"a chain of switches: {sw[:4]}")
+    check(all(a["t_s"] <= b["t_s"] for a, b in zip(sw, sw[1:])) and all(s["t_s"] >= 0 for s in sw), "time order")
+    check(sw and ha["auto"]["final"] == sw[-1]["to"] and ha["auto"]["start"] == "ttas",
+          f"start and final: {ha.get('auto', {}).get('start')} {ha.get('auto', {}).get('final')}")
+    check(all(s["why"] == "LIBLOCK_AUTO_SWITCH_EVERY" for s in sw), "reason given")
+    check("auto" not in sa[cold_site], f"no switch on the cold lock: {sa[cold_site].get('auto')}")
+    check(re.search(r"auto: \d+ switch\(es\), ended on (ttas|mcs|mcscr)", p.stderr) is not None,
+          f"text report's auto line: {p.stderr[-600:]}")
+else:
+    check(False, f"--lock auto sites: {sorted(sa)}")
+check(os.path.exists(pa) and os.path.getsize(pa) > 0, "auto timeline plot written")
+lines = open(ulog).read().splitlines()
+check(lines[0] == "an earlier line" and len(lines) > 2, f"user's LIBLOCK_AUTO_LOG appended: {lines[:3]}")
 
 print(f"test_e2e.py: {fails} failure(s)")
 sys.exit(1 if fails else 0)

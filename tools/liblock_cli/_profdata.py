@@ -167,7 +167,7 @@ def aggregate(raw):
         for i in insts:
             u = i["hold_ns"] / wall_ns if wall_ns else 0.0
             m = i.get("misses")
-            pi = {"addr": i.get("addr"), "type": i.get("type")}
+            pi = {"addr": i.get("addr"), "lock": i.get("lock"), "type": i.get("type")}
             pi.update({k: i[k] for k in _INST_INT})
             pi["cs_share"] = _share(i["wait_ns"], i["hold_ns"], thread_ns)
             pi["utilisation"] = min(1.0, u)

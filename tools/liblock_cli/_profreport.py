@@ -3,6 +3,7 @@
 import shutil
 import subprocess
 
+from . import _profauto
 from ._profadvice import pct
 
 
@@ -152,6 +153,9 @@ def text_report(rep, top, thresholds_src, th, title=None):
         out.append("      " + "; ".join(extra))
         if adv.get("reason"):
             out.append(f"      why: {adv['reason']}")
+        out.extend("      " + line for line in _profauto.text_lines(lk))
+    if rep.get("auto_unattributed"):
+        out.append(f"  auto: {rep['auto_unattributed']} switch(es) of locks the profiler did not record")
     rest = locks[top:]
     if rest:
         share = sum(lk["cs_share"] for lk in rest)
@@ -166,8 +170,11 @@ def plot(rep, path, top):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     locks = rep["locks"][:top]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, max(3.5, 0.45 * len(locks) + 1.8)),
-                                   gridspec_kw={"width_ratios": [3, 2]})
+    switched = [lk for lk in locks if lk.get("auto")][:4]
+    ncol = 3 if switched else 2
+    fig, axes = plt.subplots(1, ncol, figsize=(13 + 5 * (ncol - 2), max(3.5, 0.45 * len(locks) + 1.8)),
+                             gridspec_kw={"width_ratios": [3, 2, 2][:ncol]})
+    ax1, ax2 = axes[0], axes[1]
     tn = rep["thread_ns"] or 1
     dm = demangler([lk.get("function") for lk in locks])
     labels = [f"{lk['site']}" + (f" ({dm.get(lk['function'], lk['function'])})" if lk.get("function") else "") +
@@ -196,7 +203,24 @@ def plot(rep, path, top):
         ax2.set_title(f"wait times of {labels[0]}", fontsize=10)
     else:
         ax2.text(0.5, 0.5, "no lock", ha="center")
+    if switched:
+        _auto_timeline(axes[2], switched, rep.get("wall_ns", 0) / 1e9, labels, locks)
     fig.suptitle(" ".join(rep.get("argv") or [rep.get("program") or ""])[:120], fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _auto_timeline(ax, switched, end_s, labels, locks):
+    """auto's candidate over time for the hottest lock sites it switched."""
+    names = list(_profauto.CANDIDATES)
+    for k, lk in enumerate(switched):
+        ts, ys = _profauto.timeline(lk, end_s)
+        if max(ys) >= len(names):
+            names = list(_profauto.CANDIDATES) + ["other"]
+        ax.step(ts, [y + 0.08 * k for y in ys], where="post", label=_cut(labels[locks.index(lk)], 40))
+    ax.set_yticks(range(len(names)))
+    ax.set_yticklabels(names, fontsize=8)
+    ax.set_xlabel("seconds since the program started")
+    ax.set_title("auto: the algorithm each lock ran on", fontsize=10)
+    ax.legend(fontsize=7, loc="best")

@@ -21,8 +21,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
+from . import _autochoice
 from . import _profadvice
+from . import _profauto
 from . import _profcalib
 from . import _profdata
 from . import _profreport
@@ -182,6 +185,13 @@ def _child_env(args, env, out):
             ce[var] = val
     if args.lock or args.config:
         ce["LIBLOCK_STRICT"] = "1"
+    # auto's switches, for the report (a log the user named is read, not replaced)
+    if not ce.get("LIBLOCK_AUTO_LOG"):
+        ce["LIBLOCK_AUTO_LOG"] = os.path.join(os.path.dirname(out), "auto.log")
+    if args.lock == "auto":
+        note = _autochoice.auto_env(ce, lambda: _profadvice.load_thresholds(args.thresholds))
+        if note:
+            print(note.replace("liblock run:", f"{PROG}:", 1), file=sys.stderr)
     return ce
 
 
@@ -248,17 +258,26 @@ def _aggregate(raw, th, src, algos):
     return rep
 
 
-def _report(raw, args, th, src, algos, title=None, outputs=True, children=()):
+def _report(raw, args, th, src, algos, title=None, outputs=True, children=(), auto=None):
     """Print the report of a raw dump and write the outputs.  children: raw
     dumps of the other processes that ran with the runtime (forked children
     and programs they started: PATH.PID), reported after it, kept in the JSON
-    as `children` and advised in the same configuration file."""
-    rep = _aggregate(raw, th, src, algos)
+    as `children` and advised in the same configuration file.  auto:
+    (switches read from LIBLOCK_AUTO_LOG, the run's start on CLOCK_MONOTONIC),
+    put on the lock sites they name."""
+    def aggregate(r):
+        rp = _aggregate(r, th, src, algos)
+        if auto:
+            lost = _profauto.attach(rp, auto[0], auto[1])
+            if lost:
+                rp["auto_unattributed"] = lost
+        return rp
+    rep = aggregate(raw)
     for line in _profreport.text_report(rep, args.top, src, th, title):
         print(line, file=sys.stderr)
     kids = []
     for craw in children:
-        crep = _aggregate(craw, th, src, algos)
+        crep = aggregate(craw)
         for line in _profreport.text_report(crep, args.top, src, th, f"(child process {crep.get('pid')})"):
             print(line, file=sys.stderr)
         kids.append(crep)
@@ -331,6 +350,7 @@ def run(args, env):
                                     title=f"snapshot {name.rsplit('.', 1)[1]}", outputs=False)
                         except (OSError, _profdata.DumpError) as e:
                             print(f"{PROG}: snapshot {name}: {e}", file=sys.stderr)
+            t0 = time.monotonic_ns()  # CLOCK_MONOTONIC, as auto's log
             status, sig = _run_program(path, cmd, child_env, snapshots)
             code = status if sig is None else 128 + sig
             if not os.path.exists(out):
@@ -352,8 +372,10 @@ def run(args, env):
                     except (OSError, _profdata.DumpError) as e:
                         print(f"{PROG}: the profile of child process {name.rsplit('.', 1)[1]} is unusable: {e}",
                               file=sys.stderr)
+            switches = [sw for sw in _profauto.read_log(child_env["LIBLOCK_AUTO_LOG"])[0] if sw["t_ns"] >= t0]
             try:
-                _report(raw, args, th, src, algos, children=children)
+                _report(raw, args, th, src, algos, children=children,
+                        auto=(switches, t0) if switches else None)
             except OSError as e:  # checked before the run; the disk or directory changed since
                 print(f"{PROG}: cannot write {e.filename}: {e.strerror}", file=sys.stderr)
                 return code if code else 1
