@@ -99,9 +99,10 @@
  * successor's store.  A waiter that comes to park may announce after the
  * hand-off, when the node's owner has left and may reuse the node: a late
  * 1 there makes that next use grant with the swap, and the node is this
- * algorithm's whatever the lock (internal.h, "One algorithm per node").  Only the holder writes its successor's word once
- * linked (promotions and the grant), so the plain store races only with
- * the waiter's own parking CAS, which the announcement covers.
+ * algorithm's whatever the lock (internal.h, "One algorithm per node").
+ * Only the holder writes its successor's word once linked (promotions and
+ * the grant), so the plain store races only with the waiter's own parking
+ * CAS, which the announcement covers.
  *
  * Preempt-aware (src/core/wait.c, "Preemption-aware waiting"): the
  * spin-then-park protocol above, unchanged, with each first or second

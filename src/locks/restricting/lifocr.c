@@ -103,8 +103,8 @@
  * taken the lock, left and reused its node: a stale read, which costs at
  * most a spurious futex_wake, and which reads a node of this algorithm
  * (internal.h, "One algorithm per node").  Everything else (the eldest
- * hand-off, pending grants, the spin
- * and yield policies, LIBLOCK_FASTWAKE=0) keeps the swap.  The plain store
+ * hand-off, pending grants, the spin and yield policies,
+ * LIBLOCK_FASTWAKE=0) keeps the swap.  The plain store
  * spares the owner a locked instruction on the line the spinning waiter
  * holds, so the grant does not stall for that line's transfer.
  *
