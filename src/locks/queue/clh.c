@@ -43,7 +43,8 @@
  *     sections ahead of it; when its predecessor then acquires, the swap to
  *     2 finds it running and costs no system call in the critical path
  *     (unless it has spun out its budget and parked again).  An arrival
- *     reads its predecessor's word once: 2 or 3 means spin, 1 means sleep.
+ *     reads its predecessor's word: 2 or 3 means spin, 1 means sleep (but
+ *     see 3 for a 1 read at arrival).
  *     At most the holder's next two waiters spin; a hand-off to a thread
  *     that is not running costs at most one wake-up, usually overlapped.
  *  3. Far sleepers are promoted by the thread that acquires before them
@@ -68,6 +69,17 @@
  *     the promoted node's own sleeper: with more threads than CPUs that
  *     would wake two threads per acquisition, which then compete for the
  *     CPUs the holder needs.
+ *     The glimpse itself is common: the owner of a node that found the lock
+ *     free stores 1, swaps the tail and then announces 2, and each of those
+ *     may wait for a line transfer (its node was another thread's), so an
+ *     arrival close behind reads 1 for about a cross-CPU round trip.  Taken
+ *     at once for "far back", that made 1-19 % of two-thread hand-offs on
+ *     a 2-CPU VM a sleep and a wake-up (tests/test_handoff_sleep.c).  So an
+ *     arrival that reads 1 re-reads it for an eighth of the spin budget
+ *     (settle_far) and sleeps only if it still reads 1; a waiter that is
+ *     really far back pays that much spinning once per acquisition.  The
+ *     re-reads are plain acquire loads of the word it waits on anyway: no
+ *     ordering argument changes, only when the sleep starts.
  *
  * Node word values: 1 the owner waits for the lock (or holds it without
  * having announced), 3 the owner is first in line, 2 the owner holds it
@@ -196,6 +208,20 @@ static inline void announce(struct clh_qnode *mine, uint32_t state)
 
 static LL_SLOW void clh_wait(struct clh_qnode *mine, struct clh_qnode *pred, int policy);
 
+/* An arrival that reads 1 on its predecessor: re-read it for an eighth of
+ * the spin budget before taking it for "far back" (header, "Far sleepers",
+ * the unannounced holder).  Returns the last value read, without LL_PARKED. */
+static uint32_t settle_far(const struct clh_qnode *pred)
+{
+    uint64_t end = ll_cycles() + ll_spin_budget_cycles() / 8;
+    uint32_t v;
+    do {
+        ll_pause();
+        v = atomic_load_explicit(&pred->wait, memory_order_acquire) & ~LL_PARKED;
+    } while (v == W_WAITING && ll_cycles() < end);
+    return v;
+}
+
 static int clh_lock(liblock_t *l, void *vnode)
 {
     struct clh_lock *s = LL_STATE(l, struct clh_lock);
@@ -225,6 +251,8 @@ static void clh_wait(struct clh_qnode *mine, struct clh_qnode *pred, int policy)
         ll_wait_while(&pred->wait, W_WAITING, policy);
     } else {
         uint32_t v = atomic_load_explicit(&pred->wait, memory_order_acquire) & ~LL_PARKED;
+        if (v == W_WAITING)
+            v = settle_far(pred);
         int told = 0;
         while (v != W_RELEASED) {
             if (v == W_HOLDING && !told) {
