@@ -14,7 +14,9 @@
 #  - the selection transformed (--only), built with liblock.so and run
 #    natively, under rcl and under mcs: output identical to the original;
 #    with store() transformed too, the output under rcl differs (the reason it
-#    is left out is real, and this test can see it);
+#    is left out without identity is real, and this test can see it), and
+#    with LIBLOCK_IDENTITY=1 it is the original's again (why the bench
+#    transforms memcached's store_item and add_delta with identity on);
 #  - mini.c profiled now (cc -O0 -g): its top lock selects the same sections.
 # Needs libclang's Python bindings (as test_transform.sh).
 . "$(dirname "$0")/lib.sh" "$@"
@@ -106,6 +108,9 @@ if (cd "$tmp/tree" && "$liblock" transform --only $only mini.c:76 --wrapper b_lo
         mini.c 2>/dev/null) && cc_lib "$tmp/out2/mini.c" -o "$tmp/tr2"; then
     out=$(run "$tmp/tr2" rcl 2>&1)
     [ "$out" != "$ref" ] || fail "with store() delegated the output under rcl is unchanged ('$out'): the left-out reason is not seen"
+    # ... and with the caller's identity (LIBLOCK_IDENTITY=1, the bench's default) note() is the caller's again
+    out=$(LIBLOCK_IDENTITY=1 run "$tmp/tr2" rcl 2>&1)
+    [ "$out" = "$ref" ] || fail "with store() delegated under rcl and LIBLOCK_IDENTITY=1: '$out', expected '$ref'"
 else
     fail "mini.c with store() transformed does not build"
 fi

@@ -78,12 +78,14 @@ def fetch(wd):
     return trees[-1].rstrip("/")
 
 
-# Sections the transform accepts but this bench leaves out of any selection:
-# they reach memcached's per-thread logger through functions of other files,
-# which the transform does not follow (docs/transform.md, "Things to know").
-# Selected through the item_lock() wrapper site the profiler reports
-# (thread.c:122) they would otherwise be transformed; delegated, memcached-debug
-# crashed in t/chunked-items.t (GET_LOGGER() is NULL on a servicing thread).
+# Sections the transform accepts but that run correctly delegated only with
+# the caller's thread identity (LIBLOCK_IDENTITY=1, docs/internals.md): they
+# reach memcached's per-thread logger through functions of other files, which
+# the transform does not follow (docs/transform.md, "Things to know").
+# Delegated without identity, memcached-debug crashed in t/chunked-items.t
+# (GET_LOGGER() is NULL on a servicing thread).  With --identity on (the
+# default) they are transformed and every interposed run sets
+# LIBLOCK_IDENTITY=1; with --identity off they are left out.
 LEAVE_OUT = {
     "store_item": "do_store_item may allocate an item; allocation may evict through lru_pull_tail, whose "
                   "LOGGER_LOG(NULL, ...) reads memcached's per-thread logger (pthread_getspecific), which an RCL "
@@ -235,13 +237,13 @@ def prepare(args, env, d, profile_workload):
         args.profile = profile_workload(args, env, orig, d)
     sites = hot_sites(args.profile, args.top_locks)
     tool = os.path.join(env.root or "", "tools", "liblock")
-    sel = select_sections(sites, orig, WRAPPERS, TRANSFORM_FLAGS, LEAVE_OUT, tool)
+    sel = select_sections(sites, orig, WRAPPERS, TRANSFORM_FLAGS, {} if identity_on(args) else LEAVE_OUT, tool)
     if not sel["only"]:
         raise SystemExit(f"liblock bench apps memcached: no section of memcached's files at the call sites of "
                          f"{args.profile}'s top locks ({', '.join(sites[:8])}...)")
     files = sel["files"]
-    stamp = json.dumps({"only": sel["only"], "files": files, "wrappers": WRAPPERS, "flags": TRANSFORM_FLAGS},
-                       sort_keys=True)
+    stamp = json.dumps({"only": sel["only"], "files": files, "wrappers": WRAPPERS, "flags": TRANSFORM_FLAGS,
+                        "wrapper_sh": WRAPPER_SH}, sort_keys=True)
     stampf = os.path.join(tr, ".liblock-transform")
     if args.rebuild or not (os.path.exists(stampf) and open(stampf).read() == stamp
             and os.path.exists(os.path.join(tr, "memcached-debug.bin"))):
@@ -275,8 +277,13 @@ WRAPPER_SH = """#!/bin/sh
 # memcached-debug, interposed when MC_LIBLOCK_LOCK is set (liblock bench apps memcached):
 # only memcached runs under liblock, not the Perl test driver
 [ -n "$MC_LIBLOCK_LOCK" ] || exec "$0.bin" "$@"
-LD_PRELOAD=$MC_LIBLOCK_PRELOAD LIBLOCK_LOCK=$MC_LIBLOCK_LOCK LIBLOCK_STRICT=1 exec env ${MC_LIBLOCK_WAIT:+LIBLOCK_WAIT=$MC_LIBLOCK_WAIT} "$0.bin" "$@"
+LD_PRELOAD=$MC_LIBLOCK_PRELOAD LIBLOCK_LOCK=$MC_LIBLOCK_LOCK LIBLOCK_STRICT=1 exec env ${MC_LIBLOCK_WAIT:+LIBLOCK_WAIT=$MC_LIBLOCK_WAIT} ${MC_LIBLOCK_IDENTITY:+LIBLOCK_IDENTITY=$MC_LIBLOCK_IDENTITY} "$0.bin" "$@"
 """
+
+
+def identity_on(args):
+    """--identity on (the default): delegated sections run with their caller's identity."""
+    return getattr(args, "identity", "on") != "off"
 
 
 def wrap_debug_binary(tree):

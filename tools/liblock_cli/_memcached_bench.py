@@ -76,11 +76,14 @@ def mc_args(port, mc_threads):
             "-c", str(max(1024, 4 * mc_threads + 64))]
 
 
-def one_run(env, tree, lock, mc_threads, clients, port, set_per=SET_PER_CLIENT, get_per=GET_PER_CLIENT, timeout=180):
+def one_run(env, tree, lock, mc_threads, clients, port, set_per=SET_PER_CLIENT, get_per=GET_PER_CLIENT, timeout=180,
+            identity=True):
     """{"get": ops/s, "set": ops/s} or an error string."""
     e = {k: v for k, v in os.environ.items() if not k.startswith("LIBLOCK_") and k != "LD_PRELOAD"}
     if lock:
         e.update(LD_PRELOAD=env.lib("liblock-interpose.so"), LIBLOCK_LOCK=lock, LIBLOCK_STRICT="1")
+        if identity:
+            e["LIBLOCK_IDENTITY"] = "1"  # _memcached.LEAVE_OUT
     mc = subprocess.Popen([os.path.join(tree, "memcached"), *mc_args(port, mc_threads)], env=e,
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -168,7 +171,8 @@ def measure(args, env, trees, d, cfgs=None, points=None, work=(SET_PER_CLIENT, G
                 if pr is None:  # the probes of the round, once it runs
                     pr = _runner.probes(env)
                 port += 1
-                res = one_run(env, trees[tree], lock, mc_threads, clients, port, set_per, get_per, timeout)
+                res = one_run(env, trees[tree], lock, mc_threads, clients, port, set_per, get_per, timeout,
+                              _memcached.identity_on(args))
                 row = {"rep": rep, "config": name, "tree": tree, "lock": lock or "glibc", "mc_threads": mc_threads,
                        "clients": clients, "set_per_client": set_per, "get_per_client": get_per, **pr}
                 if isinstance(res, dict):

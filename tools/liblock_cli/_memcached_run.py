@@ -33,6 +33,10 @@ def add_build_arguments(g, profile_default=None, profile_help="profile the untra
     g.add_argument("--top-locks", type=int, default=TOP_LOCKS,
                    help=f"take the call sites of the locks ranked first by cs_share (default {TOP_LOCKS}; 0 = all)")
     g.add_argument("--build-dir", help="where the source and builds are cached (default BUILD/apps/memcached)")
+    g.add_argument("--identity", choices=("on", "off"), default="on",
+                   help="on (default): interposed runs set LIBLOCK_IDENTITY=1, so delegated sections run with their "
+                        "caller's thread identity, and store_item/add_delta are transformed too; off: the runner's "
+                        "identity, and those two are left out")
     g.add_argument("--rebuild", action="store_true",
                    help="transform and build the transformed tree again (it is rebuilt when the sites change)")
 
@@ -68,12 +72,14 @@ def test_names(tree, which):
     return names
 
 
-def lock_env(env, lock, wait):
+def lock_env(env, lock, wait, identity=True):
     e = {k: v for k, v in os.environ.items() if not k.startswith(("LIBLOCK_", "MC_LIBLOCK_")) and k != "LD_PRELOAD"}
     if lock:
         e.update(MC_LIBLOCK_PRELOAD=env.lib("liblock-interpose.so"), MC_LIBLOCK_LOCK=lock)
         if wait:
             e["MC_LIBLOCK_WAIT"] = wait
+        if identity:
+            e["MC_LIBLOCK_IDENTITY"] = "1"
     return e
 
 
@@ -129,7 +135,7 @@ def run_suite(args, env, trees, d):
         required = {n for n, r in base.items() if r["status"] == "pass" and n in names}
         cfgs = [c for c in cfgs if c[0] != "orig-native"]
     for cfg, tree, lock, wait in cfgs:
-        envd = lock_env(env, lock, wait)
+        envd = lock_env(env, lock, wait, _memcached.identity_on(args))
         res = {}
         todo = names if cfg == "orig-native" or required is None else [n for n in names if n in required]
         _memcached.log(f"memcached's tests, {cfg}: {len(todo)} test files")

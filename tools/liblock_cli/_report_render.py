@@ -253,6 +253,14 @@ def t_profiler(rows, meta):
                    "added: exact / sampled"], body, ["---", "--:", "--:", "--:", "--:"])
 
 
+def t_identity(rows, meta):
+    body = [[r["algorithm"], r["policy"], rate(r.get("off_cs_per_s")), rate(r.get("on_cs_per_s")),
+             f"{ratio(r.get('ratio'))} [{ratio(r.get('ratio_min'))}–{ratio(r.get('ratio_max'))}]",
+             num(r.get("added_ns"), 1)] for r in rows]
+    return _table(["algorithm", "policy", "off, sections/s", "on, sections/s", "on ÷ off [min–max]",
+                   "ns added per section"], body, ["---", "---", "--:", "--:", "--:", "--:"])
+
+
 def t_memcached(rows, meta):
     body = [[r["algorithm"], r["policy"], rate(r.get("set")), ratio(r.get("set_ratio")), rate(r.get("get")),
              ratio(r.get("get_ratio"))] for r in rows]
@@ -265,7 +273,7 @@ TABLES = {
     "auto": t_auto,
     "condvars": t_condvars, "interposer": t_interposer, "rcl-latency": t_rcl_latency, "startup": t_startup,
     "randarray": t_randarray, "null-rpc": t_null_rpc, "store-cas": t_store_cas, "latency-map": t_latency_map,
-    "profiler": t_profiler, "memcached": t_memcached,
+    "profiler": t_profiler, "identity": t_identity, "memcached": t_memcached,
 }
 
 

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 
+from . import _identity_bench
 from . import _runner
 
 
@@ -410,6 +411,23 @@ def reduce_profiler(out, reg):
     return ["pattern", "glibc_ns", "exact_ns", "sampled_ns", "exact_added", "sampled_added"], rows
 
 
+# ------------------------------------------------------------------ identity
+def run_identity(env, out, quick):
+    try:
+        _identity_bench.run(env, out, quick)
+    except _identity_bench.IdentityError as e:
+        raise SectionError(str(e))
+
+
+def reduce_identity(out, reg):
+    runs = _read_csv(os.path.join(out, "runs.csv"))
+    algos = [a["name"] for a in reg if "delegates" in a.get("properties", [])]
+    try:
+        return _identity_bench.reduce(runs, algos, _median)
+    except _identity_bench.IdentityError as e:
+        raise SectionError(str(e))
+
+
 # ----------------------------------------------------------------- memcached
 def memcached_missing(env):
     import shutil
@@ -546,6 +564,8 @@ def sections():
         Section("latency-map", "Latency map", [LB + ["latency-map", "--reps", "3"] + COMMON],
                 [LB + ["latency-map", "--reps", "1", "--sizes", "16K,4M"] + COMMON], reduce_latency_map),
         Section("profiler", "Profiler overhead", [[run_profiler]], [[run_profiler]], reduce_profiler),
+        Section("identity", "Delegated sections with their caller's identity", [[run_identity]], [[run_identity]],
+                reduce_identity),
         Section("memcached", "memcached under the interposer", [[run_memcached]], [[run_memcached]],
                 reduce_memcached, needs=memcached_missing),
     ]
