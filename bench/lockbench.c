@@ -83,6 +83,7 @@
 #include "altprobe.h"
 #include "rpcprobe.h"
 #include "watchdog.h"
+#include "platform/identity.h"
 
 /* RCL servers come with the RCL runtime; until it is linked in, the weak
  * reference is NULL and the algorithm manages its own server. */
@@ -701,6 +702,9 @@ int main(int argc, char **argv)
         REC_N(&rec, "spin_budget_ns", "%llu", (unsigned long long)ll_spin_budget_ns(NULL));
     else
         REC_N(&rec, "spin_budget_ns", "%s", "");
+    /* how a delegated section that runs on another thread gets its caller's
+     * identity: "wrfsbase", "arch_prctl", or "off (cause)" (identity.h) */
+    REC_S(&rec, "identity", "%s", ll_ident_name());
     {
         char buf[64 * 1024];
         size_t off = 0;

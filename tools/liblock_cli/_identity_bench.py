@@ -46,7 +46,11 @@ def run(env, out, quick):
                     raise IdentityError(f"identity: lockbench -a {algo} (LIBLOCK_IDENTITY={ident}) failed: "
                                         f"{(p.stderr.strip().splitlines() or ['no record'])[-1]}")
                 r = recs[-1]
-                rows.append({"rep": rep, "algorithm": algo, "identity": ident, "policy": r.get("wait"),
+                mode = str(r.get("identity", ""))
+                if (ident == "1") == mode.startswith("off"):
+                    raise IdentityError(f"identity: lockbench -a {algo} with LIBLOCK_IDENTITY={ident} reports identity "
+                                        f"switching '{mode}'")
+                rows.append({"rep": rep, "algorithm": algo, "identity": ident, "policy": r.get("wait"), "mode": mode,
                              "throughput": r["throughput_cs_per_s"], "probe_ns": pr.get("probe_ns", "")})
     _runner.write_csv(os.path.join(out, "runs.csv"), rows)
 

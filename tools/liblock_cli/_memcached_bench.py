@@ -83,7 +83,7 @@ def one_run(env, tree, lock, mc_threads, clients, port, set_per=SET_PER_CLIENT, 
     if lock:
         e.update(LD_PRELOAD=env.lib("liblock-interpose.so"), LIBLOCK_LOCK=lock, LIBLOCK_STRICT="1")
         if identity:
-            e["LIBLOCK_IDENTITY"] = "1"  # _memcached.LEAVE_OUT
+            e["LIBLOCK_IDENTITY"] = "1"  # the sections of _memcached.LEAVE_OUT need it
     mc = subprocess.Popen([os.path.join(tree, "memcached"), *mc_args(port, mc_threads)], env=e,
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
