@@ -16,7 +16,8 @@
 #    with store() transformed too, the output under rcl differs (the reason it
 #    is left out without identity is real, and this test can see it), and
 #    with LIBLOCK_IDENTITY=1 it is the original's again (why the bench
-#    transforms memcached's store_item and add_delta with identity on);
+#    transforms memcached's store_item and add_delta with identity on), as
+#    under `liblock run --lock rcl`, which sets it;
 #  - mini.c profiled now (cc -O0 -g): its top lock selects the same sections.
 # Needs libclang's Python bindings (as test_transform.sh).
 . "$(dirname "$0")/lib.sh" "$@"
@@ -111,6 +112,9 @@ if (cd "$tmp/tree" && "$liblock" transform --only $only mini.c:76 --wrapper b_lo
     # ... and with the caller's identity (LIBLOCK_IDENTITY=1, the bench's default) note() is the caller's again
     out=$(LIBLOCK_IDENTITY=1 run "$tmp/tr2" rcl 2>&1)
     [ "$out" = "$ref" ] || fail "with store() delegated under rcl and LIBLOCK_IDENTITY=1: '$out', expected '$ref'"
+    # `liblock run` sets it by default
+    out=$(env -u LIBLOCK_IDENTITY timeout 60 "$liblock" run --lock rcl --wait yield -- "$tmp/tr2" 2>&1)
+    [ "$out" = "$ref" ] || fail "with store() delegated under liblock run --lock rcl: '$out', expected '$ref'"
 else
     fail "mini.c with store() transformed does not build"
 fi

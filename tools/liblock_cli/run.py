@@ -164,6 +164,8 @@ def run(args, env):
     if args.eager:
         child_env["LIBLOCK_LAZY"] = "0"
     child_env["LIBLOCK_STRICT"] = "1"
+    # a transformed program's delegated sections run with their caller's identity (docs/interpose.md)
+    child_env.setdefault("LIBLOCK_IDENTITY", "1")
     note = oncpu.ensure_loaded(env, child_env)
     if note:
         print(note, file=sys.stderr)
