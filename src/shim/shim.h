@@ -377,8 +377,10 @@ extern __thread int shim_c11_init __attribute__((tls_model("initial-exec"))); /*
  * the node back to that record's free list. */
 struct shim_tls {
     ll_hold_t *node;
-    const void *node_ops; /* node->ops, where the fast paths read it (same line): a node is
-                             reused only for its own algorithm (internal.h, "One algorithm per node") */
+    const void *node_ops; /* node->ops, kept here because the fast paths read this line anyway and
+                             node->ops is on the record's third: set with node (a node cached at unlock
+                             was taken for that mutex's algorithm, so its ops); a node is reused only
+                             for its own algorithm (internal.h, "One algorithm per node") */
     ll_thread_t *rec;
     struct ll_exit_hook hook;
 };

@@ -8,9 +8,7 @@ combining threads otherwise), 5 shared lines per section, once with the
 identity switch off and once on, interleaved in each round (order rotated);
 the ratio on ÷ off of throughput is taken within a round, and the section
 reports its median over the rounds (higher is better: 1.0 = free)."""
-import json
 import os
-import subprocess
 
 from . import _runner
 from . import list as list_cmd
@@ -18,13 +16,14 @@ from . import list as list_cmd
 ARGS = ["-t", "2", "-k", "5", "-d", "100", "--no-probe", "-f", "json"]
 
 
-class IdentityError(Exception):
+class IdentityError(ValueError):
     pass
 
 
-def delegating(env):
-    """The algorithms whose sections may run on another thread."""
-    return [a["name"] for a in list_cmd.algorithms(env) if "delegates" in a.get("properties", [])]
+def delegating(algos):
+    """The names of the algorithms (registry entries, `liblock list --json`)
+    whose sections may run on another thread."""
+    return [a["name"] for a in algos if "delegates" in a.get("properties", [])]
 
 
 def run(env, out, quick):
@@ -32,20 +31,17 @@ def run(env, out, quick):
     lb = env.program("lockbench")
     base = {k: v for k, v in os.environ.items() if not k.startswith("LIBLOCK_")}
     rows = []
-    algos = delegating(env)
+    algos = delegating(list_cmd.algorithms(env))
     for rep in range(rounds):
         pr = _runner.probes(env)
         for algo in algos:
             arms = ("0", "1") if rep % 2 == 0 else ("1", "0")
             for ident in arms:
-                e = dict(base, LIBLOCK_IDENTITY=ident)
-                p = subprocess.run([lb, "-a", algo, "-D", dur] + ARGS, env=e, capture_output=True, text=True,
-                                   timeout=120)
-                recs = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
-                if p.returncode != 0 or not recs or recs[-1].get("check") != "ok":
+                r = _runner.run_program([lb, "-a", algo, "-D", dur] + ARGS, 120,
+                                        env=dict(base, LIBLOCK_IDENTITY=ident))[-1]
+                if r.get("check") != "ok":
                     raise IdentityError(f"identity: lockbench -a {algo} (LIBLOCK_IDENTITY={ident}) failed: "
-                                        f"{(p.stderr.strip().splitlines() or ['no record'])[-1]}")
-                r = recs[-1]
+                                        f"{r.get('error') or r.get('status')}")
                 mode = str(r.get("identity", ""))
                 if (ident == "1") == mode.startswith("off"):
                     raise IdentityError(f"identity: lockbench -a {algo} with LIBLOCK_IDENTITY={ident} reports identity "
@@ -70,9 +66,9 @@ def reduce(runs, algos, median):
             raise IdentityError(f"identity: no complete round for {algo}")
         off = median(float(r["throughput"]) for r in mine if r["identity"] == "0")
         on = median(float(r["throughput"]) for r in mine if r["identity"] == "1")
+        mid, lo, hi = _runner.med_min_max(ratios)
         rows.append({"algorithm": algo, "policy": mine[0].get("policy", ""), "rounds": len(ratios),
-                     "off_cs_per_s": off, "on_cs_per_s": on, "ratio": median(ratios),
-                     "ratio_min": min(ratios), "ratio_max": max(ratios),
+                     "off_cs_per_s": off, "on_cs_per_s": on, "ratio": mid, "ratio_min": lo, "ratio_max": hi,
                      "added_ns": 1e9 / on - 1e9 / off if on and off else None})
     return ["algorithm", "policy", "rounds", "off_cs_per_s", "on_cs_per_s", "ratio", "ratio_min", "ratio_max",
             "added_ns"], rows
