@@ -32,8 +32,8 @@ class Choices(unittest.TestCase):
         th = {"points": pts(posix=[(100, 100)], mcs=[(100, 200)]), "best_oversubscribed": "lifocr"}
         self.assertEqual(_autochoice.choices(th)[:2], ("ttas", "ttas"))   # lifocr is no candidate
         self.assertEqual(_autochoice.choices({})[:2], ("ttas", "ttas"))
-        th["best_oversubscribed"] = "loiter"   # not a candidate (src/locks/adaptive/auto.c, node area)
-        self.assertEqual(_autochoice.choices(th)[:2], ("ttas", "ttas"))
+        th["best_oversubscribed"] = "loiter"   # a candidate, with its own place in the node area
+        self.assertEqual(_autochoice.choices(th)[:2], ("ttas", "loiter"))
 
     def test_env_set_by_the_user_wins(self):
         env = {"LIBLOCK_AUTO_UNDER": "mcscr", "LIBLOCK_AUTO_OVER": "mcs"}

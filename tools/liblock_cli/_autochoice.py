@@ -8,11 +8,11 @@ for the program when it runs under `--lock auto` and they are not set already.
          delay, CPUs threads), the auto candidate with the fewest cycles per
          critical section; posix counts as ttas (both are barging futex locks).
   OVER:  the calibration's best lock with 4x CPUs threads, if it is a
-         candidate (mcs, mcscr); ttas for posix and for anything else.
+         candidate (mcs, mcscr, loiter); ttas for posix and for anything else.
 """
 
-CANDIDATES = ("ttas", "mcs", "mcscr")
-AS_CANDIDATE = {"posix": "ttas", "ttas": "ttas", "mcs": "mcs", "mcscr": "mcscr"}
+CANDIDATES = ("ttas", "mcs", "mcscr", "loiter")
+AS_CANDIDATE = {"posix": "ttas", "ttas": "ttas", "mcs": "mcs", "mcscr": "mcscr", "loiter": "loiter"}
 
 
 def choices(th):

@@ -9,7 +9,7 @@ the lock site whose instance it names, as `auto` in the report (docs/profile.md)
 import re
 
 # The candidates in the order auto.c numbers them (the plot's rows).
-CANDIDATES = ("ttas", "mcs", "mcscr")
+CANDIDATES = ("ttas", "mcs", "mcscr", "loiter")
 
 _LINE = re.compile(r"^(\d+)\.(\d{9}) pid (\d+) lock (\S+) (\S+) -> (\S+): (.*)$")
 

@@ -1,11 +1,11 @@
 /*
  * auto - a lock that chooses its algorithm while it runs: it starts on a
  * barging futex lock (ttas under spin-then-park: glibc's protocol) and
- * moves, per lock, to mcs or mcscr when its own contention says so, and
- * back.
+ * moves, per lock, to mcs, mcscr or loiter when its own contention says
+ * so, and back.
  *
  * Sources.  The candidates are the files of this catalogue (ttas, mcs,
- * mcscr; their headers cite theirs).  Choosing per lock from the share of
+ * mcscr, loiter; their headers cite theirs).  Choosing per lock from the share of
  * time its threads spend contending for it is what the profiler of
  * J.-P. Lozi, "Towards More Scalable Mutual Exclusion for Multicore
  * Architectures", PhD thesis, UPMC 2014, sections 4.2.1 and 5.3.1, does
@@ -57,17 +57,23 @@
  *   section runs on its caller (lock, section, unlock).  The hold's node
  *   area carries one candidate node at a time: a switcher releases m
  *   before it takes k.
- * The candidates share the hold's node area, each at its start: a thread
- *   queued behind a node of mcs or mcscr may store 1 into its successor
- *   announce word (offset 12 in both layouts, mcs.c "fast hand-over")
- *   after the node's owner has released and moved to another candidate;
- *   in both layouts that word is the same one, which each resets before
- *   use, so such a late store costs at most a futex wake.  (Outside auto a
- *   record's node area is only ever one algorithm's -- internal.h, "One
- *   algorithm per node" -- and auto's records are auto's, so this sharing
- *   among its candidates is the only one.)  A candidate
- *   whose node keeps state there cannot join them (loiter's does: under
- *   ThreadSanitizer the late store raced with loiter_trylock's).
+ * The candidates share the hold's node area: a thread queued behind a
+ *   node of mcs or mcscr may store 1 into its predecessor's announce word
+ *   (offset 12 in both layouts, mcs.c "fast hand-over") after the node's
+ *   owner has released and moved to another candidate.  So each candidate
+ *   has a place in the area (node_off): mcs and mcscr at its start, where
+ *   that word is the same one, which each resets before use, so such a
+ *   late store costs at most a futex wake; ttas keeps nothing in a node;
+ *   loiter, whose node keeps plain state at offset 12 (under
+ *   ThreadSanitizer the late store raced with loiter_trylock's when it
+ *   shared the start), at offset 16, past every word another thread may
+ *   store into late.  loiter's own waiters store only into nodes whose
+ *   owners still wait (its inner MCS queue has no fast hand-over), so
+ *   they store late into no one's node.  (Outside auto a record's node
+ *   area is only ever one algorithm's -- internal.h, "One algorithm per
+ *   node" -- and auto's records are auto's, so this sharing among its
+ *   candidates is the only one.)  A candidate joins only with a place
+ *   disjoint from every late store of the others.
  * The barging candidate's uncontended acquire and release are ttas.h's
  * inline functions (the same instructions as its ops table's), not calls.
  * Orderings: the mode store is release and both loads of mode in lock
@@ -92,8 +98,12 @@
  * barging lock below LIBLOCK_AUTO_LOW (default 0.05), the calibrated
  * choice at or above LIBLOCK_AUTO_HIGH (default 0.5) -- LIBLOCK_AUTO_UNDER
  * while the threads using liblock are at most the CPUs, LIBLOCK_AUTO_OVER
- * beyond -- and no change in between.  It switches when two windows in a
- * row agree on a target other than the current candidate.
+ * beyond -- and no change in between.  It switches when `need` windows
+ * in a row agree on a target other than the current candidate: 2, doubled
+ * (up to 64) by a switch that returns, within 64 windows, to the candidate
+ * the previous switch left, and back to 2 after 64 windows without a
+ * switch (damping: a lock whose share on one candidate says "leave" and on
+ * the other "come back" does not pay a switch every two windows).
  * LIBLOCK_AUTO_START names the candidate a lock starts on (default ttas);
  * LIBLOCK_AUTO_SWITCH_EVERY=N (tests) instead moves to another candidate
  * every N estimated acquisitions.  LIBLOCK_AUTO_LOG=FILE appends one line
@@ -108,14 +118,19 @@
 #include <string.h>
 #include <unistd.h>
 
-extern const struct ll_ops ll_ops_ttas, ll_ops_mcs, ll_ops_mcscr;
+extern const struct ll_ops ll_ops_ttas, ll_ops_mcs, ll_ops_mcscr, ll_ops_loiter;
 
-enum { C_TTAS, C_MCS, C_MCSCR, C__N };
-static const struct ll_ops *const cand[C__N] = {&ll_ops_ttas, &ll_ops_mcs, &ll_ops_mcscr};
+enum { C_TTAS, C_MCS, C_MCSCR, C_LOITER, C__N };
+static const struct ll_ops *const cand[C__N] = {&ll_ops_ttas, &ll_ops_mcs, &ll_ops_mcscr, &ll_ops_loiter};
+/* each candidate's place in the hold's node area (header) */
+static const uint8_t node_off[C__N] = {0, 0, 0, 16};
 
 #define AUTO_STATE_MAX 256
 #define AUTO_BATCH 16u
 #define AUTO_WINDOW 1024u
+#define AUTO_NEED_MIN 2u   /* windows in a row that must agree on a switch */
+#define AUTO_NEED_MAX 64u  /* ... at most, after a run of reversals */
+#define AUTO_DAMP 64u      /* a reversal within this many windows doubles need */
 
 struct auto_node {
     uint32_t which;
@@ -129,13 +144,21 @@ struct auto_lock {
     liblock_t sub[C__N];
     /* holder-only (header), on lines of their own */
     LL_ALIGNED uint64_t acq, cont;
-    uint32_t agree, want;
+    uint32_t agree, want, need;
+    int32_t left;      /* the candidate the last switch left (-1: none yet) */
+    uint64_t last_win; /* windows at the last switch */
     uint64_t switches, windows, forced_every, forced_n, forced_k;
     uint8_t under, over;
     float low, high;
     int cpus; /* online CPUs at init (sysconf reads a file: not per window) */
     LL_ALIGNED unsigned char st[C__N][AUTO_STATE_MAX];
 };
+
+/* candidate c's node in the hold's node area */
+static inline void *cnode(struct auto_node *n, int c)
+{
+    return n->sub + node_off[c];
+}
 
 /* the barging candidate's state: the same pointer as s->sub[C_TTAS]._state, at a
  * constant offset, so the fast path needs no load to find it */
@@ -157,7 +180,7 @@ static int auto_init(liblock_t *l, const liblock_attr_t *attr)
     LL_KEEP_ERRNO;
     struct auto_lock *s = LL_STATE(l, struct auto_lock);
     for (int i = 0; i < C__N; i++) {
-        if (cand[i]->state_size > AUTO_STATE_MAX || cand[i]->node_size > sizeof(((struct auto_node *)0)->sub))
+        if (cand[i]->state_size > AUTO_STATE_MAX || node_off[i] + cand[i]->node_size > sizeof(((struct auto_node *)0)->sub))
             return EINVAL;
         s->sub[i] = (liblock_t){._ops = cand[i], ._state = s->st[i], ._magic = LL_LOCK_MAGIC, ._wait = l->_wait};
         int r = cand[i]->init ? cand[i]->init(&s->sub[i], attr) : 0;
@@ -176,6 +199,8 @@ static int auto_init(liblock_t *l, const liblock_attr_t *attr)
     s->over = (uint8_t)cand_index(getenv("LIBLOCK_AUTO_OVER"), C_TTAS);
     s->forced_every = (uint64_t)ll_env_long("LIBLOCK_AUTO_SWITCH_EVERY", 0, 0, 1L << 30);
     s->want = (uint32_t)start;
+    s->need = AUTO_NEED_MIN;
+    s->left = -1;
     s->cpus = ll_ncpus();
     return 0;
 }
@@ -223,10 +248,11 @@ static int decide(struct auto_lock *s, int m, const char **why, char *buf, size_
         s->forced_n = 0;
         *why = "LIBLOCK_AUTO_SWITCH_EVERY";
         /* a circuit through every ordered pair of candidates (each of the
-         * 6 arcs of the complete directed graph on 3 once), from ttas */
-        static const uint8_t tour[6] = {C_TTAS, C_MCS, C_TTAS, C_MCSCR, C_MCS, C_MCSCR};
-        _Static_assert(C__N == 3, "the forced tour covers 3 candidates");
-        return tour[++s->forced_k % 6];
+         * 12 arcs of the complete directed graph on 4 once), from ttas */
+        static const uint8_t tour[12] = {C_TTAS, C_MCS,   C_TTAS, C_MCSCR, C_TTAS,  C_LOITER,
+                                         C_MCS,  C_MCSCR, C_MCS,  C_LOITER, C_MCSCR, C_LOITER};
+        _Static_assert(C__N == 4, "the forced tour covers 4 candidates");
+        return tour[++s->forced_k % 12];
     }
     if (s->acq < AUTO_WINDOW)
         return -1;
@@ -240,13 +266,22 @@ static int decide(struct auto_lock *s, int m, const char **why, char *buf, size_
         s->agree = 0;
         return -1;
     }
-    if (s->agree == 0 || s->want != (uint32_t)target) {
+    if (s->want != (uint32_t)target) {
         s->want = (uint32_t)target;
-        s->agree = 1;
-        return -1;
+        s->agree = 0;
     }
+    if (++s->agree < s->need)
+        return -1;
     s->agree = 0;
-    snprintf(buf, bn, "contended share %.2f in two windows of %u acquisitions, %u threads, %d CPUs", share,
+    unsigned agreed = s->need;
+    uint64_t since = s->windows - s->last_win;
+    if (target == s->left && since < AUTO_DAMP)
+        s->need = s->need * 2 > AUTO_NEED_MAX ? AUTO_NEED_MAX : s->need * 2;
+    else if (since >= AUTO_DAMP)
+        s->need = AUTO_NEED_MIN;
+    s->left = m;
+    s->last_win = s->windows;
+    snprintf(buf, bn, "contended share %.2f in %u windows of %u acquisitions, %u threads, %d CPUs", share, agreed,
              AUTO_WINDOW, threads, cpus);
     *why = buf;
     return target;
@@ -264,7 +299,7 @@ static LL_SLOW int batch_end(const liblock_t *l, struct auto_lock *s, struct aut
     log_switch(l, m, k, why);
     s->switches++;
     atomic_store_explicit(&s->mode, (uint32_t)k, memory_order_release);
-    cand[m]->unlock(&s->sub[m], n->sub);
+    cand[m]->unlock(&s->sub[m], cnode(n, m));
     return 1;
 }
 
@@ -291,9 +326,9 @@ static LL_SLOW int auto_lock_slow(const liblock_t *l, struct auto_lock *s, struc
         int m = (int)atomic_load_explicit(&s->mode, memory_order_acquire);
         liblock_t *sl = &s->sub[m];
         int contended = 0;
-        if (m == failed || cand[m]->trylock(sl, n->sub) != 0) {
+        if (m == failed || cand[m]->trylock(sl, cnode(n, m)) != 0) {
             contended = 1;
-            cand[m]->lock(sl, n->sub);
+            cand[m]->lock(sl, cnode(n, m));
         }
         failed = -1;
         if (LL_LIKELY((int)atomic_load_explicit(&s->mode, memory_order_acquire) == m)) {
@@ -302,7 +337,7 @@ static LL_SLOW int auto_lock_slow(const liblock_t *l, struct auto_lock *s, struc
                 continue;
             return 0;
         }
-        cand[m]->unlock(sl, n->sub); /* the lock moved on while we waited (header) */
+        cand[m]->unlock(sl, cnode(n, m)); /* the lock moved on while we waited (header) */
     }
 }
 
@@ -332,10 +367,10 @@ static int auto_trylock(liblock_t *l, void *vnode)
     struct auto_node *n = vnode;
     int m = (int)atomic_load_explicit(&s->mode, memory_order_acquire);
     liblock_t *sl = &s->sub[m];
-    if (cand[m]->trylock(sl, n->sub) != 0)
+    if (cand[m]->trylock(sl, cnode(n, m)) != 0)
         return EBUSY;
     if ((int)atomic_load_explicit(&s->mode, memory_order_acquire) != m) {
-        cand[m]->unlock(sl, n->sub);
+        cand[m]->unlock(sl, cnode(n, m));
         return EBUSY;
     }
     n->which = (uint32_t)m;
@@ -350,7 +385,7 @@ static int auto_unlock(liblock_t *l, void *vnode)
         ttas_release_on(TTAS_OF(s), l);
         return 0;
     }
-    return cand[n->which]->unlock(&s->sub[n->which], n->sub);
+    return cand[n->which]->unlock(&s->sub[n->which], cnode(n, (int)n->which));
 }
 
 static void auto_stats(const liblock_t *l, struct ll_stats *o)
@@ -364,7 +399,7 @@ static void auto_stats(const liblock_t *l, struct ll_stats *o)
 const struct ll_ops ll_ops_auto = {
     .name = "auto",
     .description = "chooses its algorithm per lock while it runs: starts on the barging futex lock (ttas), moves to "
-                   "the calibrated choice (LIBLOCK_AUTO_UNDER, LIBLOCK_AUTO_OVER: ttas, mcs or mcscr) when its "
+                   "the calibrated choice (LIBLOCK_AUTO_UNDER, LIBLOCK_AUTO_OVER: ttas, mcs, mcscr or loiter) when its "
                    "contended share stays high, and back when it falls (docs/auto.md)",
     .source = "Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), "
               "sections 4.2.1 and 5.3.1; Antic, Chatzopoulos, Guerraoui and Trigonakis, Locking Made Easy, "
@@ -373,7 +408,7 @@ const struct ll_ops ll_ops_auto = {
     .policies = LL_POLICY_BIT(LIBLOCK_WAIT_SPIN_THEN_PARK) | LL_POLICY_BIT(LIBLOCK_WAIT_PREEMPT_AWARE),
     .default_policy = LIBLOCK_WAIT_SPIN_THEN_PARK, /* docs/auto.md: preempt-aware measured no better here */
     .oversubscribed = "as its current candidate: on the barging lock, waiters spin about one futex round trip (not "
-                      "while others sleep), then sleep; on mcscr, surplus waiters sleep in its passive set",
+                      "while others sleep), then sleep; on mcscr or loiter, surplus waiters sleep in its passive set",
     .state_size = sizeof(struct auto_lock),
     .node_size = sizeof(struct auto_node),
     .init = auto_init,
