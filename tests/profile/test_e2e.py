@@ -232,7 +232,7 @@ if hot_site in sa and cold_site in sa:
     check(ha["acquisitions"] == 40000 and sa[cold_site]["acquisitions"] == 10, "exact counts under auto")
     sw = (ha.get("auto") or {}).get("switches", [])
     check(len(sw) >= 2, f"hot lock's forced switches reported: {ha.get('auto')}")
-    cands = {"ttas", "mcs", "mcscr"}
+    cands = {"ttas", "mcs", "mcscr", "loiter"}
     check(all(s["from"] in cands and s["to"] in cands and s["from"] != s["to"] for s in sw), f"candidates: {sw[:3]}")
     check(all(a["to"] == b["from"] for a, b in zip(sw, sw[1:])), f"a chain of switches: {sw[:4]}")
     check(all(a["t_s"] <= b["t_s"] for a, b in zip(sw, sw[1:])) and all(s["t_s"] >= 0 for s in sw), "time order")
@@ -240,7 +240,7 @@ if hot_site in sa and cold_site in sa:
           f"start and final: {ha.get('auto', {}).get('start')} {ha.get('auto', {}).get('final')}")
     check(all(s["why"] == "LIBLOCK_AUTO_SWITCH_EVERY" for s in sw), "reason given")
     check("auto" not in sa[cold_site], f"no switch on the cold lock: {sa[cold_site].get('auto')}")
-    check(re.search(r"auto: \d+ switch\(es\), ended on (ttas|mcs|mcscr)", p.stderr) is not None,
+    check(re.search(r"auto: \d+ switch\(es\), ended on (ttas|mcs|mcscr|loiter)", p.stderr) is not None,
           f"text report's auto line: {p.stderr[-600:]}")
 else:
     check(False, f"--lock auto sites: {sorted(sa)}")
