@@ -11,6 +11,7 @@ for the program when it runs under `--lock auto` and they are not set already.
          candidate (mcs, mcscr, loiter); ttas for posix and for anything else.
 """
 
+# auto's candidates in the order src/locks/adaptive/auto.c numbers them
 CANDIDATES = ("ttas", "mcs", "mcscr", "loiter")
 AS_CANDIDATE = {"posix": "ttas", "ttas": "ttas", "mcs": "mcs", "mcscr": "mcscr", "loiter": "loiter"}
 

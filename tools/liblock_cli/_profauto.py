@@ -8,8 +8,7 @@ the lock site whose instance it names, as `auto` in the report (docs/profile.md)
 """
 import re
 
-# The candidates in the order auto.c numbers them (the plot's rows).
-CANDIDATES = ("ttas", "mcs", "mcscr", "loiter")
+from ._autochoice import CANDIDATES  # noqa: F401  (the plot's rows; _profreport reads it here)
 
 _LINE = re.compile(r"^(\d+)\.(\d{9}) pid (\d+) lock (\S+) (\S+) -> (\S+): (.*)$")
 
