@@ -123,6 +123,18 @@
  * the holder (another servicing thread) can finish, run inline, release.
  * Only threads bound to the server CPU take this path, which is what makes
  * the local CAS correct (server.c, invariant I1).
+ *
+ * A servicing thread that waits inside the runtime -- for a lock of its
+ * own server held by someone else (above), or for another server's reply
+ * (its requests use the yield policy) -- may be waiting for its own
+ * server: the holder may be a client whose UNLOCK request must be served
+ * here, and the other server's CS may nest back into a lock of ours.  The
+ * waiting thread is not free, and if no other is, the thesis's manager
+ * would notice only at its next tick (is_alive unset) and provide one
+ * then.  So after RCL_ASK_FREE_AFTER yields such a thread asks the
+ * manager for a free thread at once (rcl_ask_free, as the backup does for
+ * a blocked one); the extra thread leaves the pool again when it sees
+ * another free one.  The count bounds what a short wait costs: nothing.
  */
 #include "client.h"
 
@@ -184,6 +196,9 @@ static inline void wait_reply(struct rcl_server *s, struct rcl_slot *r, int poli
             ll_yield();
         else
             ll_pause();
+        if (LL_UNLIKELY(n == RCL_ASK_FREE_AFTER - 1) && rcl_tls.my_server &&
+            atomic_load_explicit(&rcl_tls.my_server->n_free, memory_order_relaxed) == 0)
+            rcl_ask_free(rcl_tls.my_server); /* "Local path": our own server may be needed for the reply */
         if (LL_UNLIKELY((++n & idle_mask) == 0)) {
             if (atomic_load_explicit(&s->idle, memory_order_relaxed)) {
                 rcl_wake_idle(s);

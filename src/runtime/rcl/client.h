@@ -43,10 +43,18 @@ static inline int held_locally(struct rcl_tls *t, struct rcl_lock *lk)
     return 0;
 }
 
+/* A servicing thread that has yielded this many times inside the runtime
+ * asks for a free servicing thread (client.c, "Local path"). */
+#define RCL_ASK_FREE_AFTER 64u
+
 static inline void local_acquire(struct rcl_server *s, struct rcl_lock *lk)
 {
-    while (!rcl_take(s, lk, RCL_HELD_SERVER))
+    unsigned n = 0;
+    while (!rcl_take(s, lk, RCL_HELD_SERVER)) {
+        if (++n == RCL_ASK_FREE_AFTER && atomic_load_explicit(&s->n_free, memory_order_relaxed) == 0)
+            rcl_ask_free(s);
         sched_yield(); /* the holder is another thread of this CPU (or a client): let it run */
+    }
 }
 
 #endif

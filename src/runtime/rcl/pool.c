@@ -266,6 +266,18 @@ static void *manager_main(void *arg)
     return NULL;
 }
 
+/* Ask the manager for a free servicing thread (it preempts the caller at
+ * once: backup_req is read after its wake-up).  From the backup, and from
+ * a servicing thread that has waited a while inside the runtime (client.c,
+ * "Local path"): no free thread is left then, and without the request the
+ * wait would last until the manager's tick. */
+void rcl_ask_free(struct rcl_server *s)
+{
+    atomic_store_explicit(&s->backup_req, 1, memory_order_release);
+    atomic_fetch_add_explicit(&s->mgr_word, 1, memory_order_acq_rel);
+    ll_futex_wake(&s->mgr_word, 1);
+}
+
 static void *backup_main(void *arg)
 {
     struct rcl_server *s = arg;
@@ -301,10 +313,8 @@ static void *backup_main(void *arg)
          * and calls no allocator: at the bottom priority it can be preempted
          * anywhere, and a lock it held could then stall the manager. */
         if (atomic_load_explicit(&s->n_free, memory_order_relaxed) == 0) {
-            atomic_store_explicit(&s->backup_req, 1, memory_order_release);
             rcl_add(s, &s->st.backup_runs, 1);
-            atomic_fetch_add_explicit(&s->mgr_word, 1, memory_order_acq_rel);
-            ll_futex_wake(&s->mgr_word, 1);
+            rcl_ask_free(s);
         }
         if (!s->degraded) {
             /* Nap: either the manager just provided a thread (which runs

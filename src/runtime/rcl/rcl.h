@@ -150,6 +150,7 @@ void rcl_wake_idle(struct rcl_server *s);              /* a client found the ser
 void rcl_serve_loop(struct rcl_server *s, struct rcl_sthread *me); /* a servicing thread's life (pool.c) */
 /* pool.c: a server's threads */
 int rcl_threads_start(struct rcl_server *s);           /* create its threads (servers_mutex held); an errno */
+void rcl_ask_free(struct rcl_server *s);               /* a servicing thread waits: get a free one now (pool.c) */
 void rcl_threads_stop(struct rcl_server *s);           /* end and join them (servers_mutex held) */
 void rcl_server_free_arrays(struct rcl_server *s);
 
