@@ -121,8 +121,9 @@ static void client_exit(ll_thread_t *self, void *arg)
 void rcl_server_cpus_changed(void) { atomic_fetch_add_explicit(&rcl_cpus_gen, 1, memory_order_acq_rel); }
 
 /* Keep an application thread off the server CPUs (under SCHED_FIFO a
- * thread there would get only the RT-throttling remainder): narrow its
- * affinity to its allowed CPUs minus the server CPUs, if any remain.  If
+ * thread there would get only the kernel's reserved share for other
+ * tasks): narrow its affinity to its allowed CPUs minus the server CPUs,
+ * if any remain.  If
  * none remains, the thread is colocated (client.c, "Colocated clients"). */
 static void fit_affinity(struct rcl_tls *t)
 {

@@ -15,7 +15,8 @@
  *                      run critical sections (CSs).  A pool: more than one
  *                      exists only while CSs block, spin or are preempted.
  *   management thread  SCHED_FIFO, priority P+1 (highest).  Wakes every tick
- *                      (LIBLOCK_RCL_TICK_US, default 10 ms); if no servicing
+ *                      (LIBLOCK_RCL_TICK_US, default the kernel's round-
+ *                      robin slice, 100 ms: registry.c); if no servicing
  *                      thread completed a scan since the last tick (is_alive
  *                      unset) it makes sure a free servicing thread exists
  *                      and forces an election: it lowers then raises the
@@ -24,15 +25,13 @@
  *                      FIFO queue so that the threads that did not run
  *                      (the free one, a CS that became runnable behind a
  *                      spinner) run before the spinner.
- *   backup thread      SCHED_OTHER (CFS; the thesis has FIFO P-1, see
- *                      below).  The scheduler never runs a CFS thread on a
- *                      CPU where a FIFO thread can run, so it runs when
- *                      every servicing thread is blocked in the kernel (or
- *                      in the kernel's RT-throttling window, 5 % of each
- *                      second by default, when it finds a free thread and
- *                      does nothing, or none and asks for one as a missed
- *                      manager tick would); it then pokes the manager
- *                      (section 4.1.2.2), which
+ *   backup thread      SCHED_FIFO, priority P-1 (lowest; the thesis's
+ *                      choice).  FIFO never runs it while a servicing or
+ *                      management thread of this CPU can run, so it runs
+ *                      when every servicing thread is blocked in the
+ *                      kernel (or while one breathes, server.c: then it
+ *                      finds a free thread and does nothing); if none is
+ *                      free it pokes the manager (section 4.1.2.2), which
  *                      preempts it at once and provides a free servicing
  *                      thread (waking a parked one or creating one).  The
  *                      backup itself takes no lock and allocates nothing:
@@ -41,15 +40,18 @@
  *                      thread-stack lock) could stall the manager behind a
  *                      CS that spins forever.  All pool changes are made by
  *                      the manager, which nothing on the CPU preempts.
- *                      Why not FIFO P-1: a FIFO thread of priority P-1
- *                      never runs while ANOTHER process's servicing thread
- *                      (FIFO P) is busy on the same CPU, not even to die:
- *                      a forked child that used RCL and exited stayed a
- *                      zombie for as long as its parent's server was busy
- *                      (its backup could not run to exit; seen as a hang
- *                      of the parent's waitpid).  A CFS thread gets the
- *                      throttling window, so it always runs eventually.
- *
+ *                      Why not a CFS thread: one that waits to run on a CPU
+ *                      a FIFO thread keeps busy is a starved fair task, and
+ *                      Linux then hands the CPU to the fair class for its
+ *                      reserved share (the fair server: 50 ms of each
+ *                      second by default), taking it from the servicing
+ *                      thread in one piece; a backup that is CFS is such a
+ *                      task every time its nap ends.  A FIFO thread below
+ *                      the servicing threads never runs while ANOTHER
+ *                      process's servicing thread is busy on the same CPU,
+ *                      not even to exit: that is why servicing threads
+ *                      breathe (server.c, "Breathing").
+
  * Degraded mode (LIBLOCK_RCL_DEGRADED=1, or automatically when the kernel
  * refuses SCHED_FIFO, with a one-line warning): the same threads under CFS:
  * servicing and management threads SCHED_OTHER, the backup SCHED_IDLE (runs
@@ -101,9 +103,7 @@ static void *sthread_main(void *arg)
 }
 
 /* Thread attributes: bound to the server CPU; FIFO at `prio` unless
- * degraded or prio is RCL_PRIO_CFS (the backup thread: "Threads of a
- * server" above). */
-#define RCL_PRIO_CFS (-1)
+ * degraded. */
 static int make_attr(struct rcl_server *s, pthread_attr_t *a, int prio)
 {
     pthread_attr_init(a);
@@ -111,7 +111,7 @@ static int make_attr(struct rcl_server *s, pthread_attr_t *a, int prio)
     CPU_ZERO(&set);
     CPU_SET(s->cpu, &set);
     pthread_attr_setaffinity_np(a, sizeof set, &set);
-    if (!s->degraded && prio != RCL_PRIO_CFS) {
+    if (!s->degraded) {
         struct sched_param sp = {.sched_priority = prio};
         pthread_attr_setinheritsched(a, PTHREAD_EXPLICIT_SCHED);
         pthread_attr_setschedpolicy(a, SCHED_FIFO);
@@ -306,8 +306,8 @@ static void *backup_main(void *arg)
             if (atomic_load_explicit(&s->st.passes, memory_order_relaxed) != p0)
                 continue;
         }
-        /* We run only when every servicing thread is blocked (or in the
-         * RT-throttling window: then n_free is usually nonzero). If
+        /* We run only when every servicing thread is blocked (or one
+         * breathes: then n_free is nonzero). If
          * none is free, ask the manager for one (thesis section 4.1.2.2: the
          * backup only pokes the manager).  The backup itself takes no lock
          * and calls no allocator: at the bottom priority it can be preempted
@@ -408,7 +408,7 @@ int rcl_threads_start(struct rcl_server *s)
         return err;
     if (create_aux(s, &s->manager, manager_main, s->prio_mgr) == 0)
         s->have_manager = 1;
-    if (create_aux(s, &s->backup, backup_main, RCL_PRIO_CFS) == 0)
+    if (create_aux(s, &s->backup, backup_main, s->prio_backup) == 0)
         s->have_backup = 1;
     if (!s->have_manager || !s->have_backup)
         ll_warn_once("rcl_aux", "liblock: rcl: could not create the management/backup thread of the server on "

@@ -142,6 +142,7 @@ struct rcl_server {
     pthread_mutex_t ovf_mutex;    /* one user of the overflow slot at a time (direct.c) */
     uint64_t tick_ns, idle_cycles;
     uint64_t share_cycles;        /* a busy servicing thread yields after this long (0 = never) */
+    uint64_t breathe_cycles, breath_ns; /* ... and sleeps breath_ns after this long (0 = never; server.c, "Breathing") */
     struct rcl_server *next_all;  /* list of every started server */
 };
 

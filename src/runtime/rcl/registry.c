@@ -19,6 +19,7 @@
  */
 #include "rcl.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,30 @@ static void init_server_mutexes(struct rcl_server *s)
     pthread_mutex_init(&s->ovf_mutex, NULL);
 }
 
+/* The manager's default period: "the operating system's timeslice value"
+ * (thesis, section 4.1.2.1).  For threads of a real-time policy that is the
+ * kernel's round-robin slice, /proc/sys/kernel/sched_rr_timeslice_ms
+ * (100 ms unless changed); 100 ms where the file cannot be read.  In us,
+ * within LIBLOCK_RCL_TICK_US's bounds. */
+static long rr_timeslice_us(void)
+{
+    long ms = 100;
+    int fd = open("/proc/sys/kernel/sched_rr_timeslice_ms", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        char buf[32];
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n > 0) {
+            buf[n] = 0;
+            char *end;
+            long v = strtol(buf, &end, 10);
+            if (end != buf && v >= 1 && v <= 10000)
+                ms = v;
+        }
+    }
+    return ms * 1000;
+}
+
 LL_EXPORT liblock_server_t *liblock_server_start(int cpu)
 {
     int ncpus = ll_ncpus();
@@ -99,11 +124,14 @@ LL_EXPORT liblock_server_t *liblock_server_start(int cpu)
     s->threads = calloc((size_t)s->maxthreads, sizeof *s->threads);
     if (!s->slots || !s->busy || !s->threads)
         goto fail_free;
-    s->tick_ns = (uint64_t)ll_env_long("LIBLOCK_RCL_TICK_US", 10000, 100, 10000000) * 1000ull;
+    s->tick_ns = (uint64_t)ll_env_long("LIBLOCK_RCL_TICK_US", rr_timeslice_us(), 100, 10000000) * 1000ull;
     long idle_us = ll_env_long("LIBLOCK_RCL_IDLE_US", 5000, 0, 1000000000L);
     s->idle_cycles = idle_us ? ll_ns_to_cycles((uint64_t)idle_us * 1000ull) : 0;
     long share_us = ll_env_long("LIBLOCK_RCL_SHARE_US", 200, 0, 1000000000L);
     s->share_cycles = share_us ? ll_ns_to_cycles((uint64_t)share_us * 1000ull) : 0;
+    long breath_us = ll_env_long("LIBLOCK_RCL_BREATHE_US", 100, 0, 100000);
+    s->breath_ns = (uint64_t)breath_us * 1000ull;
+    s->breathe_cycles = breath_us ? ll_ns_to_cycles((uint64_t)rr_timeslice_us() * 1000ull) : 0;
     s->degraded = ll_env_long("LIBLOCK_RCL_DEGRADED", RCL_DEGRADED_DEFAULT, 0, 1) != 0 || ncpus < 2;
     int pmin = sched_get_priority_min(SCHED_FIFO);
     s->prio_backup = pmin;

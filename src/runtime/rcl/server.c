@@ -134,6 +134,21 @@
  * server gets the CPU for its own slice, and when nothing else of that
  * priority is runnable the call returns at once, a system call per share.
  *
+ * ---- Breathing ------------------------------------------------------------
+ * sched_yield() hands the CPU only to threads of the caller's priority.  A
+ * backup thread (FIFO P-1, pool.c) of another process on this CPU would
+ * therefore never run while our servicing thread is busy; it runs only to
+ * exit, but until it has, that process stays a zombie and its parent's
+ * waitpid() waits.  So once a servicing thread has run for one round-robin
+ * slice (the manager's default tick, 100 ms) since it last slept, it
+ * sleeps for LIBLOCK_RCL_BREATHE_US (default 100 us; 0 = never) instead of
+ * that share's yield: the lower-priority threads of the CPU run until the
+ * timer wakes the servicing thread, which then preempts them; a breath
+ * must be long enough for a dying thread to finish its exit, or it is
+ * preempted at every breath and never does (tests/test_mixed.c, fork).
+ * Degraded servers (CFS) do not breathe.  It changes no ordering: the
+ * thread is free, between passes, holding nothing, as at a yield.
+ *
  * ---- Process exit ---------------------------------------------------------
  * Servers are never stopped at exit: destructors and atexit handlers that
  * run after liblock's destructor, and threads still running while another
@@ -147,6 +162,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 char rcl_op_markers[4];
@@ -514,13 +530,21 @@ static int try_leave(struct rcl_server *s, struct rcl_sthread *me)
     return w == ST_EXIT ? -1 : 1;
 }
 
+/* "Breathing" (header): sleep for the server's breath. */
+static void breathe(const struct rcl_server *s)
+{
+    struct timespec ts = {.tv_sec = (time_t)(s->breath_ns / 1000000000ull),
+                          .tv_nsec = (long)(s->breath_ns % 1000000000ull)};
+    clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+}
+
 /* Empty passes after the last answer that poll without a pause
  * (serve_loop, "Polling"). */
 #define RCL_HOT_PASSES 256u
 
 void rcl_serve_loop(struct rcl_server *s, struct rcl_sthread *me)
 {
-    uint64_t idle_since = 0, slice_start = ll_cycles();
+    uint64_t idle_since = 0, slice_start = ll_cycles(), breathed = slice_start;
     unsigned empty = 0, npass = 0;
     for (;;) {
         atomic_store_explicit(&s->is_alive, 1, memory_order_relaxed);
@@ -529,11 +553,15 @@ void rcl_serve_loop(struct rcl_server *s, struct rcl_sthread *me)
         unsigned done = serve_pass(s, me);
         if (LL_UNLIKELY(atomic_load_explicit(&s->stopping, memory_order_acquire)))
             return;
-        if (LL_UNLIKELY((++npass & 63) == 0) && s->share_cycles) {
-            /* "Sharing the CPU" above: let another process's server on
-             * this CPU (same FIFO priority) have its turn */
+        if (LL_UNLIKELY((++npass & 63) == 0) && (s->share_cycles | s->breathe_cycles)) {
+            /* "Sharing the CPU" and "Breathing" above: let another
+             * process's server on this CPU (same FIFO priority) have its
+             * turn, and now and then every lower-priority thread */
             uint64_t now = ll_cycles();
-            if (now - slice_start > s->share_cycles) {
+            if (s->breathe_cycles && now - breathed > s->breathe_cycles && !s->degraded) {
+                breathe(s);
+                breathed = slice_start = ll_cycles();
+            } else if (s->share_cycles && now - slice_start > s->share_cycles) {
                 sched_yield();
                 slice_start = ll_cycles();
             }
@@ -578,6 +606,7 @@ void rcl_serve_loop(struct rcl_server *s, struct rcl_sthread *me)
              * sleep as soon as nothing can be answered (docs/rcl.md) */
             idle_park(s);
             idle_since = 0;
+            breathed = ll_cycles();
             continue;
         }
         if (s->idle_cycles && (empty & 255) == 0) {
@@ -587,6 +616,7 @@ void rcl_serve_loop(struct rcl_server *s, struct rcl_sthread *me)
             } else if (now - idle_since > s->idle_cycles) {
                 idle_park(s);
                 idle_since = 0;
+                breathed = ll_cycles();
             }
         }
     }
