@@ -64,7 +64,15 @@ def machine():
             model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
     except OSError:
         pass
-    return f"{model or platform.machine()}, {os.cpu_count()} CPUs, Linux {platform.release()}"
+    rt = ""
+    try:
+        with open("/proc/sys/kernel/sched_rt_runtime_us") as f:
+            # the kernel's budget for real-time threads: what an RCL server may lose each second
+            # (docs/rcl.md, "The kernel's share for other tasks")
+            rt = f", sched_rt_runtime_us {f.read().strip()}"
+    except OSError:
+        pass
+    return f"{model or platform.machine()}, {os.cpu_count()} CPUs, Linux {platform.release()}{rt}"
 
 
 def commit(root):
