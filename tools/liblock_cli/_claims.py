@@ -26,13 +26,16 @@ ORDER_CLAIMS = [
 ]
 MATCH_CLAIMS = [
     (("low", 1), "rcl", "low contention, 1 line: rcl matches the others",
-     "on 2 CPUs rcl has one client: each request costs a round trip to the server that no other "
-     "client's requests share"),
+     "on 2 CPUs rcl has one client and no queue: each request pays a whole round trip to the server "
+     "(the RCL latency section), which the others' uncontended acquisitions, taken on the caller's CPU, "
+     "do not (mp-server's too, in its direct mode)"),
 ]
 BEST_CLAIMS = [
     (("low", 5), "rcl", "low contention, 5 lines: rcl is the best",
-     "on 2 CPUs rcl has one client: each request costs a round trip to the server that no other "
-     "client's requests share; a cell far above the round trip of the RCL latency section is not that cost"),
+     "on 2 CPUs rcl has one client and no queue: each request pays a whole round trip to the server "
+     "(the RCL latency section), while at this contention the others' 5 lines seldom move between the "
+     "two CPUs; a cell far above that round trip is not that cost (docs/rcl.md, \"The kernel's share for "
+     "other tasks\")"),
 ]
 
 
