@@ -378,6 +378,7 @@ void rcl_threads_stop(struct rcl_server *s)
     s->nthreads = 0;
     s->prepared = NULL;
     s->nprepared = 0;
+    rcl_cpushare_leave(s->cpu);
 }
 
 void rcl_server_free_arrays(struct rcl_server *s)
@@ -406,6 +407,8 @@ int rcl_threads_start(struct rcl_server *s)
     pthread_mutex_unlock(&s->pool_mutex);
     if (err)
         return err;
+    if (!s->degraded)
+        rcl_cpushare_join(s->cpu); /* server.c, "Breathing" */
     if (create_aux(s, &s->manager, manager_main, s->prio_mgr) == 0)
         s->have_manager = 1;
     if (create_aux(s, &s->backup, backup_main, s->prio_backup) == 0)

@@ -152,6 +152,9 @@ void rcl_serve_loop(struct rcl_server *s, struct rcl_sthread *me); /* a servicin
 /* pool.c: a server's threads */
 int rcl_threads_start(struct rcl_server *s);           /* create its threads (servers_mutex held); an errno */
 void rcl_ask_free(struct rcl_server *s);               /* a servicing thread waits: get a free one now (pool.c) */
+void rcl_cpushare_join(int cpu);                      /* this process runs a server's threads on cpu (cpushare.c) */
+void rcl_cpushare_leave(int cpu);                     /* ... no longer */
+int rcl_cpushare_others(int cpu);                     /* another process does (or cannot tell): 1 */
 void rcl_threads_stop(struct rcl_server *s);           /* end and join them (servers_mutex held) */
 void rcl_server_free_arrays(struct rcl_server *s);
 

@@ -140,10 +140,12 @@
  * therefore never run while our servicing thread is busy; it runs only to
  * exit, but until it has, that process stays a zombie and its parent's
  * waitpid() waits.  So once a servicing thread has run for one round-robin
- * slice (the manager's default tick, 100 ms) since it last slept, it
- * sleeps for LIBLOCK_RCL_BREATHE_US (default 100 us; 0 = never) instead of
- * that share's yield: the lower-priority threads of the CPU run until the
- * timer wakes the servicing thread, which then preempts them; a breath
+ * slice (the manager's default tick, 100 ms) since it last slept, it asks
+ * whether another process runs a server on this CPU (cpushare.c: one
+ * fcntl) and, if one does, sleeps for LIBLOCK_RCL_BREATHE_US (default
+ * 100 us; 0 = never) instead of that share's yield: the lower-priority
+ * threads of the CPU run until the timer wakes the servicing thread, which
+ * then preempts them; a breath
  * must be long enough for a dying thread to finish its exit, or it is
  * preempted at every breath and never does (tests/test_mixed.c, fork).
  * Degraded servers (CFS) do not breathe.  It changes no ordering: the
@@ -559,7 +561,8 @@ void rcl_serve_loop(struct rcl_server *s, struct rcl_sthread *me)
              * turn, and now and then every lower-priority thread */
             uint64_t now = ll_cycles();
             if (s->breathe_cycles && now - breathed > s->breathe_cycles && !s->degraded) {
-                breathe(s);
+                if (rcl_cpushare_others(s->cpu))
+                    breathe(s);
                 breathed = slice_start = ll_cycles();
             } else if (s->share_cycles && now - slice_start > s->share_cycles) {
                 sched_yield();
