@@ -20,7 +20,8 @@ driven by tests/test_profile_cli.sh.  Usage: test_e2e.py ROOT BUILD TMP
    own report (`children`), same site id.
  - lockbench -a posix in fixed-count mode (2 threads, 20000 critical sections
    each of 100 dependent shared-line accesses, delay 1000 cycles): the lock's
-   acquisitions are exactly lockbench's total_cs + 1 (posix_destroy's
+   acquisitions are exactly lockbench's total_cs + one untimed warm-up per
+   worker + 1 (posix_destroy's
    trylock), and two consistency checks against lockbench's own figures.
    Both tools time the same critical sections with the same clock;
    lockbench's interval also holds the liblock_execute call and its two
