@@ -43,16 +43,23 @@ static inline int held_locally(struct rcl_tls *t, struct rcl_lock *lk)
     return 0;
 }
 
-/* A servicing thread that has yielded this many times inside the runtime
- * asks for a free servicing thread (client.c, "Local path"). */
+/* A servicing thread of `own` that has yielded this many times inside the
+ * runtime asks for a free servicing thread if none is left (client.c,
+ * "Local path").  n_free is written only on own's CPU, where the caller
+ * runs (server.c, I1): a relaxed load reads its current value. */
 #define RCL_ASK_FREE_AFTER 64u
+
+static inline void ask_free_after(struct rcl_server *own, unsigned waited)
+{
+    if (LL_UNLIKELY(waited == RCL_ASK_FREE_AFTER) && atomic_load_explicit(&own->n_free, memory_order_relaxed) == 0)
+        rcl_ask_free(own);
+}
 
 static inline void local_acquire(struct rcl_server *s, struct rcl_lock *lk)
 {
     unsigned n = 0;
     while (!rcl_take(s, lk, RCL_HELD_SERVER)) {
-        if (++n == RCL_ASK_FREE_AFTER && atomic_load_explicit(&s->n_free, memory_order_relaxed) == 0)
-            rcl_ask_free(s);
+        ask_free_after(s, ++n);
         sched_yield(); /* the holder is another thread of this CPU (or a client): let it run */
     }
 }

@@ -124,14 +124,15 @@ LL_EXPORT liblock_server_t *liblock_server_start(int cpu)
     s->threads = calloc((size_t)s->maxthreads, sizeof *s->threads);
     if (!s->slots || !s->busy || !s->threads)
         goto fail_free;
-    s->tick_ns = (uint64_t)ll_env_long("LIBLOCK_RCL_TICK_US", rr_timeslice_us(), 100, 10000000) * 1000ull;
+    long slice_us = rr_timeslice_us();
+    s->tick_ns = (uint64_t)ll_env_long("LIBLOCK_RCL_TICK_US", slice_us, 100, 10000000) * 1000ull;
     long idle_us = ll_env_long("LIBLOCK_RCL_IDLE_US", 5000, 0, 1000000000L);
     s->idle_cycles = idle_us ? ll_ns_to_cycles((uint64_t)idle_us * 1000ull) : 0;
     long share_us = ll_env_long("LIBLOCK_RCL_SHARE_US", 200, 0, 1000000000L);
     s->share_cycles = share_us ? ll_ns_to_cycles((uint64_t)share_us * 1000ull) : 0;
     long breath_us = ll_env_long("LIBLOCK_RCL_BREATHE_US", 100, 0, 100000);
     s->breath_ns = (uint64_t)breath_us * 1000ull;
-    s->breathe_cycles = breath_us ? ll_ns_to_cycles((uint64_t)rr_timeslice_us() * 1000ull) : 0;
+    s->breathe_cycles = breath_us ? ll_ns_to_cycles((uint64_t)slice_us * 1000ull) : 0;
     s->degraded = ll_env_long("LIBLOCK_RCL_DEGRADED", RCL_DEGRADED_DEFAULT, 0, 1) != 0 || ncpus < 2;
     int pmin = sched_get_priority_min(SCHED_FIFO);
     s->prio_backup = pmin;
