@@ -205,7 +205,7 @@ deps:
 # and script under a time bound, the sanitizer subsets at a smaller scale,
 # and prints "N passed, N failed".
 TSAN_TESTS ?= test_stress test_api test_cond test_wait test_lifo_cond test_fairness test_rcl test_rcl_park test_malthus test_fastwake test_mailbox test_hybrid test_mps_oversub test_fc_park test_cond_requeue test_release_race test_rcl_destroy test_hemlock test_reciprocating test_cna test_hapax test_shfllock test_identity test_auto test_node_reuse
-ASAN_TESTS ?= test_threads test_api test_stress test_rcl test_rcl_park test_parking_oversub test_parking_races test_parking_fifo test_parking_fork test_parking_stray test_parking_clh test_parking_destroy test_parking_warning test_mps_oversub test_fastwake test_hemlock test_cna test_hapax test_shfllock test_auto
+ASAN_TESTS ?= test_threads test_rcl_cpushare test_api test_stress test_rcl test_rcl_park test_parking_oversub test_parking_races test_parking_fifo test_parking_fork test_parking_stray test_parking_clh test_parking_destroy test_parking_warning test_mps_oversub test_fastwake test_hemlock test_cna test_hapax test_shfllock test_auto
 TSAN_LIBS := -pthread -lm -fsanitize=thread $(filter-out -pthread -lm,$(LIBS))
 ASAN_LIBS := -pthread -lm -fsanitize=address,undefined $(filter-out -pthread -lm,$(LIBS))
 # The preload libraries cannot take ASan or TSan (their runtimes must be

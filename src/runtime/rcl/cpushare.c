@@ -16,6 +16,21 @@
  * on a file go away when it closes ANY descriptor of that file: nothing
  * but this file opens it, and the descriptor stays open.
  *
+ * A process's lock goes before its last thread does: an exiting thread
+ * drops its files before it is gone, and one preempted between the two
+ * (by the spinning servicing thread that woke from its breath) still
+ * needs the CPU, with no lock left to say so.  So the pid that F_GETLK
+ * names as the holder is remembered, and breathing goes on while that
+ * process is exiting: its main thread is a zombie (state Z in
+ * /proc/PID/stat) until the last thread is gone and its parent has reaped
+ * it.  A process whose main thread is not a zombie either left
+ * (rcl_cpushare_leave, after joining its server's threads) and lives on,
+ * or is exiting with its main thread not yet done: breathing goes on for
+ * UNKNOWN_PID_CHECKS more checks, then it is forgotten.  The same holds
+ * for a holder whose pid F_GETLK cannot give (another pid namespace: 0).
+ * Where /proc/PID/stat cannot be read but the pid exists (kill(pid, 0)
+ * does not fail with ESRCH), breathing goes on.
+ *
  * Where the file cannot be opened or locked, rcl_cpushare_others answers
  * yes: breathing then happens always, which costs a little CPU and never
  * a hang.
@@ -26,11 +41,16 @@
  */
 #include "rcl.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define CPUSHARE_PATH "/dev/shm/liblock-rcl-cpus"
+#define UNKNOWN_PID_CHECKS 20 /* checks (one per round-robin slice) */
 
 static _Atomic int share_fd = -1; /* -2: cannot be opened */
 
@@ -76,11 +96,48 @@ void rcl_cpushare_leave(int cpu)
         (void)lock_byte(fd, F_SETLK, F_UNLCK, cpu, NULL);
 }
 
-int rcl_cpushare_others(int cpu)
+/* The state letter of process pid's main thread, 0 if it cannot be read
+ * (gone, or hidden by the /proc mount). */
+static int proc_state(int pid)
+{
+    char path[32], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the name may hold anything */
+    return p && p[1] == ' ' ? (unsigned char)p[2] : 0;
+}
+
+int rcl_cpushare_others(int cpu, _Atomic int *seen)
 {
     int fd = atomic_load_explicit(&share_fd, memory_order_acquire);
     struct flock fl;
     if (fd < 0 || lock_byte(fd, F_GETLK, F_WRLCK, cpu, &fl) != 0)
         return 1;
-    return fl.l_type != F_UNLCK;
+    if (fl.l_type != F_UNLCK) {
+        atomic_store_explicit(seen, fl.l_pid > 0 ? (int)fl.l_pid : -UNKNOWN_PID_CHECKS, memory_order_relaxed);
+        return 1;
+    }
+    int pid = atomic_load_explicit(seen, memory_order_relaxed);
+    if (pid == 0)
+        return 0;
+    if (pid < 0) {
+        atomic_store_explicit(seen, pid + 1, memory_order_relaxed);
+        return 1;
+    }
+    int st = proc_state(pid);
+    if (st == 'Z' || (st == 0 && (kill(pid, 0) == 0 || errno != ESRCH)))
+        return 1;
+    if (st == 0) { /* gone */
+        atomic_store_explicit(seen, 0, memory_order_relaxed);
+        return 0;
+    }
+    atomic_store_explicit(seen, -UNKNOWN_PID_CHECKS, memory_order_relaxed);
+    return 1;
 }

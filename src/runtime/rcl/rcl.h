@@ -143,6 +143,7 @@ struct rcl_server {
     uint64_t tick_ns, idle_cycles;
     uint64_t share_cycles;        /* a busy servicing thread yields after this long (0 = never) */
     uint64_t breathe_cycles, breath_ns; /* ... and sleeps breath_ns after this long (0 = never; server.c, "Breathing") */
+    _Atomic int share_seen;       /* the other process last seen on this CPU (cpushare.c) */
     struct rcl_server *next_all;  /* list of every started server */
 };
 
@@ -154,7 +155,7 @@ int rcl_threads_start(struct rcl_server *s);           /* create its threads (se
 void rcl_ask_free(struct rcl_server *s);               /* a servicing thread waits: get a free one now (pool.c) */
 void rcl_cpushare_join(int cpu);                      /* this process runs a server's threads on cpu (cpushare.c) */
 void rcl_cpushare_leave(int cpu);                     /* ... no longer */
-int rcl_cpushare_others(int cpu);                     /* another process does (or cannot tell): 1 */
+int rcl_cpushare_others(int cpu, _Atomic int *seen);  /* another process does, or did and is not gone (or cannot tell): 1 */
 void rcl_threads_stop(struct rcl_server *s);           /* end and join them (servers_mutex held) */
 void rcl_server_free_arrays(struct rcl_server *s);
 

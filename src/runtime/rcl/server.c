@@ -141,8 +141,9 @@
  * exit, but until it has, that process stays a zombie and its parent's
  * waitpid() waits.  So once a servicing thread has run for one round-robin
  * slice (the manager's default tick, 100 ms) since it last slept, it asks
- * whether another process runs a server on this CPU (cpushare.c: one
- * fcntl) and, if one does, sleeps for LIBLOCK_RCL_BREATHE_US (default
+ * whether another process runs a server on this CPU, or did and has not
+ * yet gone (cpushare.c: one fcntl, and a kill(pid, 0) while one goes) and,
+ * if so, sleeps for LIBLOCK_RCL_BREATHE_US (default
  * 100 us; 0 = never) instead of that share's yield: the lower-priority
  * threads of the CPU run until the timer wakes the servicing thread, which
  * then preempts them; a breath
@@ -561,7 +562,7 @@ void rcl_serve_loop(struct rcl_server *s, struct rcl_sthread *me)
              * turn, and now and then every lower-priority thread */
             uint64_t now = ll_cycles();
             if (s->breathe_cycles && now - breathed > s->breathe_cycles && !s->degraded) {
-                if (rcl_cpushare_others(s->cpu))
+                if (rcl_cpushare_others(s->cpu, &s->share_seen))
                     breathe(s);
                 breathed = slice_start = ll_cycles();
             } else if (s->share_cycles && now - slice_start > s->share_cycles) {
