@@ -137,6 +137,7 @@
  * another free one.  The count bounds what a short wait costs: nothing.
  */
 #include "client.h"
+#include "platform/demote.h"
 
 __thread struct rcl_tls rcl_tls __attribute__((tls_model("initial-exec")));
 
@@ -266,6 +267,7 @@ void rcl_submit(struct rcl_server *s, struct rcl_slot *r, struct rcl_lock *lk, r
     if (r->flags != flags)
         r->flags = flags;
     atomic_store_explicit(&r->fn, fn, memory_order_release);
+    ll_demote(&r->fn); /* a hint for the server's read of it (platform/demote.h): no ordering */
     if (LL_UNLIKELY(woke))
         rcl_wake_idle(s);
     wait_reply(s, r, policy, flags);
