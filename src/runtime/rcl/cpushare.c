@@ -114,7 +114,7 @@ static int proc_state(int pid)
     return p && p[1] == ' ' ? (unsigned char)p[2] : 0;
 }
 
-int rcl_cpushare_others(int cpu, _Atomic int *seen)
+static int others(int cpu, _Atomic int *seen)
 {
     int fd = atomic_load_explicit(&share_fd, memory_order_acquire);
     struct flock fl;
@@ -140,4 +140,14 @@ int rcl_cpushare_others(int cpu, _Atomic int *seen)
     }
     atomic_store_explicit(seen, -UNKNOWN_PID_CHECKS, memory_order_relaxed);
     return 1;
+}
+
+/* The servicing thread's errno is left as it was (the library keeps errno
+ * across its calls; docs/api.md). */
+int rcl_cpushare_others(int cpu, _Atomic int *seen)
+{
+    int saved = errno;
+    int r = others(cpu, seen);
+    errno = saved;
+    return r;
 }

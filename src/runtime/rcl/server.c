@@ -142,7 +142,8 @@
  * waitpid() waits.  So once a servicing thread has run for one round-robin
  * slice (the manager's default tick, 100 ms) since it last slept, it asks
  * whether another process runs a server on this CPU, or did and has not
- * yet gone (cpushare.c: one fcntl, and a kill(pid, 0) while one goes) and,
+ * yet gone (cpushare.c: one fcntl, and a read of /proc/PID/stat while one
+ * goes) and,
  * if so, sleeps for LIBLOCK_RCL_BREATHE_US (default
  * 100 us; 0 = never) instead of that share's yield: the lower-priority
  * threads of the CPU run until the timer wakes the servicing thread, which
