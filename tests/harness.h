@@ -211,12 +211,11 @@ static inline pid_t th_spawn(const char *prog, const char *const *envs)
     return pid;
 }
 
-/* Whether thread tid of this process sleeps in the kernel ('S' in
- * /proc/self/task/TID/stat): 1 yes, 0 no, -1 no such thread (it ended). */
-static inline int th_task_sleeping(pid_t tid)
+/* The state letter in a /proc .../stat file (after the name, which may
+ * hold anything): -1 if it cannot be opened, 0 if it cannot be parsed. */
+static inline int th_stat_state(const char *path)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    char buf[512];
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
@@ -224,7 +223,17 @@ static inline int th_task_sleeping(pid_t tid)
     fclose(f);
     buf[n] = 0;
     char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' && p[2] == 'S';
+    return p && p[1] == ' ' ? (unsigned char)p[2] : 0;
+}
+
+/* Whether thread tid of this process sleeps in the kernel ('S' in
+ * /proc/self/task/TID/stat): 1 yes, 0 no, -1 no such thread (it ended). */
+static inline int th_task_sleeping(pid_t tid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    int st = th_stat_state(path);
+    return st < 0 ? -1 : st == 'S';
 }
 
 /* Section selector of a test made of named sections: whether section name

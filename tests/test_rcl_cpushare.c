@@ -37,16 +37,10 @@ static int get(int fd)
 /* State letter of pid's main thread, 0 if gone. */
 static int state_of(pid_t pid)
 {
-    char path[64], buf[512];
+    char path[64];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' ? p[2] : 0;
+    int st = th_stat_state(path);
+    return st < 0 ? 0 : st;
 }
 
 static int others_within(int n, _Atomic int *seen, int want)

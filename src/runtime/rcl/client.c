@@ -198,7 +198,7 @@ static inline void wait_reply(struct rcl_server *s, struct rcl_slot *r, int poli
         else
             ll_pause();
         if (LL_UNLIKELY(n == RCL_ASK_FREE_AFTER - 1) && rcl_tls.my_server)
-            ask_free_after(rcl_tls.my_server, n + 1); /* "Local path": our own server may be needed for the reply */
+            ask_free_if_none(rcl_tls.my_server); /* "Local path": our own server may be needed for the reply */
         if (LL_UNLIKELY((++n & idle_mask) == 0)) {
             if (atomic_load_explicit(&s->idle, memory_order_relaxed)) {
                 rcl_wake_idle(s);

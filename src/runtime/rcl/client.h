@@ -49,9 +49,9 @@ static inline int held_locally(struct rcl_tls *t, struct rcl_lock *lk)
  * runs (server.c, I1): a relaxed load reads its current value. */
 #define RCL_ASK_FREE_AFTER 64u
 
-static inline void ask_free_after(struct rcl_server *own, unsigned waited)
+static inline void ask_free_if_none(struct rcl_server *own)
 {
-    if (LL_UNLIKELY(waited == RCL_ASK_FREE_AFTER) && atomic_load_explicit(&own->n_free, memory_order_relaxed) == 0)
+    if (atomic_load_explicit(&own->n_free, memory_order_relaxed) == 0)
         rcl_ask_free(own);
 }
 
@@ -59,7 +59,8 @@ static inline void local_acquire(struct rcl_server *s, struct rcl_lock *lk)
 {
     unsigned n = 0;
     while (!rcl_take(s, lk, RCL_HELD_SERVER)) {
-        ask_free_after(s, ++n);
+        if (++n == RCL_ASK_FREE_AFTER)
+            ask_free_if_none(s);
         sched_yield(); /* the holder is another thread of this CPU (or a client): let it run */
     }
 }

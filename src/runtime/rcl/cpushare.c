@@ -31,6 +31,12 @@
  * Where /proc/PID/stat cannot be read but the pid exists (kill(pid, 0)
  * does not fail with ESRCH), breathing goes on.
  *
+ * `seen` (the server's share_seen) is read and written with relaxed
+ * atomics: it orders nothing else, and two servicing threads of one server
+ * that check at once can only leave one's value or the other's, each a
+ * pid seen or a countdown, so the worst a race does is one breath more or
+ * one fewer.
+ *
  * Where the file cannot be opened or locked, rcl_cpushare_others answers
  * yes: breathing then happens always, which costs a little CPU and never
  * a hang.
@@ -102,20 +108,15 @@ static int proc_state(int pid)
 {
     char path[32], buf[512];
     snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (ll_read_file(path, buf, sizeof buf) <= 0)
         return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = 0;
     const char *p = strrchr(buf, ')'); /* the name may hold anything */
     return p && p[1] == ' ' ? (unsigned char)p[2] : 0;
 }
 
-static int others(int cpu, _Atomic int *seen)
+int rcl_cpushare_others(int cpu, _Atomic int *seen)
 {
+    LL_KEEP_ERRNO; /* the servicing thread's errno stays as it was (docs/api.md) */
     int fd = atomic_load_explicit(&share_fd, memory_order_acquire);
     struct flock fl;
     if (fd < 0 || lock_byte(fd, F_GETLK, F_WRLCK, cpu, &fl) != 0)
@@ -142,12 +143,3 @@ static int others(int cpu, _Atomic int *seen)
     return 1;
 }
 
-/* The servicing thread's errno is left as it was (the library keeps errno
- * across its calls; docs/api.md). */
-int rcl_cpushare_others(int cpu, _Atomic int *seen)
-{
-    int saved = errno;
-    int r = others(cpu, seen);
-    errno = saved;
-    return r;
-}
