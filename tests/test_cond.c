@@ -115,7 +115,7 @@ static void bounded_buffer(const char *algo, int policy, int use_broadcast)
     /* The deadline bounds the run (oversubscribed FIFO spin locks hand over
      * slowly on 2 cores); it asserts nothing: the check below is exact over
      * whatever was produced. */
-    uint64_t deadline = th_now_ns() + 150 * 1000000ull;
+    uint64_t deadline = th_now_ns() + 100 * 1000000ull;
     for (;;) {
         int done = 1;
         for (int i = 0; i < NPROD; i++)

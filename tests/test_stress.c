@@ -11,7 +11,7 @@
  * critical sections the threads report and the flag must never have been
  * seen set.  Each configuration runs for a fixed count (40,000 critical
  * sections in all; 2,000 at the sanitizers' scale) or until a deadline of
- * 120 ms (100 ms), whichever comes first
+ * 80 ms, whichever comes first
  * (oversubscribed FIFO spin locks hand over slowly on 2 cores); the
  * deadline only bounds the run, it asserts nothing.  Every successful call
  * must leave errno as it found it (docs/api.md).  At the sanitizers' scale
@@ -139,7 +139,7 @@ static void run_config(const char *algo, int policy, int nthreads, int use_execu
         ws[i].sh = &sh;
         pthread_create(&ws[i].th, NULL, worker_main, &ws[i]);
     }
-    uint64_t deadline = th_now_ns() + (small ? 100 : 120) * 1000000ull;
+    uint64_t deadline = th_now_ns() + 80 * 1000000ull;
     while (th_now_ns() < deadline) {
         int all_done = 1;
         for (int i = 0; i < nthreads; i++)
