@@ -75,7 +75,10 @@
  *   candidates is the only one.)  A candidate joins only with a place
  *   disjoint from every late store of the others.
  * The barging candidate's uncontended acquire and release are ttas.h's
- * inline functions (the same instructions as its ops table's), not calls.
+ * inline functions (the same instructions as its ops table's), not calls,
+ * and a failed first attempt goes straight to ttas's own wait
+ * (ttas_lock_slow), as ttas's lock does: the steps are ttas's, in the same
+ * order, so its argument covers them.
  * Orderings: the mode store is release and both loads of mode in lock
  *   (and trylock) are acquire.  The re-check must be: the mode can come
  *   back to c through a chain c -> e -> ... -> c while a thread waits in
@@ -341,6 +344,21 @@ static LL_SLOW int auto_lock_slow(const liblock_t *l, struct auto_lock *s, struc
     }
 }
 
+/* The first attempt on the barging candidate failed: ttas's own wait
+ * (no second attempt, no call through its ops table), then the re-check. */
+static LL_SLOW int auto_lock_ttas_wait(const liblock_t *l, struct auto_lock *s, struct auto_node *n)
+{
+    ttas_lock_slow(l, TTAS_OF(s), ll_policy(l));
+    if (LL_LIKELY(atomic_load_explicit(&s->mode, memory_order_acquire) == C_TTAS)) {
+        n->which = C_TTAS;
+        if (!sample_due(s, 1) || !batch_end(l, s, n, C_TTAS))
+            return 0;
+    } else {
+        ttas_release_on(TTAS_OF(s), l); /* the lock moved on while we waited (header) */
+    }
+    return auto_lock_slow(l, s, n, -1);
+}
+
 /* The first attempt, on the barging candidate, inline (ttas.h); the
  * protocol's steps are those of auto_lock_slow. */
 static int auto_lock(liblock_t *l, void *vnode)
@@ -350,7 +368,7 @@ static int auto_lock(liblock_t *l, void *vnode)
     if (LL_UNLIKELY(atomic_load_explicit(&s->mode, memory_order_acquire) != C_TTAS))
         return auto_lock_slow(l, s, n, -1);
     if (LL_UNLIKELY(ttas_try_on(TTAS_OF(s), l) != 0))
-        return auto_lock_slow(l, s, n, C_TTAS);
+        return auto_lock_ttas_wait(l, s, n);
     if (LL_LIKELY(atomic_load_explicit(&s->mode, memory_order_acquire) == C_TTAS)) {
         n->which = C_TTAS;
         if (!sample_due(s, 0) || !batch_end(l, s, n, C_TTAS))

@@ -47,7 +47,6 @@ static int ttas_init(liblock_t *l, const liblock_attr_t *attr)
     return 0;
 }
 
-static LL_SLOW int ttas_lock_slow(liblock_t *l, struct ttas_lock *s, int policy);
 
 static int ttas_lock(liblock_t *l, void *node)
 {
@@ -57,8 +56,8 @@ static int ttas_lock(liblock_t *l, void *node)
     return ttas_lock_slow(l, LL_STATE(l, struct ttas_lock), ll_policy(l));
 }
 
-/* The first attempt failed. */
-static int ttas_lock_slow(liblock_t *l, struct ttas_lock *s, int policy)
+/* The first attempt failed (ttas.h). */
+LL_SLOW int ttas_lock_slow(const liblock_t *l, struct ttas_lock *s, int policy)
 {
     int parks = policy == LIBLOCK_WAIT_SPIN_THEN_PARK;
     const _Atomic int32_t *who = ll_behind(l, &s->holder);

@@ -38,6 +38,11 @@ static inline int ttas_try_on(struct ttas_lock *s, const liblock_t *pol)
 
 static inline int ttas_try(liblock_t *l) { return ttas_try_on(LL_STATE(l, struct ttas_lock), l); }
 
+/* The contended acquisition of s, after a failed first attempt, under
+ * policy (that of l, the liblock_t of s or of a lock that embeds s with the
+ * same policy): returns 0 holding s.  ttas.c. */
+LL_SLOW int ttas_lock_slow(const liblock_t *l, struct ttas_lock *s, int policy);
+
 static inline void ttas_release_on(struct ttas_lock *s, const liblock_t *pol)
 {
     tas_release(&s->word, ll_policy(pol));
