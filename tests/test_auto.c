@@ -22,6 +22,12 @@
  *             windows, and LIBLOCK_AUTO_LOG has the line with its reason; a
  *             lock started on mcs (LIBLOCK_AUTO_START) with the default
  *             thresholds moves back to ttas (share 0 < 0.05), logged too.
+ *  cond rule  with more threads than CPUs (helpers that used liblock once)
+ *             and every window "contended" (LOW = HIGH = 0): a lock whose
+ *             acquisitions include retakes after a condition wait (timed
+ *             waits due at once) moves to LIBLOCK_AUTO_OVER_COND (mcscr
+ *             here), the same lock without waits to LIBLOCK_AUTO_OVER
+ *             (mcs), and with LIBLOCK_AUTO_COND=1 the waits are ignored.
  * Under ThreadSanitizer (TSAN_TESTS) at a smaller scale.  No timing is
  * asserted; the watchdog bounds a deadlock.
  */
@@ -297,7 +303,7 @@ static void rule(void)
     int lines = 0, found = 0;
     while (f && fgets(line, sizeof line, f)) {
         lines++;
-        found |= strstr(line, "ttas -> mcs: contended share 0.00 in 2 windows") != NULL;
+        found |= strstr(line, "ttas -> mcs: contended share 0.00, after a condition wait 0.000, in 2 windows") != NULL;
     }
     if (f)
         fclose(f);
@@ -306,10 +312,82 @@ static void rule(void)
     CHECK(found, "the log line: %s", line);
 }
 
+/* More threads than CPUs (each has used liblock once: the count auto reads)
+ * and a lock whose acquisitions include retakes after a condition wait go
+ * to LIBLOCK_AUTO_OVER_COND; the same lock without condition waits to
+ * LIBLOCK_AUTO_OVER.  LOW = HIGH = 0 make every window "contended". */
+static pthread_barrier_t cr_bar;
+static void *cr_helper(void *a)
+{
+    liblock_t *d = a;
+    liblock_lock(d);
+    liblock_unlock(d);
+    pthread_barrier_wait(&cr_bar);
+    return NULL;
+}
+
+static int64_t cond_rule_mode(int waits)
+{
+    liblock_t l;
+    liblock_cond_t c;
+    CHECK_EQ(liblock_init(&l, "auto", NULL), 0);
+    CHECK_EQ(liblock_cond_init(&c, NULL), 0);
+    for (int i = 0; i < 3000; i++) {
+        CHECK_EQ(liblock_lock(&l), 0);
+        if (waits) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            int r = liblock_cond_timedwait(&c, &l, &ts); /* due at once: releases and retakes the lock */
+            CHECK(r == ETIMEDOUT || r == 0, "timedwait: %d", r);
+        }
+        CHECK_EQ(liblock_unlock(&l), 0);
+    }
+    int64_t mode = stat_of(&l, "mode");
+    CHECK_EQ(liblock_cond_destroy(&c), 0);
+    CHECK_EQ(liblock_destroy(&l), 0);
+    return mode;
+}
+
+static void cond_rule(void)
+{
+    th_context = "cond rule";
+    long n = sysconf(_SC_NPROCESSORS_ONLN) + 1;
+    pthread_t *t = calloc((size_t)n, sizeof *t);
+    liblock_t d;
+    CHECK_EQ(liblock_init(&d, "posix", NULL), 0);
+    pthread_barrier_init(&cr_bar, NULL, (unsigned)n + 1);
+    for (long i = 0; i < n; i++)
+        CHECK_EQ(pthread_create(&t[i], NULL, cr_helper, &d), 0);
+    while ((long)ll_thread_max_id() <= n) /* the helpers have used liblock (thread ids are given at first use) */
+        usleep(1000);
+    setenv("LIBLOCK_AUTO_LOW", "0", 1);
+    setenv("LIBLOCK_AUTO_HIGH", "0", 1);
+    setenv("LIBLOCK_AUTO_UNDER", "ttas", 1);
+    setenv("LIBLOCK_AUTO_OVER", "mcs", 1);
+    setenv("LIBLOCK_AUTO_OVER_COND", "mcscr", 1);
+    CHECK_EQ(cond_rule_mode(1), 2); /* mcscr */
+    CHECK_EQ(cond_rule_mode(0), 1); /* mcs */
+    setenv("LIBLOCK_AUTO_COND", "1", 1); /* a share no lock reaches: condition waits ignored */
+    CHECK_EQ(cond_rule_mode(1), 1);
+    unsetenv("LIBLOCK_AUTO_COND");
+    unsetenv("LIBLOCK_AUTO_LOW");
+    unsetenv("LIBLOCK_AUTO_HIGH");
+    unsetenv("LIBLOCK_AUTO_UNDER");
+    unsetenv("LIBLOCK_AUTO_OVER");
+    unsetenv("LIBLOCK_AUTO_OVER_COND");
+    pthread_barrier_wait(&cr_bar);
+    for (long i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&cr_bar);
+    CHECK_EQ(liblock_destroy(&d), 0);
+    free(t);
+}
+
 int main(void)
 {
     th_watchdog(th_under_tsan() ? 600 : 240);
     rule();
+    cond_rule();
     liblock_algorithm_info_t in;
     CHECK_EQ(liblock_algorithm_info("auto", &in), 0);
     for (int p = 1; p < LIBLOCK_WAIT__COUNT; p++)

@@ -94,14 +94,17 @@
  * count over every auto lock: no shared line is written on the other
  * acquisitions) is a sample: its holder adds AUTO_BATCH to the lock's
  * acquisitions and, if that acquisition found the lock held (the
- * candidate's trylock failed), to its contended ones; those counters are
- * touched only under the lock.  Every AUTO_WINDOW acquisitions so
+ * candidate's trylock failed), to its contended ones; a retake after a
+ * condition wait (cond_reacquire) is counted exactly, by its holder; those
+ * counters are touched only under the lock.  Every AUTO_WINDOW acquisitions so
  * estimated, the holder computes the contended share of the window and a
  * target: the
  * barging lock below LIBLOCK_AUTO_LOW (default 0.05), the calibrated
  * choice at or above LIBLOCK_AUTO_HIGH (default 0.5) -- LIBLOCK_AUTO_UNDER
  * while the threads using liblock are at most the CPUs, LIBLOCK_AUTO_OVER
- * beyond -- and no change in between.  It switches when `need` windows
+ * beyond, or LIBLOCK_AUTO_OVER_COND (default loiter) beyond when at least
+ * LIBLOCK_AUTO_COND (default 0.01) of the window's acquisitions were
+ * retakes after a condition wait -- and no change in between.  It switches when `need` windows
  * in a row agree on a target other than the current candidate: 2, doubled
  * (up to 64) by a switch that returns, within 64 windows, to the candidate
  * the previous switch left, and back to 2 after 64 windows without a
@@ -146,13 +149,13 @@ struct auto_lock {
     LL_ALIGNED _Atomic uint32_t mode;
     liblock_t sub[C__N];
     /* holder-only (header), on lines of their own */
-    LL_ALIGNED uint64_t acq, cont;
+    LL_ALIGNED uint64_t acq, cont, cretake;
     uint32_t agree, want, need;
     int32_t left;      /* the candidate the last switch left (-1: none yet) */
     uint64_t last_win; /* windows at the last switch */
     uint64_t switches, windows, forced_every, forced_n, forced_k;
-    uint8_t under, over;
-    float low, high;
+    uint8_t under, over, over_cond;
+    float low, high, cond_min;
     int cpus; /* online CPUs at init (sysconf reads a file: not per window) */
     LL_ALIGNED unsigned char st[C__N][AUTO_STATE_MAX];
 };
@@ -200,6 +203,8 @@ static int auto_init(liblock_t *l, const liblock_attr_t *attr)
     s->high = (float)ll_env_double("LIBLOCK_AUTO_HIGH", 0.5, 0.0, 1.0);
     s->under = (uint8_t)cand_index(getenv("LIBLOCK_AUTO_UNDER"), C_TTAS);
     s->over = (uint8_t)cand_index(getenv("LIBLOCK_AUTO_OVER"), C_TTAS);
+    s->over_cond = (uint8_t)cand_index(getenv("LIBLOCK_AUTO_OVER_COND"), C_LOITER);
+    s->cond_min = (float)ll_env_double("LIBLOCK_AUTO_COND", 0.01, 0.0, 1.0);
     s->forced_every = (uint64_t)ll_env_long("LIBLOCK_AUTO_SWITCH_EVERY", 0, 0, 1L << 30);
     s->want = (uint32_t)start;
     s->need = AUTO_NEED_MIN;
@@ -259,12 +264,13 @@ static int decide(struct auto_lock *s, int m, const char **why, char *buf, size_
     }
     if (s->acq < AUTO_WINDOW)
         return -1;
-    double share = (double)s->cont / (double)s->acq;
+    double share = (double)s->cont / (double)s->acq, cshare = (double)s->cretake / (double)s->acq;
     unsigned threads = ll_thread_max_id();
     int cpus = s->cpus;
-    s->acq = s->cont = 0;
+    s->acq = s->cont = s->cretake = 0;
     s->windows++;
-    int target = share < s->low ? C_TTAS : share >= s->high ? ((int)threads > cpus ? s->over : s->under) : m;
+    int over = cshare >= s->cond_min ? s->over_cond : s->over;
+    int target = share < s->low ? C_TTAS : share >= s->high ? ((int)threads > cpus ? over : s->under) : m;
     if (target == m) {
         s->agree = 0;
         return -1;
@@ -284,8 +290,8 @@ static int decide(struct auto_lock *s, int m, const char **why, char *buf, size_
         s->need = AUTO_NEED_MIN;
     s->left = m;
     s->last_win = s->windows;
-    snprintf(buf, bn, "contended share %.2f in %u windows of %u acquisitions, %u threads, %d CPUs", share, agreed,
-             AUTO_WINDOW, threads, cpus);
+    snprintf(buf, bn, "contended share %.2f, after a condition wait %.3f, in %u windows of %u acquisitions, %u threads, %d CPUs",
+             share, cshare, agreed, AUTO_WINDOW, threads, cpus);
     *why = buf;
     return target;
 }
@@ -379,6 +385,17 @@ static int auto_lock(liblock_t *l, void *vnode)
     return auto_lock_slow(l, s, n, -1);
 }
 
+/* A condition wait takes the lock back (src/core/cond.c; the interposer's
+ * condition variables too): an acquisition like any other, counted exactly
+ * (not sampled: waits are rare and slow) by the holder it made. */
+static int auto_cond_reacquire(liblock_t *l)
+{
+    int r = ll_api_lock(l);
+    if (r == 0)
+        LL_STATE(l, struct auto_lock)->cretake++;
+    return r;
+}
+
 static int auto_trylock(liblock_t *l, void *vnode)
 {
     struct auto_lock *s = LL_STATE(l, struct auto_lock);
@@ -417,7 +434,8 @@ static void auto_stats(const liblock_t *l, struct ll_stats *o)
 const struct ll_ops ll_ops_auto = {
     .name = "auto",
     .description = "chooses its algorithm per lock while it runs: starts on the barging futex lock (ttas), moves to "
-                   "the calibrated choice (LIBLOCK_AUTO_UNDER, LIBLOCK_AUTO_OVER: ttas, mcs, mcscr or loiter) when its "
+                   "the calibrated choice (LIBLOCK_AUTO_UNDER, LIBLOCK_AUTO_OVER: ttas, mcs, mcscr or loiter; beyond "
+                   "the CPUs, for a lock retaken after condition waits, LIBLOCK_AUTO_OVER_COND: loiter) when its "
                    "contended share stays high, and back when it falls (docs/auto.md)",
     .source = "Lozi, Towards More Scalable Mutual Exclusion for Multicore Architectures (PhD thesis, UPMC 2014), "
               "sections 4.2.1 and 5.3.1; Antic, Chatzopoulos, Guerraoui and Trigonakis, Locking Made Easy, "
@@ -434,5 +452,6 @@ const struct ll_ops ll_ops_auto = {
     .lock = auto_lock,
     .trylock = auto_trylock,
     .unlock = auto_unlock,
+    .cond_reacquire = auto_cond_reacquire,
     .stats = auto_stats,
 };
