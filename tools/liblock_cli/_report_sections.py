@@ -517,7 +517,7 @@ def sections():
         Section("apps", "Applications under the interposer", [LB + ["apps", "--reps", "3"] + COMMON],
                 [LB + ["apps", "--reps", "1", "--scale", "0.1", "--threads-list", "8", "--count-scale", "0"] + COMMON],
                 reduce_apps),
-        Section("auto", "auto: the algorithm chosen while the program runs", [LB + ["auto", "--reps", "5", "--variant", "over-loiter:LIBLOCK_AUTO_OVER=loiter"] + COMMON],
+        Section("auto", "auto: the algorithm chosen while the program runs", [LB + ["auto", "--reps", "5", "--variant", "nocond:LIBLOCK_AUTO_COND=1"] + COMMON],
                 [LB + ["auto", "--reps", "1", "--scale", "0.1", "--duration", "0.05", "--threads-list", "8"]
                  + COMMON], reduce_auto),
         Section("condvars", "Condition variables",
