@@ -47,7 +47,6 @@ static int ttas_init(liblock_t *l, const liblock_attr_t *attr)
     return 0;
 }
 
-
 static int ttas_lock(liblock_t *l, void *node)
 {
     (void)node;
