@@ -325,21 +325,17 @@ static inline int sample_due(struct auto_lock *s, int contended)
 }
 
 /* The lock after the first attempt: any candidate, any number of rounds
- * (header).  failed: the candidate whose attempt just failed (-1: none);
- * if it is still current, its lock is called without a second attempt (a
- * failed CAS takes the line from its holder: one is enough to know the
- * acquisition is contended). */
-static LL_SLOW int auto_lock_slow(const liblock_t *l, struct auto_lock *s, struct auto_node *n, int failed)
+ * (header). */
+static LL_SLOW int auto_lock_slow(const liblock_t *l, struct auto_lock *s, struct auto_node *n)
 {
     for (;;) {
         int m = (int)atomic_load_explicit(&s->mode, memory_order_acquire);
         liblock_t *sl = &s->sub[m];
         int contended = 0;
-        if (m == failed || cand[m]->trylock(sl, cnode(n, m)) != 0) {
+        if (cand[m]->trylock(sl, cnode(n, m)) != 0) {
             contended = 1;
             cand[m]->lock(sl, cnode(n, m));
         }
-        failed = -1;
         if (LL_LIKELY((int)atomic_load_explicit(&s->mode, memory_order_acquire) == m)) {
             n->which = (uint32_t)m;
             if (sample_due(s, contended) && batch_end(l, s, n, m))
@@ -350,39 +346,40 @@ static LL_SLOW int auto_lock_slow(const liblock_t *l, struct auto_lock *s, struc
     }
 }
 
-/* The first attempt on the barging candidate failed: ttas's own wait
- * (no second attempt, no call through its ops table), then the re-check. */
+/* The barging candidate taken after mode read C_TTAS (the protocol's steps,
+ * as in auto_lock_slow): the re-check, the sample, and the general path
+ * when the lock moved on or this holder switched it. */
+static inline __attribute__((always_inline)) int ttas_taken(const liblock_t *l, struct auto_lock *s,
+                                                           struct auto_node *n, int contended)
+{
+    if (LL_LIKELY(atomic_load_explicit(&s->mode, memory_order_acquire) == C_TTAS)) {
+        n->which = C_TTAS;
+        if (!sample_due(s, contended) || !batch_end(l, s, n, C_TTAS))
+            return 0;
+    } else {
+        ttas_release_on(TTAS_OF(s), l); /* the lock moved on (header) */
+    }
+    return auto_lock_slow(l, s, n);
+}
+
+/* The first attempt on the barging candidate failed: ttas's own wait (no
+ * second attempt, no call through its ops table), then as after a success. */
 static LL_SLOW int auto_lock_ttas_wait(const liblock_t *l, struct auto_lock *s, struct auto_node *n)
 {
     ttas_lock_slow(l, TTAS_OF(s), ll_policy(l));
-    if (LL_LIKELY(atomic_load_explicit(&s->mode, memory_order_acquire) == C_TTAS)) {
-        n->which = C_TTAS;
-        if (!sample_due(s, 1) || !batch_end(l, s, n, C_TTAS))
-            return 0;
-    } else {
-        ttas_release_on(TTAS_OF(s), l); /* the lock moved on while we waited (header) */
-    }
-    return auto_lock_slow(l, s, n, -1);
+    return ttas_taken(l, s, n, 1);
 }
 
-/* The first attempt, on the barging candidate, inline (ttas.h); the
- * protocol's steps are those of auto_lock_slow. */
+/* The first attempt, on the barging candidate, inline (ttas.h). */
 static int auto_lock(liblock_t *l, void *vnode)
 {
     struct auto_lock *s = LL_STATE(l, struct auto_lock);
     struct auto_node *n = vnode;
     if (LL_UNLIKELY(atomic_load_explicit(&s->mode, memory_order_acquire) != C_TTAS))
-        return auto_lock_slow(l, s, n, -1);
+        return auto_lock_slow(l, s, n);
     if (LL_UNLIKELY(ttas_try_on(TTAS_OF(s), l) != 0))
         return auto_lock_ttas_wait(l, s, n);
-    if (LL_LIKELY(atomic_load_explicit(&s->mode, memory_order_acquire) == C_TTAS)) {
-        n->which = C_TTAS;
-        if (!sample_due(s, 0) || !batch_end(l, s, n, C_TTAS))
-            return 0;
-    } else {
-        ttas_release_on(TTAS_OF(s), l); /* the lock moved on (header) */
-    }
-    return auto_lock_slow(l, s, n, -1);
+    return ttas_taken(l, s, n, 0);
 }
 
 /* A condition wait takes the lock back (src/core/cond.c; the interposer's

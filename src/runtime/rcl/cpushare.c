@@ -142,4 +142,3 @@ int rcl_cpushare_others(int cpu, _Atomic int *seen)
     atomic_store_explicit(seen, -UNKNOWN_PID_CHECKS, memory_order_relaxed);
     return 1;
 }
-
